@@ -1,0 +1,631 @@
+#!/usr/bin/env bash
+# ci/lab.sh — turn this one machine into a simulated benchrig lab.
+#
+# Each lab host is a network namespace (brlab-<host>) with its own sshd, its
+# own mount namespace (private /tmp and /root), loop-device "disks" and
+# cgroup v1 throttles (cpu, memory, blkio). inventories/simlab.yml points at
+# the paths created here, so the layout below is fixed.
+#
+# Run as root. Expects cgroup v1 hierarchies at /sys/fs/cgroup/{cpu,blkio,memory}.
+set -euo pipefail
+
+usage() {
+    cat <<EOF
+usage: ${0##*/} COMMAND [ARGS]
+
+  up               create whatever is missing, (re)start sshds that are not
+                   running, leave running things alone; print a table
+  down             remove everything the lab created (processes, mounts of lab
+                   disks, loop devices, cgroups, netns, bridge, lab dir)
+  status           per host: netns, sshd, ssh, disks; exit 1 if anything is missing
+  crash HOST       kill -9 every process in HOST's namespace ('up' revives it)
+  ssh HOST [CMD]   ssh into a lab host with the lab key and known_hosts
+
+Hosts: ${HOSTS[*]}
+Lab dir: $LAB (override with BENCHRIG_LAB_DIR, for experiments only)
+EOF
+}
+
+# --------------------------------------------------------------------------
+# Host table — edit here to add hosts.
+#   name      netns is brlab-<name>, root-side veth vbr-<name> (<= 11 chars)
+#   ip        address on the lab bridge (10.77.0.0/24)
+#   arch      native | i686 (i686: sshd runs under `setarch i686`)
+#   cpu_quota cgroup v1 cpu.cfs_quota_us per 100000 us period, or - for none
+#   mem       cgroup v1 memory.limit_in_bytes (e.g. 512M), or - for none
+#   size      size of each disk image (truncate -s syntax)
+#   disks     comma-separated disk names; image $LAB/disks/<name>-<disk>.img
+#   rot       /sys/block/loopN/queue/rotational for its disks (1 = HDD-like)
+#   rbps wbps riops wiops   blkio.throttle.* limits applied to EACH disk
+# --------------------------------------------------------------------------
+HOST_TABLE=$(cat <<'EOF'
+# name  ip          arch    cpu_quota mem   size disks               rot rbps       wbps       riops wiops
+old     10.77.0.11  i686    12000     512M  1G   hdd0,hdd1           1   31457280   26214400   150   150
+fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   524288000  419430400  40000 40000
+fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000
+EOF
+)
+
+LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
+BRIDGE=brlab0
+BRIDGE_IP=10.77.0.1
+NET_PREFIX=24
+NS_PREFIX=brlab-
+VETH_PREFIX=vbr-
+CG_ROOT=/sys/fs/cgroup
+CG_NAME=benchrig-lab
+CG_CONTROLLERS=(cpu blkio memory)
+CPU_PERIOD=100000
+SSHD=/usr/sbin/sshd
+SSH_WAIT_SECONDS=20
+# Tags the iptables rule we may add so that `down` removes exactly that rule.
+IPT_RULE=(FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment "$CG_NAME" -j ACCEPT)
+
+HOSTS=()
+declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS
+
+log() { printf '%s\n' "lab: $*" >&2; }
+die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
+
+load_hosts() {
+    local name ip arch cpu mem size disks rot rbps wbps riops wiops
+    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops; do
+        [[ -z $name || $name == \#* ]] && continue
+        # Interface names are limited to 15 chars: "vbr-" + 11.
+        [[ $name =~ ^[a-z0-9]{1,11}$ ]] || die "bad host name '$name' in HOST_TABLE"
+        [[ -n $wiops ]] || die "incomplete HOST_TABLE line for '$name'"
+        HOSTS+=("$name")
+        H_IP[$name]=$ip H_ARCH[$name]=$arch H_CPU[$name]=$cpu H_MEM[$name]=$mem
+        H_SIZE[$name]=$size H_DISKS[$name]=${disks//,/ } H_ROT[$name]=$rot
+        H_RBPS[$name]=$rbps H_WBPS[$name]=$wbps H_RIOPS[$name]=$riops H_WIOPS[$name]=$wiops
+    done <<<"$HOST_TABLE"
+}
+
+check_lab_dir() {
+    # `down` does rm -rf on it: refuse anything that is not an absolute path
+    # at least two levels deep.
+    [[ $LAB == /* && $LAB =~ ^/[^/]+/[^/]+ && $LAB != *..* ]] \
+        || die "refusing lab dir '$LAB' (must be an absolute path, at least /a/b)"
+    LAB=${LAB%/}
+}
+
+need_host() {
+    [[ -n ${1:-} ]] || die "missing HOST (one of: ${HOSTS[*]})"
+    [[ -n ${H_IP[$1]+x} ]] || die "unknown host '$1' (one of: ${HOSTS[*]})"
+}
+
+ensure_tools() {
+    # Install only what is really missing (normally nothing on the CI image).
+    local pkgs=() cmd pkg
+    for cmd in sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
+               ip:iproute2 losetup:mount setarch:util-linux findmnt:util-linux; do
+        pkg=${cmd#*:}; cmd=${cmd%%:*}
+        command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
+    done
+    if ((${#pkgs[@]})); then
+        log "installing missing packages: ${pkgs[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2
+    fi
+}
+
+ns() { echo "$NS_PREFIX$1"; }
+hdir() { echo "$LAB/hosts/$1"; }
+ns_exists() { [[ -e /run/netns/$(ns "$1") ]]; }
+
+ssh_opts() {
+    # -F /dev/null: ignore any user/system ssh_config and never create /root/.ssh.
+    SSH_OPTS=(-F /dev/null -i "$LAB/id_ed25519" -o "UserKnownHostsFile=$LAB/known_hosts"
+              -o StrictHostKeyChecking=yes -o BatchMode=yes -o IdentitiesOnly=yes
+              -o ConnectTimeout=5 -o LogLevel=ERROR)
+}
+
+ssh_ok() {   # ssh_ok HOST — does `ssh ... true` work within 5 s?
+    ssh_opts
+    timeout 5 ssh "${SSH_OPTS[@]}" "root@${H_IP[$1]}" true </dev/null >/dev/null 2>&1
+}
+
+# Write a file only when its content changes, so that `up` leaves things alone.
+write_if_changed() {   # write_if_changed FILE MODE  (content on stdin)
+    local tmp
+    tmp=$(mktemp "$1.XXXXXX")
+    cat >"$tmp"
+    chmod "$2" "$tmp"
+    if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; fi
+}
+
+# Is PID a live (non-zombie) process inside HOST's netns? A killed sshd may
+# linger as a zombie if nobody reaps it, so `kill -0` is not enough; a zombie
+# has no namespaces any more, so comparing the netns also rules out pid reuse.
+pid_in_host() {   # pid_in_host PID HOST
+    local pid=$1 want have
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    want=$(stat -L -c %i "/run/netns/$(ns "$2")" 2>/dev/null) || return 1
+    have=$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null) || return 1
+    [[ $want == "$have" ]]
+}
+
+sshd_pid() {   # print the pid of HOST's running sshd, or fail
+    local pid
+    pid=$(cat "$(hdir "$1")/sshd.pid" 2>/dev/null) || return 1
+    pid_in_host "$pid" "$1" || return 1
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == sshd ]] || return 1
+    echo "$pid"
+}
+
+# Loop devices currently backed by lab images: lines "/dev/loopN <image>".
+# Matching on the backing-file prefix also catches images deleted while attached.
+lab_loops() {
+    losetup -l -n -O NAME,BACK-FILE 2>/dev/null | awk -v p="$LAB/disks/" 'index($2, p) == 1 { print $1, $2 }'
+}
+
+image_loop() {   # the /dev/loopN an image is attached to (empty if none)
+    losetup -n -O NAME -j "$1" 2>/dev/null | head -n1
+}
+
+# ------------------------------------------------------------------ network
+
+net_up() {
+    local h n
+    ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+    ip addr replace "$BRIDGE_IP/$NET_PREFIX" dev "$BRIDGE"
+    ip link set "$BRIDGE" up
+
+    for h in "${HOSTS[@]}"; do
+        n=$(ns "$h")
+        ns_exists "$h" || ip netns add "$n"
+        ip -n "$n" link set lo up
+        if ! ip -n "$n" link show eth0 >/dev/null 2>&1; then
+            # A veth pair lives and dies as a pair; a root half without the ns half
+            # cannot normally exist, but clear it anyway before re-creating.
+            ip link del "$VETH_PREFIX$h" >/dev/null 2>&1 || true
+            ip link add "$VETH_PREFIX$h" type veth peer name "vbp-$h"
+            ip link set "vbp-$h" netns "$n"
+            ip -n "$n" link set "vbp-$h" name eth0
+        fi
+        ip link set "$VETH_PREFIX$h" master "$BRIDGE" up
+        ip -n "$n" addr replace "${H_IP[$h]}/$NET_PREFIX" dev eth0
+        ip -n "$n" link set eth0 up
+        ip -n "$n" route replace default via "$BRIDGE_IP"
+    done
+    bridge_filter_up
+}
+
+# With br_netfilter active (bridge-nf-call-iptables=1), frames bridged between
+# two lab hosts traverse the iptables FORWARD chain; a DROP policy there (as
+# Docker sets) would cut host-to-host traffic. Root<->host traffic is not
+# forwarded and is unaffected. If iptables is present, allow brlab0->brlab0
+# explicitly; without iptables there is nothing that can drop it (checked by
+# check_mesh after the sshds are up, which catches nftables-only setups too).
+bridge_filter_up() {
+    [[ $(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null) == 1 ]] || return 0
+    command -v iptables >/dev/null 2>&1 || return 0
+    iptables -C "${IPT_RULE[@]}" 2>/dev/null || iptables -I "${IPT_RULE[@]}" \
+        || log "warning: could not add iptables rule (${IPT_RULE[*]}); relying on check_mesh"
+}
+
+bridge_filter_down() {
+    command -v iptables >/dev/null 2>&1 || return 0
+    while iptables -D "${IPT_RULE[@]}" 2>/dev/null; do :; done
+}
+
+# Every host must reach every other host's sshd (bridged traffic).
+check_mesh() {
+    local a b bad=0
+    for a in "${HOSTS[@]}"; do
+        for b in "${HOSTS[@]}"; do
+            [[ $a == "$b" ]] && continue
+            if ! ip netns exec "$(ns "$a")" timeout 5 bash -c "exec 3<>/dev/tcp/${H_IP[$b]}/22" 2>/dev/null; then
+                log "host $a cannot reach $b (${H_IP[$b]}:22) over $BRIDGE — check bridge netfilter / FORWARD policy"
+                bad=1
+            fi
+        done
+    done
+    return "$bad"
+}
+
+# ------------------------------------------------------------------ keys
+
+keys_up() {
+    local h d
+    mkdir -p "$LAB"/{hosts,disks,dev}
+    chmod 700 "$LAB"
+    if [[ ! -s $LAB/id_ed25519 ]]; then
+        rm -f "$LAB/id_ed25519.pub"
+        ssh-keygen -q -t ed25519 -N '' -C "$CG_NAME-client" -f "$LAB/id_ed25519"
+    fi
+    [[ -s $LAB/id_ed25519.pub ]] || ssh-keygen -y -f "$LAB/id_ed25519" >"$LAB/id_ed25519.pub"
+    write_if_changed "$LAB/authorized_keys" 644 <"$LAB/id_ed25519.pub"
+
+    for h in "${HOSTS[@]}"; do
+        d=$(hdir "$h")
+        mkdir -p "$d/home"
+        chmod 700 "$d/home"
+        if [[ ! -s $d/ssh_host_ed25519_key ]]; then
+            rm -f "$d/ssh_host_ed25519_key.pub"
+            ssh-keygen -q -t ed25519 -N '' -C "$CG_NAME-$h" -f "$d/ssh_host_ed25519_key"
+        fi
+        [[ -s $d/ssh_host_ed25519_key.pub ]] \
+            || ssh-keygen -y -f "$d/ssh_host_ed25519_key" >"$d/ssh_host_ed25519_key.pub"
+    done
+
+    for h in "${HOSTS[@]}"; do
+        printf '%s %s\n' "${H_IP[$h]}" "$(cut -d' ' -f1,2 "$(hdir "$h")/ssh_host_ed25519_key.pub")"
+    done | write_if_changed "$LAB/known_hosts" 644
+}
+
+# ------------------------------------------------------------------ disks
+
+declare -A DISK_LOOP   # "<host>-<disk>" -> /dev/loopN (filled by disks_up)
+
+disks_up() {
+    local h d img loop
+    for h in "${HOSTS[@]}"; do
+        for d in ${H_DISKS[$h]}; do
+            img=$LAB/disks/$h-$d.img
+            [[ -e $img ]] || truncate -s "${H_SIZE[$h]}" "$img"   # sparse
+            loop=$(image_loop "$img")
+            if [[ -z $loop ]]; then
+                # Direct I/O keeps the host page cache out of the numbers; not
+                # every backing filesystem supports it, so fall back.
+                loop=$(losetup --find --show --direct-io=on "$img" 2>/dev/null) \
+                    || loop=$(losetup --find --show "$img")
+            fi
+            DISK_LOOP[$h-$d]=$loop
+            # Re-point on every up: the loop number may differ after down/up.
+            ln -sfn "$loop" "$LAB/dev/$h-$d"
+            # Best effort: lets tools see HDD-like vs SSD-like disks.
+            echo "${H_ROT[$h]}" >"/sys/block/${loop#/dev/}/queue/rotational" 2>/dev/null || true
+        done
+    done
+}
+
+# ------------------------------------------------------------------ cgroups
+
+cg_dir() { echo "$CG_ROOT/$1/$CG_NAME/$2"; }   # cg_dir CONTROLLER HOST
+
+cgroups_up() {
+    local h c d dev disk file limit want line
+    for c in "${CG_CONTROLLERS[@]}"; do
+        [[ -d $CG_ROOT/$c ]] || die "cgroup v1 controller not mounted at $CG_ROOT/$c"
+    done
+    for h in "${HOSTS[@]}"; do
+        for c in "${CG_CONTROLLERS[@]}"; do mkdir -p "$(cg_dir "$c" "$h")"; done
+
+        # CPU / memory: only where the table asks; '-' resets to unlimited in
+        # case the table was edited while the lab was up.
+        d=$(cg_dir cpu "$h")
+        if [[ ${H_CPU[$h]} != - ]]; then
+            echo "$CPU_PERIOD" >"$d/cpu.cfs_period_us"
+            echo "${H_CPU[$h]}" >"$d/cpu.cfs_quota_us"
+        else
+            echo -1 >"$d/cpu.cfs_quota_us"
+        fi
+        d=$(cg_dir memory "$h")
+        if [[ ${H_MEM[$h]} != - ]]; then
+            echo "${H_MEM[$h]}" >"$d/memory.limit_in_bytes"
+        else
+            echo -1 >"$d/memory.limit_in_bytes"
+        fi
+
+        # blkio throttles per disk, keyed by the loop device's MAJ:MIN.
+        d=$(cg_dir blkio "$h")
+        want=()
+        for disk in ${H_DISKS[$h]}; do
+            want+=("$(cat "/sys/block/${DISK_LOOP[$h-$disk]#/dev/}/dev")")
+        done
+        for file in read_bps_device:${H_RBPS[$h]} write_bps_device:${H_WBPS[$h]} \
+                    read_iops_device:${H_RIOPS[$h]} write_iops_device:${H_WIOPS[$h]}; do
+            limit=${file#*:}; file=$d/blkio.throttle.${file%%:*}
+            # Drop rules for devices that are no longer ours (loop renumbered).
+            while read -r dev _; do
+                [[ -z $dev ]] && continue
+                [[ " ${want[*]} " == *" $dev "* ]] || echo "$dev 0" >"$file"
+            done <"$file"
+            for dev in "${want[@]}"; do
+                line="$dev $limit"
+                grep -qx "$line" "$file" || echo "$line" >"$file"
+            done
+        done
+    done
+}
+
+# ------------------------------------------------------------------ sshd
+
+write_host_files() {   # sshd_config and start.sh for HOST
+    local h=$1 d c arch_cmd=""
+    d=$(hdir "$h")
+    [[ ${H_ARCH[$h]} == native ]] || arch_cmd="setarch ${H_ARCH[$h]} "
+
+    write_if_changed "$d/sshd_config" 644 <<EOF
+# Generated by ci/lab.sh for lab host $h.
+ListenAddress ${H_IP[$h]}
+Port 22
+HostKey $d/ssh_host_ed25519_key
+PidFile $d/sshd.pid
+AuthorizedKeysFile $LAB/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+MaxSessions 32
+MaxStartups 64:30:128
+PrintMotd no
+Subsystem sftp internal-sftp
+ClientAliveInterval 0
+EOF
+
+    {
+        cat <<EOF
+#!/bin/bash
+# Generated by ci/lab.sh: entry point of lab host $h. Runs under
+# \`ip netns exec $(ns "$h")\`, i.e. already in the host's netns and in a
+# fresh mount namespace of its own, so the mounts below stay inside the host.
+set -eu
+
+# ip netns exec remounted /sys for the netns, which hides the cgroup
+# hierarchies. Mount the v1 controllers again (same options => the same
+# hierarchies as in the root namespace), join this host's cgroups, and keep
+# them visible so sessions can read their own limits.
+mount -t tmpfs -o mode=755 cgroup $CG_ROOT
+EOF
+        for c in "${CG_CONTROLLERS[@]}"; do
+            echo "mkdir -p $CG_ROOT/$c && mount -t cgroup -o $(cg_mount_opts "$c") cgroup $CG_ROOT/$c"
+            echo "echo \$\$ >$(cg_dir "$c" "$h")/cgroup.procs"
+        done
+        cat <<EOF
+
+# The host's own /tmp and /root.
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount --bind $d/home /root
+
+exec ${arch_cmd}$SSHD -D -e -f $d/sshd_config
+EOF
+    } | write_if_changed "$d/start.sh" 755
+}
+
+# Mount options selecting the same v1 hierarchy as $CG_ROOT/<controller>
+# (e.g. "cpu" here, "cpu,cpuacct" where they are co-mounted).
+cg_mount_opts() {
+    findmnt -n -o FS-OPTIONS -T "$(readlink -f "$CG_ROOT/$1")" \
+        | tr ',' '\n' | grep -vxE 'rw|ro' | paste -sd,
+}
+
+start_sshd() {
+    local h=$1 d pid deadline
+    d=$(hdir "$h")
+    mkdir -p /run/sshd   # privsep dir; /run is shared with the hosts
+    rm -f "$d/sshd.pid"
+    # setsid: own session, so nothing of the caller's terminal reaches it.
+    # All output goes to the log so the caller's stdout is not held open.
+    ip netns exec "$(ns "$h")" setsid "$d/start.sh" >>"$d/sshd.log" 2>&1 </dev/null &
+    pid=$!   # ip -> setsid -> start.sh -> sshd all exec, so this is sshd's pid
+    deadline=$((SECONDS + SSH_WAIT_SECONDS))
+    until ssh_ok "$h"; do
+        if ((SECONDS >= deadline)); then
+            tail -n 20 "$d/sshd.log" >&2 || true
+            die "sshd of $h not reachable after ${SSH_WAIT_SECONDS}s (log: $d/sshd.log)"
+        fi
+        if [[ ! -e /proc/$pid ]] || [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) == Z ]]; then
+            tail -n 20 "$d/sshd.log" >&2 || true
+            die "sshd of $h exited during start (log: $d/sshd.log)"
+        fi
+        sleep 0.2
+    done
+    # sshd writes its PidFile itself; trust it over $! in case setsid forked.
+    sshd_pid "$h" >/dev/null || echo "$pid" >"$d/sshd.pid"
+    log "started sshd for $h (pid $(cat "$d/sshd.pid"))"
+}
+
+sshd_up() {
+    local h
+    for h in "${HOSTS[@]}"; do
+        write_host_files "$h"
+        sshd_pid "$h" >/dev/null || start_sshd "$h"
+    done
+}
+
+# ------------------------------------------------------------------ processes
+
+# Every process belonging to HOST: in its netns, or in any of its cgroups
+# (including sub-cgroups someone may have created).
+host_pids() {
+    local h=$1 c
+    if [[ -e /run/netns/$(ns "$h") ]]; then
+        ip netns pids "$(ns "$h")" 2>/dev/null || true
+    fi
+    for c in "${CG_CONTROLLERS[@]}"; do
+        [[ -d $(cg_dir "$c" "$h") ]] || continue
+        find "$(cg_dir "$c" "$h")" -name cgroup.procs -exec cat {} + 2>/dev/null || true
+    done
+}
+
+# kill -9 until nothing is left: sshd may fork new sessions while we kill.
+# When the last process is gone the host's mount namespace goes with it.
+# Appends the pids it killed to KILLED.
+KILLED=()
+kill_host() {
+    local h=$1 pids try
+    for ((try = 0; try < 100; try++)); do
+        mapfile -t pids < <(host_pids "$h" | sort -un | grep -vx "$$")
+        ((${#pids[@]})) || return 0
+        KILLED+=("${pids[@]}")
+        kill -9 "${pids[@]}" 2>/dev/null || true
+        sleep 0.1
+    done
+    log "processes of $h survived kill -9: ${pids[*]}"
+    return 1
+}
+
+# The killed are zombies until their parent (init here, which reaps lazily,
+# ~1 s) collects them. They hold no namespace, mount or loop device any more,
+# but wait up to 5 s so that `pgrep sshd` right after us is clean.
+wait_reaped() {
+    local try pid alive
+    for ((try = 0; try < 50; try++)); do
+        alive=0
+        for pid in "${KILLED[@]}"; do [[ -e /proc/$pid ]] && { alive=1; break; }; done
+        ((alive)) || return 0
+        sleep 0.1
+    done
+}
+
+# Hosts known from the table plus any brlab-* netns or cgroup left over
+# (e.g. after a host was removed from the table), so `down` gets them all.
+all_known_hosts() {
+    {
+        printf '%s\n' "${HOSTS[@]}"
+        ip netns list 2>/dev/null | awk -v p="$NS_PREFIX" 'index($1, p) == 1 { print substr($1, length(p) + 1) }'
+        for c in "${CG_CONTROLLERS[@]}"; do
+            [[ -d $CG_ROOT/$c/$CG_NAME ]] || continue
+            find "$CG_ROOT/$c/$CG_NAME" -mindepth 1 -maxdepth 1 -type d -printf '%f\n'
+        done
+    } | sort -u
+}
+
+# ------------------------------------------------------------------ commands
+
+cmd_up() {
+    ensure_tools
+    net_up
+    keys_up
+    disks_up
+    cgroups_up
+    sshd_up
+    check_mesh || die "lab hosts cannot reach each other"
+    cmd_status
+}
+
+cmd_status() {
+    local h rc=0 pid nsok sshok d loop img disks
+    printf '%-7s %-11s %-6s %-6s %-8s %-4s %s\n' HOST IP ARCH NETNS SSHD SSH DISKS
+    for h in "${HOSTS[@]}"; do
+        nsok=no; ns_exists "$h" && nsok=yes
+        pid=$(sshd_pid "$h" 2>/dev/null) || pid=-
+        sshok=no; [[ $pid != - ]] && ssh_ok "$h" && sshok=ok
+        [[ $nsok == yes && $pid != - && $sshok == ok ]] || rc=1
+        disks=""
+        for d in ${H_DISKS[$h]}; do
+            img=$LAB/disks/$h-$d.img
+            loop=""
+            [[ -e $img ]] && loop=$(image_loop "$img")
+            # The symlink must point at the loop the image is really attached to.
+            if [[ -n $loop && $(readlink "$LAB/dev/$h-$d" 2>/dev/null) == "$loop" ]]; then
+                disks+="$d=$loop "
+            else
+                disks+="$d=MISSING "; rc=1
+            fi
+        done
+        printf '%-7s %-11s %-6s %-6s %-8s %-4s %s\n' "$h" "${H_IP[$h]}" "${H_ARCH[$h]}" \
+            "$nsok" "$pid" "$sshok" "${disks% }"
+    done
+    return "$rc"
+}
+
+cmd_crash() {
+    local h=$1
+    ns_exists "$h" || die "host $h is not up (no netns $(ns "$h"))"
+    kill_host "$h" || die "could not kill everything in $h"
+    wait_reaped
+    log "crashed $h: killed ${#KILLED[@]} process(es)"
+}
+
+cmd_ssh() {
+    local h=$1
+    shift
+    ssh_opts
+    exec ssh "${SSH_OPTS[@]}" "root@${H_IP[$h]}" "$@"
+}
+
+cmd_down() {
+    local h c dev img loop rc=0 left
+
+    # 1. Processes first: this also drops the hosts' mount namespaces and
+    #    with them every mount made inside a host.
+    for h in $(all_known_hosts); do
+        kill_host "$h" || rc=1
+    done
+    wait_reaped
+
+    # 2. Lab loop devices used as swap or mounted in this namespace.
+    while read -r dev img; do
+        [[ -n $dev ]] || continue
+        if awk -v d="$dev" '$1 == d { f = 1 } END { exit !f }' /proc/swaps; then
+            swapoff "$dev" || rc=1
+        fi
+        if findmnt -n -S "$dev" >/dev/null 2>&1; then
+            umount -A "$dev" 2>/dev/null || umount -A -l "$dev" || rc=1
+        fi
+    done < <(lab_loops)
+    # Anything else mounted below the lab dir (deepest first), so rm -rf is safe.
+    while read -r c; do
+        [[ -n $c ]] && { umount "$c" 2>/dev/null || umount -l "$c" || rc=1; }
+    done < <(findmnt -rn -o TARGET | awk -v p="$LAB/" 'index($0 "/", p) == 1' | sort -r)
+
+    # 3. Detach loops. If something still holds one, losetup -d only marks it
+    #    autoclear, so wait for it to really go away.
+    while read -r dev img; do
+        [[ -n $dev ]] && { losetup -d "$dev" 2>/dev/null || true; }
+    done < <(lab_loops)
+    for ((c = 0; c < 50; c++)); do
+        [[ -z $(lab_loops) ]] && break
+        sleep 0.1
+    done
+
+    # 4. cgroups (children before parents).
+    for c in "${CG_CONTROLLERS[@]}"; do
+        [[ -d $CG_ROOT/$c/$CG_NAME ]] || continue
+        find "$CG_ROOT/$c/$CG_NAME" -depth -type d -exec rmdir {} + 2>/dev/null \
+            || { sleep 0.5; find "$CG_ROOT/$c/$CG_NAME" -depth -type d -exec rmdir {} + || rc=1; }
+    done
+
+    # 5. Network: deleting a netns destroys its veth end and thereby the pair.
+    for h in $(all_known_hosts); do
+        [[ -e /run/netns/$(ns "$h") ]] && { ip netns del "$(ns "$h")" || rc=1; }
+        if ip link show "$VETH_PREFIX$h" >/dev/null 2>&1; then ip link del "$VETH_PREFIX$h" || rc=1; fi
+    done
+    if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" || rc=1; fi
+    bridge_filter_down
+
+    # 6. The lab dir (keys, images, logs). --one-file-system: never follow a
+    #    mount we failed to remove.
+    rm -rf --one-file-system -- "$LAB" || rc=1
+
+    # Report anything that survived.
+    left=$(
+        ip netns list 2>/dev/null | grep "^$NS_PREFIX" || true
+        ip link show "$BRIDGE" 2>/dev/null || true
+        lab_loops
+        for c in "${CG_CONTROLLERS[@]}"; do [[ -e $CG_ROOT/$c/$CG_NAME ]] && echo "$CG_ROOT/$c/$CG_NAME"; done
+        [[ -e $LAB ]] && echo "$LAB"
+        true
+    )
+    if [[ -n $left ]]; then
+        log "left behind:"
+        printf '%s\n' "$left" >&2
+        rc=1
+    fi
+    ((rc == 0)) && log "lab is down"
+    return "$rc"
+}
+
+main() {
+    load_hosts
+    check_lab_dir
+    local cmd=${1:-}
+    [[ $# -gt 0 ]] && shift
+    case $cmd in
+        up|down|status) [[ $# -eq 0 ]] || { usage >&2; exit 2; } ;;&
+        up|down|status|crash|ssh) [[ $(id -u) -eq 0 ]] || die "must run as root" ;;&
+        up) cmd_up ;;
+        down) cmd_down ;;
+        status) cmd_status ;;
+        crash) need_host "${1:-}"; [[ $# -eq 1 ]] || { usage >&2; exit 2; }; cmd_crash "$1" ;;
+        ssh) need_host "${1:-}"; cmd_ssh "$@" ;;
+        -h|--help|help) usage ;;
+        *) usage >&2; exit 2 ;;
+    esac
+}
+
+main "$@"

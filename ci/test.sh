@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The project's test command (README): unit tests, then the end-to-end tests
+# on the simulated lab, which this script brings up and always tears down.
+# Needs root (namespaces, loop devices, mounts, cgroups).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ $(id -u) -eq 0 ]] || { echo "ci/test.sh: run as root (the lab needs namespaces, loop devices and mounts)" >&2; exit 1; }
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "agents for every architecture"
+ci/build-agents.sh
+
+step "unit tests"
+cargo test --locked --workspace
+
+step "simulated lab up (twice: up is idempotent)"
+trap 'ci/lab.sh down || true' EXIT
+ci/lab.sh up
+ci/lab.sh up >/dev/null
+ci/lab.sh status >/dev/null
+
+step "end-to-end tests on the lab"
+cargo test --locked -p benchrig --test lab -- --ignored --test-threads=1
+
+step "round-trip benchmark (figures, not a pass/fail test)"
+ci/bench-roundtrip.sh
+
+step "lab down, and nothing left behind"
+trap - EXIT
+ci/lab.sh down
+ci/lab.sh down >/dev/null   # idempotent
+left=$(
+    ip netns list | grep '^brlab-' || true
+    ip link show brlab0 2>/dev/null || true
+    losetup -a | grep benchrig-lab || true
+    grep benchrig-lab /proc/mounts || true
+    pgrep -af 'sshd.*benchrig-lab' || true
+    ls -d /sys/fs/cgroup/*/benchrig-lab 2>/dev/null || true
+    ls -d /var/tmp/benchrig-lab 2>/dev/null || true
+)
+if [[ -n $left ]]; then
+    echo "the lab left things behind:" >&2
+    echo "$left" >&2
+    exit 1
+fi
+echo "ok: nothing left behind"

@@ -1,0 +1,18 @@
+use crate::cache;
+use crate::outbox::StepCtx;
+use benchrig_wire::messages::{AgentError, LogLevel};
+use benchrig_wire::steps::StepOutput;
+
+pub fn run(ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    let mut out = StepOutput::default();
+    let method = match cache::make_cold(None) {
+        Ok(m) => m,
+        Err(e) => {
+            // Not root: only per-file eviction is possible, which cold reads do themselves.
+            ctx.log(LogLevel::Warn, format!("page cache not dropped: {e}"));
+            "sync_only"
+        }
+    };
+    out.info.insert("method".into(), method.into());
+    Ok(out)
+}

@@ -1,0 +1,247 @@
+//! Setup: make a fresh filesystem on a scratch device and mount it.
+//!
+//! Order matters for safety: everything that can say "no" (listed? tool?
+//! kernel? safety rules?) runs before the one step that writes (mkfs).
+
+use super::{expand_home, failed, unsupported};
+use crate::outbox::StepCtx;
+use crate::safety::{self, Device};
+use crate::state::{detach_loop, HostState, Mounted};
+use crate::{cmd, facts, signature, tools};
+use benchrig_wire::messages::{AgentError, ErrorCode, LogLevel};
+use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
+use benchrig_wire::steps::{FilesystemArgs, FsProfile, StepOutput};
+use serde_json::json;
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub fn run(args: &FilesystemArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    let entry = st.scratch(&args.device)?;
+    let profile = &args.profile;
+    // A failed teardown must not leave two cells stacked on one device.
+    if st.mounted.iter().any(|m| m.scratch == entry.name) {
+        ctx.log(LogLevel::Warn, format!("`{}` was still set up; releasing it first", entry.name));
+        st.release(Some(&entry.name)).map_err(failed)?;
+    }
+    if entry.kind == ScratchKind::Directory {
+        return use_directory(&entry, profile, st);
+    }
+    let Some(fstype) = profile.fstype.as_deref() else {
+        return Err(unsupported(format!(
+            "profile `{}` uses a scratch directory as it is, but `{}` is a device",
+            profile.name, entry.name
+        )));
+    };
+    let mkfs =
+        profile.mkfs.first().ok_or_else(|| AgentError::new(ErrorCode::BadRequest, "profile has no mkfs command"))?;
+    if cmd::which(mkfs).is_none() {
+        return Err(unsupported(format!("{mkfs} is not installed on this host")));
+    }
+    kernel_supports(st, fstype)?;
+
+    let (dev_path, attached) = match entry.kind {
+        ScratchKind::Image => {
+            let dev = attach_image(&entry)?;
+            (dev.clone(), Some(dev))
+        }
+        _ => (expand_home(&entry.path), None),
+    };
+    // From here on an attached loop device is ours to detach on every error path.
+    let result = format_and_mount(&entry, profile, fstype, &dev_path, attached.as_deref(), st, ctx);
+    if result.is_err() {
+        if let Some(dev) = &attached {
+            let _ = detach_loop(dev);
+        }
+    }
+    result
+}
+
+fn format_and_mount(
+    entry: &ScratchDevice,
+    profile: &FsProfile,
+    fstype: &str,
+    dev_path: &Path,
+    attached: Option<&Path>,
+    st: &mut HostState,
+    ctx: &StepCtx,
+) -> Result<StepOutput, AgentError> {
+    let (dev, real_path) = resolve_block_device(dev_path)?;
+    let mut rules_entry = entry.clone();
+    // An image is benchrig's own file: its old filesystem is ours to overwrite.
+    rules_entry.wipe |= entry.kind == ScratchKind::Image;
+    let probe = || probe_signature(&real_path);
+    safety::check(&st.view, &rules_entry, &dev, &probe).map_err(|r| AgentError {
+        code: ErrorCode::Refused,
+        rule: Some(r.rule.to_string()),
+        message: format!("{} ({}): {}", entry.name, entry.path, r.message),
+    })?;
+    ctx.check_cancel()?;
+
+    let mut mkfs_argv = profile.mkfs.clone();
+    mkfs_argv.push(real_path.to_string_lossy().into_owned());
+    let t0 = Instant::now();
+    let out = cmd::run(&mkfs_argv).map_err(failed)?;
+    if !out.ok() {
+        return Err(unsupported(format!("{} refused: {}", mkfs_argv[0], out.reason())));
+    }
+    let mkfs_s = t0.elapsed().as_secs_f64();
+
+    let mountpoint = st.mountpoint_for(&entry.name);
+    std::fs::create_dir_all(&mountpoint).map_err(|e| failed(format!("mkdir {}: {e}", mountpoint.display())))?;
+    let mut mount_argv = vec!["mount".to_string(), "-t".into(), fstype.into()];
+    if !profile.mount_options.is_empty() {
+        mount_argv.extend(["-o".into(), profile.mount_options.join(",")]);
+    }
+    mount_argv.extend([real_path.to_string_lossy().into_owned(), mountpoint.to_string_lossy().into_owned()]);
+    let out = cmd::run(&mount_argv).map_err(failed)?;
+    if !out.ok() {
+        let reason = out.reason();
+        return Err(if reason.contains("unknown filesystem type") || reason.contains("bad option") {
+            unsupported(format!("mount -t {fstype} refused: {reason}"))
+        } else {
+            failed(format!("`{}` failed: {reason}", mount_argv.join(" ")))
+        });
+    }
+    st.mounted.push(Mounted {
+        scratch: entry.name.clone(),
+        mountpoint: mountpoint.clone(),
+        device: Some(dev.name.clone()),
+        mounted_by_us: true,
+        loop_device: attached.map(Path::to_path_buf),
+    });
+
+    let mut out = StepOutput::default();
+    let info = &mut out.info;
+    info.insert("scratch".into(), entry.name.clone().into());
+    info.insert("device".into(), real_path.to_string_lossy().into_owned().into());
+    info.insert("device_facts".into(), json!(facts::block_device(&st.view, &dev.name)));
+    info.insert("mountpoint".into(), mountpoint.to_string_lossy().into_owned().into());
+    info.insert("profile".into(), profile.name.clone().into());
+    info.insert("fstype".into(), fstype.into());
+    info.insert("mkfs_command".into(), mkfs_argv.join(" ").into());
+    info.insert("mkfs_version".into(), json!(tools::version(&profile.mkfs[0])));
+    info.insert("mkfs_seconds".into(), json!(mkfs_s));
+    info.insert("mount_options".into(), profile.mount_options.join(",").into());
+    info.insert("fs_dump".into(), json!(fs_dump(fstype, &real_path, &mountpoint)));
+    Ok(out)
+}
+
+fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState) -> Result<StepOutput, AgentError> {
+    if profile.fstype.is_some() {
+        return Err(unsupported(format!(
+            "scratch `{}` is a directory: profile `{}` needs a device to format (use profile `existing`)",
+            entry.name, profile.name
+        )));
+    }
+    let dir = expand_home(&entry.path);
+    std::fs::create_dir_all(&dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
+    let device = st.view.device_for_path(&dir);
+    st.mounted.push(Mounted {
+        scratch: entry.name.clone(),
+        mountpoint: dir.clone(),
+        device: device.clone(),
+        mounted_by_us: false,
+        loop_device: None,
+    });
+    let mut out = StepOutput::default();
+    out.info.insert("scratch".into(), entry.name.clone().into());
+    out.info.insert("mountpoint".into(), dir.to_string_lossy().into_owned().into());
+    out.info.insert("profile".into(), profile.name.clone().into());
+    out.info.insert("device".into(), json!(device));
+    Ok(out)
+}
+
+/// `/proc/filesystems`, after asking modprobe (as root) for a module not yet loaded.
+fn kernel_supports(st: &HostState, fstype: &str) -> Result<(), AgentError> {
+    let listed = || facts::kernel_filesystems(&st.view).iter().any(|f| f == fstype);
+    if listed() {
+        return Ok(());
+    }
+    if rustix::process::geteuid().is_root() && cmd::which("modprobe").is_some() {
+        let _ = cmd::run(&["modprobe", "-q", fstype]);
+        if listed() {
+            return Ok(());
+        }
+    }
+    Err(unsupported(format!("the kernel ({}) has no {fstype} support", facts::kernel_release())))
+}
+
+/// Create the image (sparse) if needed and attach it to a free loop device.
+fn attach_image(entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
+    let path = expand_home(&entry.path);
+    if !path.exists() {
+        let size = entry
+            .size
+            .ok_or_else(|| failed(format!("image {} does not exist and the entry has no `size`", path.display())))?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
+        }
+        let f = File::create(&path).map_err(|e| failed(format!("create {}: {e}", path.display())))?;
+        f.set_len(size.0).map_err(|e| failed(format!("size {}: {e}", path.display())))?;
+    }
+    let p = path.to_string_lossy();
+    let out = cmd::run_ok(&["losetup", "--find", "--show", "--direct-io=on", &p])
+        .or_else(|_| cmd::run_ok(&["losetup", "--find", "--show", &p]))
+        .map_err(|e| unsupported(format!("cannot attach image {p} to a loop device: {e}")))?;
+    Ok(PathBuf::from(out.stdout.trim()))
+}
+
+/// The kernel's name and numbers for a device path (symlinks followed).
+fn resolve_block_device(path: &Path) -> Result<(Device, PathBuf), AgentError> {
+    let refuse =
+        |msg: String| AgentError { code: ErrorCode::Refused, rule: Some("not_block_device".into()), message: msg };
+    let real = path.canonicalize().map_err(|e| refuse(format!("{}: {e}", path.display())))?;
+    let meta = std::fs::metadata(&real).map_err(|e| refuse(format!("{}: {e}", real.display())))?;
+    if !meta.file_type().is_block_device() {
+        return Err(refuse(format!("{} is not a block device", real.display())));
+    }
+    use std::os::unix::fs::MetadataExt;
+    let (major, minor) = (rustix::fs::major(meta.rdev()), rustix::fs::minor(meta.rdev()));
+    let link = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
+        .map_err(|e| refuse(format!("{} has no sysfs entry: {e}", real.display())))?;
+    let name = link.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok((Device { name, major, minor }, real))
+}
+
+/// Our own magic table first, then blkid's (which knows more) where the host has it.
+fn probe_signature(dev: &Path) -> Result<Option<String>, String> {
+    let mut f = File::open(dev).map_err(|e| e.to_string())?;
+    let size = f.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    if let Some(sig) = signature::probe(&mut f, size).map_err(|e| e.to_string())? {
+        return Ok(Some(sig.to_string()));
+    }
+    if cmd::which("blkid").is_some() {
+        let out = cmd::run(&["blkid", "-p", "-o", "export", &dev.to_string_lossy()])?;
+        // 0: something found; 2: nothing found.
+        if out.status == 0 {
+            let kind = out
+                .stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("TYPE=").or_else(|| l.strip_prefix("PTTYPE=")))
+                .unwrap_or("unknown");
+            return Ok(Some(format!("{kind} (blkid)")));
+        }
+    }
+    Ok(None)
+}
+
+/// The filesystem's own description of itself, recorded with the cell.
+fn fs_dump(fstype: &str, dev: &Path, mountpoint: &Path) -> Option<String> {
+    let argv: Vec<String> = match fstype {
+        "ext2" | "ext3" | "ext4" => vec!["dumpe2fs".into(), "-h".into(), dev.to_string_lossy().into()],
+        "xfs" => vec!["xfs_info".into(), mountpoint.to_string_lossy().into()],
+        "btrfs" => vec!["btrfs".into(), "filesystem".into(), "show".into(), mountpoint.to_string_lossy().into()],
+        _ => return None,
+    };
+    let out = cmd::run(&argv).ok().filter(|o| o.ok())?;
+    let mut text = out.stdout;
+    let mut cut = text.len().min(16 * 1024);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    Some(text)
+}

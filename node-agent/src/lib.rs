@@ -1,0 +1,25 @@
+//! benchrig-agent: the process benchrig runs on each host, speaking frames on
+//! stdin/stdout. Synchronous std Rust with pure-Rust dependencies so it
+//! builds statically for every architecture with no C toolchain.
+
+pub mod actions;
+pub mod buffer;
+pub mod cache;
+pub mod cmd;
+pub mod facts;
+pub mod measure;
+pub mod outbox;
+pub mod safety;
+pub mod session;
+pub mod signature;
+pub mod state;
+pub mod sysfs;
+pub mod tools;
+pub mod workloads;
+
+/// sha256 of the running executable, so the orchestrator can verify it runs what it pushed.
+pub fn self_sha256() -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read("/proc/self/exe")?;
+    Ok(benchrig_wire::hex(&Sha256::digest(&bytes)))
+}

@@ -1,0 +1,42 @@
+use benchrig_agent::outbox::Outbox;
+use benchrig_agent::{self_sha256, session, sysfs::SysView};
+use std::fs::File;
+use std::io::BufWriter;
+
+const USAGE: &str = "usage: benchrig-agent [serve | --version | --sha256]
+
+Speaks benchrig's framed protocol on stdin/stdout. It is started by
+`benchrig` over SSH (or as a child for local hosts), not by hand.";
+
+fn main() {
+    let arg = std::env::args().nth(1);
+    match arg.as_deref() {
+        None | Some("serve") => serve(),
+        Some("--version") => {
+            println!("benchrig-agent {} (protocol {})", env!("CARGO_PKG_VERSION"), benchrig_wire::PROTOCOL_VERSION)
+        }
+        Some("--sha256") => match self_sha256() {
+            Ok(s) => println!("{s}"),
+            Err(e) => fail(&format!("cannot read /proc/self/exe: {e}")),
+        },
+        Some("-h") | Some("--help") => println!("{USAGE}"),
+        Some(other) => fail(&format!("unknown argument `{other}`\n{USAGE}")),
+    }
+}
+
+fn serve() {
+    let sha = self_sha256().unwrap_or_else(|e| fail(&format!("cannot hash /proc/self/exe: {e}")));
+    // Frames get a private descriptor; fd 1 becomes stderr, so a stray print
+    // or a child that inherits stdout can never corrupt the channel.
+    let proto = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)
+        .unwrap_or_else(|e| fail(&format!("cannot duplicate stdout: {e}")));
+    rustix::stdio::dup2_stdout(rustix::stdio::stderr())
+        .unwrap_or_else(|e| fail(&format!("cannot redirect stdout: {e}")));
+    let out = Outbox::new(Box::new(BufWriter::new(File::from(proto))));
+    session::serve(std::io::stdin().lock(), out, SysView::real(), sha);
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("benchrig-agent: {msg}");
+    std::process::exit(2)
+}

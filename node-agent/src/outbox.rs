@@ -1,0 +1,80 @@
+//! The agent's only way to speak: frames on the protocol channel.
+
+use benchrig_wire::frame::write_frame;
+use benchrig_wire::messages::{AgentError, AgentMsg, ErrorCode, Event, LogLevel, Reply};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Shared by the reader, the worker and the heartbeat thread; one frame at a time.
+#[derive(Clone)]
+pub struct Outbox {
+    w: Arc<Mutex<Box<dyn Write + Send>>>,
+    gone: Arc<AtomicBool>,
+}
+
+impl Outbox {
+    pub fn new(w: Box<dyn Write + Send>) -> Self {
+        Outbox { w: Arc::new(Mutex::new(w)), gone: Arc::new(AtomicBool::new(false)) }
+    }
+
+    pub fn send(&self, msg: &AgentMsg) {
+        let mut w = self.w.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = write_frame(&mut *w, msg) {
+            // The orchestrator is gone; the reader sees EOF and cleans up.
+            if !self.gone.swap(true, Ordering::SeqCst) {
+                eprintln!("benchrig-agent: cannot write to the orchestrator: {e}");
+            }
+        }
+    }
+
+    pub fn event(&self, id: u64, event: Event) {
+        self.send(&AgentMsg::Event { id, event });
+    }
+
+    pub fn reply(&self, id: u64, reply: Reply) {
+        self.event(id, Event::Result { reply });
+    }
+
+    pub fn error(&self, id: u64, err: AgentError) {
+        self.event(id, Event::Error(err));
+    }
+}
+
+/// What a running step may use: its id, the outbox and its cancel flag.
+pub struct StepCtx<'a> {
+    pub id: u64,
+    pub out: &'a Outbox,
+    pub cancel: &'a AtomicBool,
+    last_progress: std::cell::Cell<Option<Instant>>,
+}
+
+impl<'a> StepCtx<'a> {
+    pub fn new(id: u64, out: &'a Outbox, cancel: &'a AtomicBool) -> Self {
+        StepCtx { id, out, cancel, last_progress: Default::default() }
+    }
+
+    /// `Err(cancelled)` once the orchestrator asked this step to stop.
+    pub fn check_cancel(&self) -> Result<(), AgentError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(AgentError::new(ErrorCode::Cancelled, "cancelled"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// At most two progress events a second, so a fast loop does not flood a slow link.
+    pub fn progress(&self, done: u64, total: u64, message: &str) {
+        let now = Instant::now();
+        if self.last_progress.get().is_some_and(|t| now - t < Duration::from_millis(500)) {
+            return;
+        }
+        self.last_progress.set(Some(now));
+        self.out.event(self.id, Event::Progress { done, total, message: message.to_string() });
+    }
+
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        self.out.event(self.id, Event::Log { level, message: message.into() });
+    }
+}

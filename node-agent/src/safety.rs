@@ -1,0 +1,280 @@
+//! The rules a scratch device must pass right before mkfs.
+//!
+//! The orchestrator only asks for devices listed in the host's
+//! `scratch_devices`, but the agent is the one about to write, on the host,
+//! at that moment: it checks again. A refusal names its rule and changes
+//! nothing.
+
+use crate::sysfs::SysView;
+use benchrig_wire::scratch::ScratchDevice;
+use std::path::Path;
+
+/// A block device as the kernel names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Device {
+    /// Kernel name (`sdb`, `loop3`, `nvme0n1p2`).
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub message: String,
+}
+
+fn refuse(rule: &'static str, message: String) -> Refusal {
+    Refusal { rule, message }
+}
+
+/// What the rules need to know about the device's contents; a closure so tests need no disk.
+pub type SignatureProbe<'a> = &'a dyn Fn() -> Result<Option<String>, String>;
+
+/// Mountpoints whose backing device is never scratch.
+const SYSTEM_MOUNTS: &[&str] = &["/", "/boot", "/boot/efi", "/usr", "/var", "/home"];
+
+/// Apply every rule, in the order a person would want to hear them.
+pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: SignatureProbe) -> Result<(), Refusal> {
+    // The device and its partitions: a rule that holds for any of them holds for the device.
+    let mut family = vec![dev.name.clone()];
+    family.extend(view.partitions(&dev.name));
+    let numbers: Vec<(u32, u32)> = family.iter().filter_map(|n| view.dev_numbers(n)).collect();
+    let is_family = |source: &str, major: u32, minor: u32| {
+        numbers.contains(&(major, minor)) || source_names(source).is_some_and(|n| family.contains(&n))
+    };
+
+    let mounts = view.mountinfo();
+    if let Some(m) =
+        mounts.iter().find(|m| SYSTEM_MOUNTS.contains(&m.target.as_str()) && is_family(&m.source, m.major, m.minor))
+    {
+        return Err(refuse("root", format!("{} backs the system mount {} ({})", dev.name, m.target, m.source)));
+    }
+    if let Some(m) = mounts.iter().find(|m| is_family(&m.source, m.major, m.minor)) {
+        return Err(refuse("mounted", format!("{} is mounted at {} ({})", m.source, m.target, m.fstype)));
+    }
+    if let Some(s) = view.swaps().into_iter().find(|s| source_names(s).is_some_and(|n| family.contains(&n))) {
+        return Err(refuse("swap", format!("{s} is an active swap area")));
+    }
+    for member in &family {
+        let holders = view.holders(member);
+        if !holders.is_empty() {
+            return Err(refuse(
+                "holders",
+                format!("{member} is held by {} (md, dm or LVM uses it)", holders.join(", ")),
+            ));
+        }
+    }
+    if let Some(want) = &entry.serial {
+        // A partition's serial is its disk's.
+        let disk = if view.is_partition(&dev.name) { view.parent_disk(&dev.name) } else { None };
+        let disk = disk.as_deref().unwrap_or(&dev.name);
+        let have = view.serial(disk).or_else(|| view.wwn(disk));
+        if have.as_deref().map(str::trim) != Some(want.trim()) {
+            return Err(refuse(
+                "serial",
+                format!(
+                    "{} reports serial {} but the inventory expects {want}",
+                    dev.name,
+                    have.as_deref().unwrap_or("(none)")
+                ),
+            ));
+        }
+    }
+    if view.read(&view.class_block(&dev.name).join("ro")).as_deref() == Some("1") {
+        return Err(refuse("read_only", format!("{} is read-only", dev.name)));
+    }
+    if !entry.wipe {
+        let parts = &family[1..];
+        if !parts.is_empty() {
+            return Err(refuse(
+                "signature",
+                format!(
+                    "{} has partitions ({}); set `wipe: true` to allow formatting over them",
+                    dev.name,
+                    parts.join(", ")
+                ),
+            ));
+        }
+        match probe() {
+            Ok(None) => {}
+            Ok(Some(sig)) => {
+                return Err(refuse(
+                    "signature",
+                    format!(
+                        "{} carries a {sig} signature; set `wipe: true` on the entry to allow formatting over it",
+                        dev.name
+                    ),
+                ))
+            }
+            Err(e) => return Err(refuse("signature", format!("cannot read {} to look for signatures: {e}", dev.name))),
+        }
+    }
+    Ok(())
+}
+
+/// The kernel name behind a `/dev/...` path, following symlinks.
+fn source_names(source: &str) -> Option<String> {
+    let p = Path::new(source);
+    if !p.starts_with("/dev") {
+        return None;
+    }
+    let real = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    Some(real.file_name()?.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::path::PathBuf;
+
+    /// A fake machine: `vda` (root, with vda1 mounted at /), `sdb` blank scratch,
+    /// `sdc` with a partition used as swap, `sdd` held by dm-0, `sde` with serial.
+    struct Fake {
+        _dir: tempfile::TempDir,
+        view: SysView,
+    }
+
+    fn dev_dir(root: &Path, name: &str, parent: Option<&str>, majmin: &str) -> PathBuf {
+        let real = match parent {
+            Some(p) => root.join("sys/devices/virtual/block").join(p).join(name),
+            None => root.join("sys/devices/virtual/block").join(name),
+        };
+        fs::create_dir_all(real.join("holders")).unwrap();
+        fs::write(real.join("dev"), format!("{majmin}\n")).unwrap();
+        if parent.is_some() {
+            fs::write(real.join("partition"), "1\n").unwrap();
+        }
+        let class = root.join("sys/class/block");
+        fs::create_dir_all(&class).unwrap();
+        std::os::unix::fs::symlink(&real, class.join(name)).unwrap();
+        real
+    }
+
+    fn fake() -> Fake {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        dev_dir(r, "vda", None, "254:0");
+        dev_dir(r, "vda1", Some("vda"), "254:1");
+        dev_dir(r, "sdb", None, "8:16");
+        dev_dir(r, "sdc", None, "8:32");
+        dev_dir(r, "sdc2", Some("sdc"), "8:34");
+        let sdd = dev_dir(r, "sdd", None, "8:48");
+        fs::create_dir_all(sdd.join("holders/dm-0")).unwrap();
+        let sde = dev_dir(r, "sde", None, "8:64");
+        fs::create_dir_all(sde.join("device")).unwrap();
+        fs::write(sde.join("device/serial"), "WD-REAL\n").unwrap();
+        dev_dir(r, "sdf", None, "8:80");
+        fs::create_dir_all(r.join("proc/self")).unwrap();
+        fs::write(
+            r.join("proc/self/mountinfo"),
+            "22 1 254:1 / / rw - ext4 /dev/vda1 rw\n95 22 8:80 / /data rw - xfs /dev/sdf rw\n",
+        )
+        .unwrap();
+        fs::write(r.join("proc/swaps"), "Filename Type Size Used Priority\n/dev/sdc2 partition 100 0 -2\n").unwrap();
+        let view = SysView::at(r);
+        Fake { _dir: dir, view }
+    }
+
+    fn entry(name: &str) -> ScratchDevice {
+        ScratchDevice {
+            path: format!("/dev/{name}"),
+            name: "s".into(),
+            serial: None,
+            wipe: false,
+            kind: Default::default(),
+            size: None,
+        }
+    }
+
+    fn dev(f: &Fake, name: &str) -> Device {
+        let (major, minor) = f.view.dev_numbers(name).unwrap();
+        Device { name: name.into(), major, minor }
+    }
+
+    fn blank() -> Result<Option<String>, String> {
+        Ok(None)
+    }
+
+    fn rule(r: Result<(), Refusal>) -> &'static str {
+        r.err().map(|e| e.rule).unwrap_or("accepted")
+    }
+
+    #[test]
+    fn blank_listed_disk_is_accepted() {
+        let f = fake();
+        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &blank)), "accepted");
+    }
+
+    #[test]
+    fn the_disk_behind_root_is_refused_even_with_wipe() {
+        let f = fake();
+        let mut e = entry("vda");
+        e.wipe = true;
+        let r = check(&f.view, &e, &dev(&f, "vda"), &blank);
+        assert_eq!(rule(r.clone()), "root");
+        assert!(r.unwrap_err().message.contains("/dev/vda1"));
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "vda1"), &blank)), "root");
+    }
+
+    #[test]
+    fn mounted_device_is_refused() {
+        let f = fake();
+        let mut e = entry("sdf");
+        e.wipe = true;
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdf"), &blank)), "mounted");
+    }
+
+    #[test]
+    fn disk_whose_partition_is_swap_is_refused() {
+        let f = fake();
+        let mut e = entry("sdc");
+        e.wipe = true;
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdc"), &blank)), "swap");
+    }
+
+    #[test]
+    fn held_device_is_refused() {
+        let f = fake();
+        let mut e = entry("sdd");
+        e.wipe = true;
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdd"), &blank)), "holders");
+    }
+
+    #[test]
+    fn serial_must_match() {
+        let f = fake();
+        let mut e = entry("sde");
+        e.serial = Some("WD-OTHER".into());
+        let r = check(&f.view, &e, &dev(&f, "sde"), &blank);
+        assert_eq!(rule(r.clone()), "serial");
+        assert!(r.unwrap_err().message.contains("WD-REAL"));
+        e.serial = Some("WD-REAL".into());
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sde"), &blank)), "accepted");
+        // A device with no serial at all does not match one the inventory expects.
+        let mut e = entry("sdb");
+        e.serial = Some("X".into());
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &blank)), "serial");
+    }
+
+    #[test]
+    fn signature_needs_wipe() {
+        let f = fake();
+        let ext4 = || Ok(Some("ext2/ext3/ext4".to_string()));
+        let mut e = entry("sdb");
+        let r = check(&f.view, &e, &dev(&f, "sdb"), &ext4);
+        assert_eq!(rule(r.clone()), "signature");
+        assert!(r.unwrap_err().message.contains("wipe: true"));
+        e.wipe = true;
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &ext4)), "accepted");
+    }
+
+    #[test]
+    fn unreadable_device_is_refused_not_assumed_blank() {
+        let f = fake();
+        let broken = || Err("EIO".to_string());
+        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &broken)), "signature");
+    }
+}

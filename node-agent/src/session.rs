@@ -1,0 +1,192 @@
+//! One agent session: the frame loop on the reader thread, steps on a worker
+//! thread (so `Ping` and `Cancel` are answered while a step runs), and a
+//! heartbeat thread. Whatever ends the session — `Shutdown`, the channel
+//! closing, a broken frame — the worker releases every mount and loop device
+//! the session made before the process exits.
+
+use crate::actions;
+use crate::facts;
+use crate::outbox::{Outbox, StepCtx};
+use crate::state::HostState;
+use crate::sysfs::SysView;
+use benchrig_wire::facts::AgentInfo;
+use benchrig_wire::frame::read_frame;
+use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, ErrorCode, Hello, Reply, Request};
+use benchrig_wire::PROTOCOL_VERSION;
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+pub const DEFAULT_HEARTBEAT_MS: u64 = 2000;
+
+type CancelFlags = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
+
+struct Job {
+    id: u64,
+    request: Request,
+}
+
+pub fn hello(sha256: &str) -> Hello {
+    Hello {
+        protocol: PROTOCOL_VERSION,
+        agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        sha256: sha256.to_string(),
+        arch: rustix::system::uname().machine().to_string_lossy().into_owned(),
+        pid: std::process::id(),
+        uid: rustix::process::getuid().as_raw(),
+    }
+}
+
+/// Serve one orchestrator until it says goodbye or goes away.
+pub fn serve<R: Read>(mut input: R, out: Outbox, view: SysView, sha256: String) {
+    let hello = hello(&sha256);
+    let agent = AgentInfo { version: hello.agent_version.clone(), sha256, protocol: PROTOCOL_VERSION };
+    out.send(&AgentMsg::Hello(hello));
+
+    let heartbeat = Heartbeat::start(out.clone());
+    let cancels: CancelFlags = Default::default();
+    let (tx, rx) = mpsc::channel::<Job>();
+    let worker = {
+        let (out, cancels) = (out.clone(), cancels.clone());
+        thread::spawn(move || work(rx, out, view, agent, cancels))
+    };
+
+    // Whether the orchestrator said goodbye (queued steps still run) or vanished.
+    let mut orderly = false;
+    loop {
+        match read_frame::<_, Envelope>(&mut input) {
+            Ok(Some(Envelope { id, request })) => match request {
+                Request::Ping => out.reply(id, Reply::Pong),
+                Request::Cancel { target } => {
+                    if let Some(flag) = cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&target) {
+                        flag.store(true, Ordering::SeqCst);
+                    }
+                    out.reply(id, Reply::Ack);
+                }
+                Request::Shutdown => {
+                    let _ = tx.send(Job { id, request: Request::Shutdown });
+                    orderly = true;
+                    break;
+                }
+                request => {
+                    if let Request::Configure(cfg) = &request {
+                        heartbeat.set_interval(cfg.heartbeat_ms);
+                    }
+                    cancels.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Default::default());
+                    let _ = tx.send(Job { id, request });
+                }
+            },
+            Ok(None) => {
+                eprintln!("benchrig-agent: the orchestrator closed the channel; cleaning up");
+                break;
+            }
+            Err(e) => {
+                eprintln!("benchrig-agent: unreadable frame ({e}); cleaning up");
+                break;
+            }
+        }
+    }
+    if !orderly {
+        // Nobody will wait for the queued steps: stop the running one; the
+        // worker drains the queue (each answers `cancelled`) and releases everything.
+        for flag in cancels.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+    drop(tx);
+    let _ = worker.join();
+    heartbeat.stop();
+}
+
+fn work(rx: mpsc::Receiver<Job>, out: Outbox, view: SysView, agent: AgentInfo, cancels: CancelFlags) {
+    let mut st = HostState::new(view);
+    for Job { id, request } in rx {
+        let flag = cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned().unwrap_or_default();
+        match request {
+            Request::Configure(cfg) => {
+                st.work_dir = cfg.work_dir.into();
+                st.scratch = cfg.scratch;
+                match std::fs::create_dir_all(&st.work_dir) {
+                    Ok(()) => out.reply(id, Reply::Configured),
+                    Err(e) => out.error(
+                        id,
+                        AgentError::new(ErrorCode::Failed, format!("cannot create {}: {e}", st.work_dir.display())),
+                    ),
+                }
+            }
+            Request::Facts => out.reply(id, Reply::Facts(Box::new(facts::gather(&st.view, agent.clone())))),
+            Request::Run(step) => {
+                let ctx = StepCtx::new(id, &out, &flag);
+                // A bug in one workload must not skip the cleanup below.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    actions::run(&step.action, &mut st, &ctx)
+                }))
+                .unwrap_or_else(|p| {
+                    let what =
+                        p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                    Err(AgentError::new(
+                        ErrorCode::Failed,
+                        format!("agent bug: panic in {}: {}", step.action.name(), what.unwrap_or_default()),
+                    ))
+                });
+                match result {
+                    Ok(output) => out.reply(id, Reply::Step(output)),
+                    Err(e) => out.error(id, e),
+                }
+            }
+            Request::Shutdown => {
+                let released = st.release(None).unwrap_or_else(|e| vec![format!("error: {e}")]);
+                out.reply(id, Reply::Bye { released });
+                return;
+            }
+            Request::Ping | Request::Cancel { .. } => {}
+        }
+        cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    }
+    if let Err(e) = st.release(None) {
+        eprintln!("benchrig-agent: cleanup incomplete: {e}");
+    }
+}
+
+/// Proof of life at a steady rate, from its own thread so a long step does not silence it.
+struct Heartbeat {
+    interval_ms: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    handle: thread::JoinHandle<()>,
+}
+
+impl Heartbeat {
+    fn start(out: Outbox) -> Self {
+        let interval_ms = Arc::new(AtomicU64::new(DEFAULT_HEARTBEAT_MS));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = {
+            let (interval_ms, stop) = (interval_ms.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut seq = 0;
+                let mut slept = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    thread::sleep(Duration::from_millis(50));
+                    slept += 50;
+                    if slept >= interval_ms.load(Ordering::SeqCst) {
+                        slept = 0;
+                        seq += 1;
+                        out.send(&AgentMsg::Heartbeat { seq });
+                    }
+                }
+            })
+        };
+        Heartbeat { interval_ms, stop, handle }
+    }
+
+    fn set_interval(&self, ms: u64) {
+        self.interval_ms.store(ms.max(100), Ordering::SeqCst);
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.handle.join();
+    }
+}

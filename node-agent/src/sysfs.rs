@@ -1,0 +1,217 @@
+//! Reading the kernel's view of block devices, mounts and swap.
+//!
+//! Everything goes through a [`SysView`] so the safety rules can be tested
+//! against fake `/sys` and `/proc` trees without touching a real disk.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub struct SysView {
+    pub sys: PathBuf,
+    pub proc_: PathBuf,
+    pub run: PathBuf,
+}
+
+impl SysView {
+    pub fn real() -> Self {
+        SysView { sys: "/sys".into(), proc_: "/proc".into(), run: "/run".into() }
+    }
+
+    /// A fake tree for tests: `<root>/sys`, `<root>/proc`, `<root>/run`.
+    pub fn at(root: &Path) -> Self {
+        SysView { sys: root.join("sys"), proc_: root.join("proc"), run: root.join("run") }
+    }
+
+    pub fn class_block(&self, name: &str) -> PathBuf {
+        self.sys.join("class/block").join(name)
+    }
+
+    pub fn read(&self, path: &Path) -> Option<String> {
+        fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    }
+
+    pub fn mountinfo(&self) -> Vec<MountEntry> {
+        fs::read_to_string(self.proc_.join("self/mountinfo")).map(|t| parse_mountinfo(&t)).unwrap_or_default()
+    }
+
+    pub fn swaps(&self) -> Vec<String> {
+        fs::read_to_string(self.proc_.join("swaps")).map(|t| parse_swaps(&t)).unwrap_or_default()
+    }
+
+    /// `MAJ:MIN` of a block device by its kernel name.
+    pub fn dev_numbers(&self, name: &str) -> Option<(u32, u32)> {
+        parse_dev(&self.read(&self.class_block(name).join("dev"))?)
+    }
+
+    /// Kernel names of the partitions of a whole disk.
+    pub fn partitions(&self, name: &str) -> Vec<String> {
+        let mut parts: Vec<String> = fs::read_dir(self.class_block(name))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("partition").exists())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        parts.sort();
+        parts
+    }
+
+    pub fn holders(&self, name: &str) -> Vec<String> {
+        let mut h: Vec<String> = fs::read_dir(self.class_block(name).join("holders"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        h.sort();
+        h
+    }
+
+    pub fn is_partition(&self, name: &str) -> bool {
+        self.class_block(name).join("partition").exists()
+    }
+
+    /// The whole disk a partition belongs to (the partition's parent directory in sysfs).
+    pub fn parent_disk(&self, name: &str) -> Option<String> {
+        let real = fs::canonicalize(self.class_block(name)).ok()?;
+        let parent = real.parent()?.file_name()?.to_string_lossy().into_owned();
+        self.class_block(&parent).join("dev").exists().then_some(parent)
+    }
+
+    /// The device's serial number as the kernel or udev knows it.
+    pub fn serial(&self, name: &str) -> Option<String> {
+        let dev = self.class_block(name).join("device");
+        if let Some(s) = self.read(&dev.join("serial")) {
+            return Some(s);
+        }
+        if let Some(s) = fs::read(dev.join("vpd_pg80")).ok().and_then(|b| vpd_pg80_serial(&b)) {
+            return Some(s);
+        }
+        let (maj, min) = self.dev_numbers(name)?;
+        let udev = fs::read_to_string(self.run.join(format!("udev/data/b{maj}:{min}"))).ok()?;
+        ["E:ID_SERIAL_SHORT=", "E:ID_SERIAL="]
+            .iter()
+            .find_map(|key| udev.lines().find_map(|l| l.strip_prefix(key)).map(str::to_string))
+    }
+
+    pub fn wwn(&self, name: &str) -> Option<String> {
+        let dev = self.class_block(name).join("device");
+        self.read(&dev.join("wwid")).or_else(|| self.read(&self.class_block(name).join("wwid")))
+    }
+
+    /// Kernel name of the device a path's filesystem lives on, for I/O counters.
+    pub fn device_for_path(&self, path: &Path) -> Option<String> {
+        let path = fs::canonicalize(path).ok()?;
+        let mounts = self.mountinfo();
+        let m = mounts.iter().filter(|m| path.starts_with(&m.target)).max_by_key(|m| m.target.len())?;
+        // The source names the device even where st_dev is anonymous (btrfs).
+        if let Some(name) = Path::new(&m.source)
+            .canonicalize()
+            .ok()
+            .filter(|p| p.starts_with("/dev/"))
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        {
+            if self.class_block(&name).exists() {
+                return Some(name);
+            }
+        }
+        let link = fs::read_link(self.sys.join(format!("dev/block/{}:{}", m.major, m.minor))).ok()?;
+        Some(link.file_name()?.to_string_lossy().into_owned())
+    }
+}
+
+/// One line of `/proc/self/mountinfo`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MountEntry {
+    pub major: u32,
+    pub minor: u32,
+    pub target: String,
+    pub fstype: String,
+    pub source: String,
+    pub options: String,
+}
+
+pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let l: Vec<&str> = left.split(' ').collect();
+            let r: Vec<&str> = right.split(' ').collect();
+            let (major, minor) = parse_dev(l.get(2)?)?;
+            Some(MountEntry {
+                major,
+                minor,
+                target: unescape(l.get(4)?),
+                options: l.get(5)?.to_string(),
+                fstype: r.first()?.to_string(),
+                source: unescape(r.get(1)?),
+            })
+        })
+        .collect()
+}
+
+pub fn parse_swaps(text: &str) -> Vec<String> {
+    text.lines().skip(1).filter_map(|l| l.split_whitespace().next()).map(unescape).collect()
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The kernel escapes space, tab, newline and backslash in paths as `\ooo`.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// SCSI VPD page 0x80: 4-byte header, then the serial (length in byte 3).
+fn vpd_pg80_serial(b: &[u8]) -> Option<String> {
+    let len = *b.get(3)? as usize;
+    let s = String::from_utf8_lossy(b.get(4..4 + len)?).trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_parse_with_escapes() {
+        let text = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
+                    90 22 7:3 / /mnt/my\\040disk rw - xfs /dev/loop3 rw,attr2\n\
+                    91 22 0:45 / /srv/b rw - btrfs /dev/loop4 rw\n";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].major, m[0].minor), (254, 0));
+        assert_eq!(m[1].target, "/mnt/my disk");
+        assert_eq!(m[1].source, "/dev/loop3");
+        assert_eq!(m[2].fstype, "btrfs");
+    }
+
+    #[test]
+    fn swaps_skip_the_header() {
+        let t = "Filename\tType\tSize\tUsed\tPriority\n/dev/sdc2 partition 1000 0 -2\n/swap\\040file file 10 0 -3\n";
+        assert_eq!(parse_swaps(t), vec!["/dev/sdc2".to_string(), "/swap file".to_string()]);
+    }
+
+    #[test]
+    fn vpd_serial() {
+        let mut page = vec![0, 0x80, 0, 8];
+        page.extend_from_slice(b"WD-1234 ");
+        assert_eq!(vpd_pg80_serial(&page).as_deref(), Some("WD-1234"));
+        assert_eq!(vpd_pg80_serial(&[0, 0x80, 0, 0]), None);
+    }
+}

@@ -1,0 +1,63 @@
+//! One file read sequentially in `bs` chunks, cold by default: sync and drop
+//! caches before the clock starts, so the device counters show the bytes
+//! really came from the disk.
+
+use super::{direct_flag, mb_per_s, metric};
+use crate::actions::failed;
+use crate::buffer::IoBuffer;
+use crate::cache;
+use crate::measure::Meter;
+use crate::outbox::StepCtx;
+use crate::state::HostState;
+use benchrig_wire::messages::AgentError;
+use benchrig_wire::steps::{Better, SeqReadArgs, StepOutput};
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+
+pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    let bs = args.bs.0 as usize;
+    if bs == 0 || (args.direct && !bs.is_multiple_of(crate::buffer::ALIGN)) {
+        return Err(failed(format!(
+            "bs {} is not usable{}",
+            args.bs,
+            if args.direct { " with O_DIRECT (multiple of 4k)" } else { "" }
+        )));
+    }
+    let target = st.target(args.target.as_deref())?.clone();
+    let path = target.mountpoint.join(&args.file);
+    if !path.exists() {
+        return Err(failed(format!("{} does not exist: run seq_write before seq_read", path.display())));
+    }
+    let devices: Vec<String> = target.device.into_iter().collect();
+    let cold = if args.cold { Some(cache::make_cold(Some(&path)).map_err(failed)?) } else { None };
+    let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let mut buf = IoBuffer::new(bs);
+
+    let meter = Meter::start(&st.view.sys, &devices);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(direct_flag(args.direct))
+        .open(&path)
+        .map_err(|e| failed(format!("open {}: {e}", path.display())))?;
+    let mut read = 0u64;
+    loop {
+        ctx.check_cancel()?;
+        let n = f.read(buf.bytes_mut()).map_err(|e| failed(format!("read {}: {e}", path.display())))?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        ctx.progress(read, total, "reading");
+    }
+    drop(f);
+    let usage = meter.stop();
+
+    let mut out = StepOutput::default();
+    out.metrics.push(metric("throughput", mb_per_s(read, usage.wall_s), "MB/s", Better::Higher));
+    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
+    out.info.insert("bytes".into(), read.into());
+    out.info.insert("cold".into(), serde_json::json!(cold));
+    out.usage = Some(usage);
+    Ok(out)
+}

@@ -1,0 +1,390 @@
+//! The orchestrator's side of an agent session: handshake, requests matched
+//! to their events by id, heartbeats watched, and a clear "lost" state when
+//! the agent or the link dies.
+
+use crate::transport::RemoteProcess;
+use benchrig_wire::frame::{self, FrameError, HEADER_LEN};
+use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, Event, Hello, Reply, Request};
+use benchrig_wire::PROTOCOL_VERSION;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub const HEARTBEAT_MS: u64 = 2000;
+/// An agent silent this long (no frame, no heartbeat) is considered gone.
+/// Generous: a 12%-of-a-core host under load still beats every 2 s.
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The agent answered with an error (unsupported, refused, failed, cancelled).
+    #[error("{0}")]
+    Agent(AgentError),
+    /// The agent or the link to it is gone.
+    #[error("agent lost: {0}")]
+    Lost(String),
+}
+
+#[derive(Default)]
+struct Routes {
+    open: HashMap<u64, mpsc::UnboundedSender<Event>>,
+    /// Why the session ended, once it has.
+    closed: Option<String>,
+}
+
+pub struct AgentClient {
+    writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    routes: Arc<Mutex<Routes>>,
+    next_id: AtomicU64,
+    pub hello: Hello,
+    last_seen: Arc<Mutex<Instant>>,
+    tasks: Vec<JoinHandle<()>>,
+    // In a mutex only to make the client Sync; taken once at shutdown.
+    exit: Mutex<Option<Box<dyn crate::transport::ProcessExit>>>,
+}
+
+impl AgentClient {
+    /// Read the agent's hello and check it: our protocol, and the binary we pushed.
+    pub async fn handshake(proc: RemoteProcess, label: &str, expected_sha: &str) -> Result<Self, String> {
+        let RemoteProcess { stdin, mut stdout, stderr, exit } = proc;
+        let stderr_task = tokio::spawn(forward_stderr(stderr, label.to_string()));
+        let first = tokio::time::timeout(Duration::from_secs(60), read_msg(&mut stdout))
+            .await
+            .map_err(|_| "the agent did not say hello within 60 s".to_string())?
+            .map_err(|e| format!("the agent did not start: {e}"))?;
+        let hello = match first {
+            Some(AgentMsg::Hello(h)) => h,
+            Some(other) => return Err(format!("the agent spoke before saying hello: {other:?}")),
+            None => return Err("the agent exited before saying hello (see its stderr above)".into()),
+        };
+        if hello.protocol != PROTOCOL_VERSION {
+            return Err(format!(
+                "the agent speaks protocol {}, this benchrig speaks {PROTOCOL_VERSION}",
+                hello.protocol
+            ));
+        }
+        if hello.sha256 != expected_sha {
+            return Err(format!(
+                "the running agent's sha256 is {} but benchrig pushed {expected_sha}: the upload was corrupted or replaced",
+                hello.sha256
+            ));
+        }
+        let routes: Arc<Mutex<Routes>> = Default::default();
+        let last_seen = Arc::new(Mutex::new(Instant::now()));
+        let reader = tokio::spawn(read_loop(stdout, routes.clone(), last_seen.clone()));
+        let watchdog = tokio::spawn(watchdog(routes.clone(), last_seen.clone()));
+        Ok(AgentClient {
+            writer: tokio::sync::Mutex::new(stdin),
+            routes,
+            next_id: AtomicU64::new(1),
+            hello,
+            last_seen,
+            tasks: vec![reader, watchdog, stderr_task],
+            exit: Mutex::new(Some(exit)),
+        })
+    }
+
+    /// Why the session is over, if it is.
+    pub fn lost(&self) -> Option<String> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).closed.clone()
+    }
+
+    pub fn since_last_frame(&self) -> Duration {
+        self.last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed()
+    }
+
+    async fn send(&self, id: u64, request: Request) -> Result<(), RequestError> {
+        let bytes = frame::encode(&Envelope { id, request }).map_err(|e| RequestError::Lost(e.to_string()))?;
+        let mut w = self.writer.lock().await;
+        w.write_all(&bytes).await.map_err(|e| RequestError::Lost(format!("cannot write to the agent: {e}")))?;
+        w.flush().await.map_err(|e| RequestError::Lost(format!("cannot write to the agent: {e}")))
+    }
+
+    /// Send a request and wait for its answer, passing progress and log
+    /// events to `on_event`. If `cancel` turns true meanwhile, the agent is
+    /// asked to stop the request (which then ends as `cancelled`).
+    pub async fn request(
+        &self,
+        request: Request,
+        cancel: Option<watch::Receiver<bool>>,
+        mut on_event: impl FnMut(&Event),
+    ) -> Result<Reply, RequestError> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        {
+            let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &r.closed {
+                return Err(RequestError::Lost(why.clone()));
+            }
+            r.open.insert(id, tx);
+        }
+        self.send(id, request).await?;
+        let mut cancel = cancel;
+        let mut cancel_sent = false;
+        loop {
+            let event = match cancel.as_mut().filter(|_| !cancel_sent) {
+                Some(c) => tokio::select! {
+                    ev = rx.recv() => ev,
+                    changed = c.changed() => {
+                        if changed.is_err() || *c.borrow() {
+                            cancel_sent = true;
+                            let cid = self.next_id.fetch_add(1, Ordering::SeqCst);
+                            self.send(cid, Request::Cancel { target: id }).await?;
+                        }
+                        continue;
+                    }
+                },
+                None => rx.recv().await,
+            };
+            match event {
+                Some(Event::Result { reply }) => return Ok(reply),
+                Some(Event::Error(e)) => return Err(RequestError::Agent(e)),
+                Some(other) => on_event(&other),
+                None => return Err(RequestError::Lost(self.lost().unwrap_or_else(|| "the agent went away".into()))),
+            }
+        }
+    }
+
+    /// Round trip of a bare ping.
+    pub async fn ping(&self) -> Result<Duration, RequestError> {
+        let t = Instant::now();
+        self.request(Request::Ping, None, |_| {}).await?;
+        Ok(t.elapsed())
+    }
+
+    /// Ask the agent to release what it set up and exit; wait for it to go.
+    pub async fn shutdown(self) -> Result<Vec<String>, RequestError> {
+        let released = tokio::time::timeout(Duration::from_secs(120), self.request(Request::Shutdown, None, |_| {}))
+            .await
+            .map_err(|_| RequestError::Lost("the agent did not shut down within 120 s".into()))?;
+        let exit = self.exit.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(exit) = exit {
+            let _ = tokio::time::timeout(Duration::from_secs(10), exit.wait()).await;
+        }
+        match released? {
+            Reply::Bye { released } => Ok(released),
+            other => Err(RequestError::Lost(format!("unexpected answer to shutdown: {other:?}"))),
+        }
+    }
+}
+
+impl Drop for AgentClient {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn read_msg<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<AgentMsg>, FrameError> {
+    let mut header = [0u8; HEADER_LEN];
+    match r.read_exact(&mut header).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let mut body = vec![0u8; frame::body_len(header)?];
+    r.read_exact(&mut body).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
+        _ => FrameError::Io(e),
+    })?;
+    frame::decode(&body).map(Some)
+}
+
+fn close(routes: &Mutex<Routes>, why: String) {
+    let mut r = routes.lock().unwrap_or_else(|e| e.into_inner());
+    if r.closed.is_none() {
+        r.closed = Some(why);
+    }
+    // Dropping the senders wakes every waiting request with "lost".
+    r.open.clear();
+}
+
+async fn read_loop(
+    mut stdout: Box<dyn AsyncRead + Send + Unpin>,
+    routes: Arc<Mutex<Routes>>,
+    last_seen: Arc<Mutex<Instant>>,
+) {
+    loop {
+        let msg = read_msg(&mut stdout).await;
+        *last_seen.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        match msg {
+            Ok(Some(AgentMsg::Event { id, event })) => {
+                let done = matches!(event, Event::Result { .. } | Event::Error(_));
+                let mut r = routes.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(tx) = r.open.get(&id) {
+                    let _ = tx.send(event);
+                }
+                if done {
+                    r.open.remove(&id);
+                }
+            }
+            Ok(Some(AgentMsg::Heartbeat { .. })) | Ok(Some(AgentMsg::Hello(_))) => {}
+            Ok(None) => return close(&routes, "the agent's channel closed (agent exited or connection lost)".into()),
+            Err(e) => return close(&routes, format!("broken frame from the agent: {e}")),
+        }
+    }
+}
+
+async fn watchdog(routes: Arc<Mutex<Routes>>, last_seen: Arc<Mutex<Instant>>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let silent = last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed();
+        if silent > SILENCE_LIMIT {
+            return close(&routes, format!("no heartbeat from the agent for {} s", silent.as_secs()));
+        }
+        if routes.lock().unwrap_or_else(|e| e.into_inner()).closed.is_some() {
+            return;
+        }
+    }
+}
+
+/// The agent's stderr is for people: into our log, line by line.
+async fn forward_stderr(stderr: Box<dyn AsyncRead + Send + Unpin>, label: String) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::warn!(host = %label, "agent: {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::ProcessExit;
+    use async_trait::async_trait;
+    use benchrig_wire::messages::{AgentError, ErrorCode};
+    use tokio::io::{duplex, DuplexStream};
+
+    struct NoExit;
+    #[async_trait]
+    impl ProcessExit for NoExit {
+        async fn wait(self: Box<Self>) -> Option<i32> {
+            Some(0)
+        }
+    }
+
+    /// A fake agent on the other end of in-memory pipes.
+    struct Fake {
+        from_client: DuplexStream,
+        to_client: DuplexStream,
+    }
+
+    impl Fake {
+        async fn say(&mut self, msg: &AgentMsg) {
+            self.to_client.write_all(&frame::encode(msg).unwrap()).await.unwrap();
+        }
+        async fn hear(&mut self) -> Envelope {
+            let mut h = [0u8; HEADER_LEN];
+            self.from_client.read_exact(&mut h).await.unwrap();
+            let mut body = vec![0u8; frame::body_len(h).unwrap()];
+            self.from_client.read_exact(&mut body).await.unwrap();
+            frame::decode(&body).unwrap()
+        }
+    }
+
+    fn pair() -> (RemoteProcess, Fake) {
+        let (client_in, from_client) = duplex(1 << 16);
+        let (to_client, client_out) = duplex(1 << 16);
+        let (_, err) = duplex(64);
+        let proc = RemoteProcess {
+            stdin: Box::new(client_in),
+            stdout: Box::new(client_out),
+            stderr: Box::new(err),
+            exit: Box::new(NoExit),
+        };
+        (proc, Fake { from_client, to_client })
+    }
+
+    fn hello(protocol: u32, sha: &str) -> AgentMsg {
+        AgentMsg::Hello(Hello {
+            protocol,
+            agent_version: "t".into(),
+            sha256: sha.into(),
+            arch: "i686".into(),
+            pid: 1,
+            uid: 0,
+        })
+    }
+
+    #[tokio::test]
+    async fn handshake_refuses_another_protocol_or_another_binary() {
+        let (proc, mut fake) = pair();
+        fake.say(&hello(PROTOCOL_VERSION + 1, "abc")).await;
+        let e = AgentClient::handshake(proc, "h", "abc").await.err().unwrap();
+        assert!(e.contains("protocol"), "{e}");
+
+        let (proc, mut fake) = pair();
+        fake.say(&hello(PROTOCOL_VERSION, "evil")).await;
+        let e = AgentClient::handshake(proc, "h", "abc").await.err().unwrap();
+        assert!(e.contains("sha256") && e.contains("evil"), "{e}");
+
+        let (proc, fake) = pair();
+        drop(fake);
+        let e = AgentClient::handshake(proc, "h", "abc").await.err().unwrap();
+        assert!(e.contains("exited before saying hello"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn replies_reach_their_request_and_a_closed_channel_is_lost() {
+        let (proc, mut fake) = pair();
+        fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
+        let client = AgentClient::handshake(proc, "h", "abc").await.unwrap();
+        assert_eq!(client.hello.arch, "i686");
+        let agent = tokio::spawn(async move {
+            let a = fake.hear().await;
+            let b = fake.hear().await;
+            // Answer out of order, with progress first and a heartbeat between.
+            fake.say(&AgentMsg::Event { id: b.id, event: Event::Progress { done: 1, total: 2, message: "x".into() } })
+                .await;
+            fake.say(&AgentMsg::Heartbeat { seq: 1 }).await;
+            fake.say(&AgentMsg::Event {
+                id: b.id,
+                event: Event::Error(AgentError::new(ErrorCode::Unsupported, "no jfs")),
+            })
+            .await;
+            fake.say(&AgentMsg::Event { id: a.id, event: Event::Result { reply: Reply::Pong } }).await;
+            // Then the agent dies.
+            drop(fake);
+        });
+        let mut progress = 0;
+        let (a, b) = tokio::join!(
+            client.request(Request::Ping, None, |_| {}),
+            client.request(Request::Facts, None, |_| progress += 1)
+        );
+        assert!(matches!(a, Ok(Reply::Pong)));
+        assert!(matches!(b, Err(RequestError::Agent(ref e)) if e.code == ErrorCode::Unsupported));
+        assert_eq!(progress, 1);
+        agent.await.unwrap();
+        let c = client.request(Request::Ping, None, |_| {}).await;
+        assert!(matches!(c, Err(RequestError::Lost(_))), "{c:?}");
+        assert!(client.lost().unwrap().contains("closed"));
+    }
+
+    #[tokio::test]
+    async fn cancel_is_sent_for_the_running_request() {
+        let (proc, mut fake) = pair();
+        fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
+        let client = AgentClient::handshake(proc, "h", "abc").await.unwrap();
+        let (tx, rx) = watch::channel(false);
+        let agent = tokio::spawn(async move {
+            let run = fake.hear().await;
+            let cancel = fake.hear().await;
+            assert_eq!(cancel.request, Request::Cancel { target: run.id });
+            fake.say(&AgentMsg::Event {
+                id: run.id,
+                event: Event::Error(AgentError::new(ErrorCode::Cancelled, "cancelled")),
+            })
+            .await;
+            fake
+        });
+        let req = client.request(Request::Facts, Some(rx), |_| {});
+        let _ = tx.send(true);
+        let r = req.await;
+        assert!(matches!(r, Err(RequestError::Agent(ref e)) if e.code == ErrorCode::Cancelled), "{r:?}");
+        let _fake = agent.await.unwrap();
+    }
+}

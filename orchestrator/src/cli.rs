@@ -1,0 +1,144 @@
+//! The command line, as in the product brief: Ansible's flags where Ansible has them.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "benchrig", version, about = "Storage and filesystem experiments across a lab of Linux hosts")]
+pub struct Cli {
+    /// More log output (-v info from every host, -vv debug, -vvv trace). RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors and the final table.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a playbook: push the agent, run every cell, store every sample.
+    Run(RunArgs),
+    /// The expanded matrix per host, without touching any host.
+    Plan(PlanArgs),
+    /// Push the agent and print each host's facts.
+    Facts(FactsArgs),
+    /// The resolved inventory, as `ansible-inventory` prints it.
+    Inventory(InventoryArgs),
+    /// List stored runs (oldest first; the id is the first column).
+    Runs(DbArgs),
+    /// One run's summary table.
+    Show(ShowArgs),
+    /// A run's report in a machine- or human-readable format.
+    Report(ReportArgs),
+    /// Unmount, detach and remove what benchrig left on hosts.
+    Cleanup(HostsArgs),
+    /// Agent round-trip times per host (and deploy + facts time).
+    Ping(PingArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HostsArgs {
+    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable. Without it: this machine.
+    #[arg(short = 'i', long = "inventory")]
+    pub inventory: Vec<PathBuf>,
+    /// Limit to hosts matching this pattern (as ansible's --limit).
+    #[arg(short = 'l', long = "limit")]
+    pub limit: Option<String>,
+    /// How many hosts to work on at once.
+    #[arg(short = 'f', long = "forks", default_value_t = 50)]
+    pub forks: usize,
+    /// Results database: a SQLite file.
+    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
+    pub db: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    pub playbook: PathBuf,
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+    /// Extra variables: key=value, a YAML/JSON mapping, or @file. Always win. Repeatable.
+    #[arg(short = 'e', long = "extra-vars")]
+    pub extra_vars: Vec<String>,
+    /// A name for the run, usable wherever a run id is.
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    pub playbook: PathBuf,
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+    #[arg(short = 'e', long = "extra-vars")]
+    pub extra_vars: Vec<String>,
+    /// Only list the hosts each play would run on.
+    #[arg(long)]
+    pub list_hosts: bool,
+    /// Only check the playbook's syntax and keys.
+    #[arg(long)]
+    pub syntax_check: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FactsArgs {
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+    /// One JSON object, host name → facts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct InventoryArgs {
+    #[arg(short = 'i', long = "inventory")]
+    pub inventory: Vec<PathBuf>,
+    #[arg(long, group = "mode")]
+    pub list: bool,
+    #[arg(long, group = "mode")]
+    pub graph: bool,
+    #[arg(long, group = "mode", value_name = "HOST")]
+    pub host: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DbArgs {
+    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
+    pub db: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Run id, run name, or `last`.
+    pub run: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    pub run: String,
+    #[arg(short = 'f', long = "format", value_enum, default_value = "json")]
+    pub format: ReportFormat,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PingArgs {
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+    /// Round trips per host.
+    #[arg(short = 'n', long, default_value_t = 200)]
+    pub count: usize,
+}

@@ -1,0 +1,56 @@
+//! `benchrig runs`, `benchrig show RUN`, `benchrig report RUN`.
+
+use crate::cli::{DbArgs, ReportArgs, ReportFormat, ShowArgs};
+use crate::store::Store;
+use crate::summary::table;
+
+pub fn list(args: DbArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db)?;
+    let rows: Vec<Vec<String>> = store
+        .runs()?
+        .into_iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.name.unwrap_or_else(|| "-".into()),
+                r.playbook,
+                r.started,
+                r.hosts.to_string(),
+                r.cells.to_string(),
+                r.status,
+            ]
+        })
+        .collect();
+    print!("{}", table(&["ID", "NAME", "PLAYBOOK", "STARTED", "HOSTS", "CELLS", "STATUS"], &rows));
+    Ok(0)
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    let r = store.resolve_run(&args.run)?;
+    println!(
+        "run {} · {} · {} · started {}{}",
+        r.id,
+        r.playbook,
+        r.status,
+        r.started,
+        r.finished.map(|f| format!(", finished {f}")).unwrap_or_default()
+    );
+    print!("{}", crate::summary::render(&store, r.id)?);
+    Ok(0)
+}
+
+pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    let r = store.resolve_run(&args.run)?;
+    let text = match args.format {
+        ReportFormat::Json => serde_json::to_string_pretty(&crate::report::json::build(&store, r.id)?)? + "\n",
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
+}

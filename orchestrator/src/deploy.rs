@@ -1,0 +1,199 @@
+//! Getting the right agent onto a host and started.
+//!
+//! One round trip learns the host's architecture, its $HOME and which of our
+//! agent builds it already has; the binary is uploaded only when its
+//! content-addressed name (`benchrig-agent-<sha256>`) is absent, written to a
+//! temporary name and renamed, so a half-written agent is never run. The
+//! sha256 the running agent reports about itself is checked in the handshake.
+
+use crate::transport::{sh_quote, RemoteProcess, Transport, TransportError};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// (uname -m values, rust target) for every architecture we build an agent for.
+pub const ARCHES: &[(&[&str], &str)] = &[
+    (&["x86_64", "amd64"], "x86_64-unknown-linux-musl"),
+    (&["i386", "i486", "i586", "i686", "x86"], "i686-unknown-linux-musl"),
+    (&["aarch64", "arm64"], "aarch64-unknown-linux-musl"),
+];
+
+pub const BUILD_COMMAND: &str = "ci/build-agents.sh";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("no benchrig-agent build for {arch} ({triple}); looked in {searched}. Build the agents with `{BUILD_COMMAND}` (or `cargo build -p benchrig-agent --release --target {triple}`)")]
+    MissingBuild { arch: String, triple: String, searched: String },
+    #[error("host architecture `{0}` has no agent build (supported: x86_64, i686, aarch64)")]
+    UnknownArch(String),
+    #[error("{0}")]
+    Remote(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct AgentBuild {
+    pub triple: &'static str,
+    pub path: PathBuf,
+    pub sha256: String,
+}
+
+/// Where agent builds are found: `$BENCHRIG_AGENT_DIR/<triple>/`, then
+/// `agents/<triple>/` beside the benchrig binary, then cargo's
+/// `target/<triple>/release/` of this workspace.
+pub struct AgentBuilds {
+    dirs: Vec<PathBuf>,
+    found: OnceLock<Vec<AgentBuild>>,
+}
+
+impl AgentBuilds {
+    pub fn discover() -> Self {
+        let mut dirs = Vec::new();
+        if let Some(d) = std::env::var_os("BENCHRIG_AGENT_DIR") {
+            dirs.push(PathBuf::from(d));
+        }
+        if let Some(exe_dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)) {
+            dirs.push(exe_dir.join("agents"));
+            // target/{debug,release}/benchrig → target/
+            if let Some(target) = exe_dir.parent() {
+                dirs.push(target.to_path_buf());
+            }
+        }
+        dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        AgentBuilds { dirs, found: OnceLock::new() }
+    }
+
+    fn candidates(&self, triple: &str) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .flat_map(|d| {
+                [d.join(triple).join("benchrig-agent"), d.join(triple).join("release").join("benchrig-agent")]
+            })
+            .collect()
+    }
+
+    /// Every build present, hashed once.
+    pub fn all(&self) -> &[AgentBuild] {
+        self.found.get_or_init(|| {
+            ARCHES
+                .iter()
+                .filter_map(|(_, triple)| {
+                    let path = self.candidates(triple).into_iter().find(|p| p.is_file())?;
+                    let bytes = std::fs::read(&path).ok()?;
+                    Some(AgentBuild { triple, path, sha256: benchrig_wire::hex(&Sha256::digest(&bytes)) })
+                })
+                .collect()
+        })
+    }
+
+    pub fn for_arch(&self, arch: &str) -> Result<AgentBuild, DeployError> {
+        let triple = triple_for(arch).ok_or_else(|| DeployError::UnknownArch(arch.to_string()))?;
+        self.all().iter().find(|b| b.triple == triple).cloned().ok_or_else(|| DeployError::MissingBuild {
+            arch: arch.to_string(),
+            triple: triple.to_string(),
+            searched: self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+pub fn triple_for(arch: &str) -> Option<&'static str> {
+    ARCHES.iter().find(|(names, _)| names.contains(&arch)).map(|(_, t)| *t)
+}
+
+#[derive(Clone, Debug)]
+pub struct Deployed {
+    pub arch: String,
+    pub home: String,
+    pub remote_dir: String,
+    pub remote_path: String,
+    pub build: AgentBuild,
+    pub uploaded: bool,
+}
+
+/// `~/x` → `"$HOME"/x` for the remote shell; anything else quoted as is.
+fn remote_dir_expr(dir: &str) -> String {
+    match dir.strip_prefix("~/") {
+        Some(rest) => format!("\"$HOME\"/{}", sh_quote(rest)),
+        None if dir == "~" => "\"$HOME\"".into(),
+        None => sh_quote(dir),
+    }
+}
+
+/// Make sure the host has the agent for its architecture.
+pub async fn ensure_agent(t: &dyn Transport, builds: &AgentBuilds, remote_dir: &str) -> Result<Deployed, DeployError> {
+    let d = remote_dir_expr(remote_dir);
+    let mut probe = format!("uname -m; printf '%s\\n' \"$HOME\"; d={d}; printf '%s\\n' \"$d\"");
+    for b in builds.all() {
+        probe.push_str(&format!("; [ -x \"$d/benchrig-agent-{0}\" ] && echo have {0}", b.sha256));
+    }
+    probe.push_str("; true");
+    let out = t.exec(&probe, None).await?;
+    if !out.success() {
+        return Err(DeployError::Remote(format!("probing the host failed: {}", out.stderr_text())));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let arch = lines.next().unwrap_or_default().trim().to_string();
+    let home = lines.next().unwrap_or_default().trim().to_string();
+    let dir = lines.next().unwrap_or_default().trim().to_string();
+    let have: Vec<&str> = lines.filter_map(|l| l.strip_prefix("have ")).collect();
+    let build = builds.for_arch(&arch)?;
+    let remote_path = format!("{dir}/benchrig-agent-{}", build.sha256);
+    let uploaded = !have.contains(&build.sha256.as_str());
+    if uploaded {
+        let bytes = std::fs::read(&build.path)
+            .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", build.path.display())))?;
+        let q = sh_quote(&dir);
+        let script = format!(
+            "set -e; umask 077; mkdir -p {q}; t={q}/.benchrig-agent-{sha}.$$; cat > \"$t\"; chmod 755 \"$t\"; mv -f \"$t\" {final_}",
+            sha = build.sha256,
+            final_ = sh_quote(&remote_path)
+        );
+        let out = t.exec(&script, Some(bytes)).await?;
+        if !out.success() {
+            return Err(DeployError::Remote(format!("uploading the agent to {dir} failed: {}", out.stderr_text())));
+        }
+    }
+    Ok(Deployed { arch, home, remote_dir: dir, remote_path, build, uploaded })
+}
+
+/// Start the deployed agent, through `sudo -n` when the host asks to become another user.
+pub async fn start_agent(
+    t: &dyn Transport,
+    d: &Deployed,
+    become_user: Option<&str>,
+) -> Result<RemoteProcess, DeployError> {
+    let agent = sh_quote(&d.remote_path);
+    let script = match become_user {
+        Some(user) => format!("exec sudo -n -u {} -- {agent} serve", sh_quote(user)),
+        None => format!("exec {agent} serve"),
+    };
+    Ok(t.spawn(&script).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_names_map_to_targets() {
+        assert_eq!(triple_for("i686"), Some("i686-unknown-linux-musl"));
+        assert_eq!(triple_for("x86_64"), Some("x86_64-unknown-linux-musl"));
+        assert_eq!(triple_for("arm64"), Some("aarch64-unknown-linux-musl"));
+        assert_eq!(triple_for("sparc64"), None);
+    }
+
+    #[test]
+    fn remote_dir_keeps_home_unquoted() {
+        assert_eq!(remote_dir_expr("~/.cache/benchrig"), "\"$HOME\"/.cache/benchrig");
+        assert_eq!(remote_dir_expr("/opt/b r"), "'/opt/b r'");
+    }
+
+    #[test]
+    fn a_missing_build_names_the_command() {
+        let b = AgentBuilds { dirs: vec!["/nonexistent".into()], found: OnceLock::new() };
+        let e = b.for_arch("aarch64").unwrap_err().to_string();
+        assert!(e.contains("aarch64-unknown-linux-musl") && e.contains(BUILD_COMMAND), "{e}");
+    }
+}

@@ -1,0 +1,101 @@
+//! One host's session: connect, deploy the agent, handshake, configure it
+//! with the host's scratch devices, gather facts; and the clean way out.
+
+use crate::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
+use crate::deploy::{self, AgentBuilds, DeployError, Deployed};
+use crate::inventory::Vars;
+use crate::planner::scratch_devices;
+use crate::transport::{self, ConnectionSpec, Transport, TransportError};
+use benchrig_wire::facts::Facts;
+use benchrig_wire::messages::{Reply, Request, SessionConfig};
+use std::time::{Duration, Instant};
+
+pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// Could not reach or lost the host: the run's "unreachable".
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<DeployError> for HostError {
+    fn from(e: DeployError) -> Self {
+        match e {
+            DeployError::Transport(TransportError::Unreachable(m)) => HostError::Unreachable(m),
+            other => HostError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl From<RequestError> for HostError {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::Lost(m) => HostError::Unreachable(m),
+            RequestError::Agent(a) => HostError::Failed(a.to_string()),
+        }
+    }
+}
+
+pub struct HostSession {
+    pub name: String,
+    transport: Box<dyn Transport>,
+    pub agent: AgentClient,
+    pub deployed: Deployed,
+    pub facts: Facts,
+    /// Connect + deploy + handshake + facts.
+    pub startup: Duration,
+}
+
+impl HostSession {
+    pub async fn open(name: &str, vars: &Vars, builds: &AgentBuilds) -> Result<HostSession, HostError> {
+        let t0 = Instant::now();
+        let spec = ConnectionSpec::from_vars(name, vars).map_err(HostError::Failed)?;
+        let scratch = scratch_devices(name, vars).map_err(HostError::Failed)?;
+        let transport = transport::connect(&spec).await.map_err(|e| match e {
+            TransportError::Unreachable(m) => HostError::Unreachable(m),
+            TransportError::Channel(m) => HostError::Failed(m),
+        })?;
+        let remote_dir = vars.get("benchrig_remote_dir").and_then(|v| v.as_str()).unwrap_or(DEFAULT_REMOTE_DIR);
+        let started = async {
+            let deployed = deploy::ensure_agent(transport.as_ref(), builds, remote_dir).await?;
+            tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
+            let proc = deploy::start_agent(transport.as_ref(), &deployed, spec.become_user.as_deref()).await?;
+            let agent = AgentClient::handshake(proc, name, &deployed.build.sha256).await.map_err(HostError::Failed)?;
+            let config = SessionConfig {
+                work_dir: format!("{}/work", deployed.remote_dir),
+                scratch,
+                heartbeat_ms: HEARTBEAT_MS,
+            };
+            agent.request(Request::Configure(config), None, |_| {}).await?;
+            let facts = match agent.request(Request::Facts, None, |_| {}).await? {
+                Reply::Facts(f) => *f,
+                other => return Err(HostError::Failed(format!("unexpected answer to facts: {other:?}"))),
+            };
+            Ok::<_, HostError>((deployed, agent, facts))
+        }
+        .await;
+        match started {
+            Ok((deployed, agent, facts)) => {
+                Ok(HostSession { name: name.to_string(), transport, agent, deployed, facts, startup: t0.elapsed() })
+            }
+            Err(e) => {
+                transport.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        self.transport.describe()
+    }
+
+    /// Let the agent release what it set up, then drop the connection.
+    pub async fn close(self) -> Result<Vec<String>, HostError> {
+        let released = self.agent.shutdown().await;
+        self.transport.close().await;
+        Ok(released?)
+    }
+}

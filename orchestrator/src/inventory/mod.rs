@@ -1,0 +1,310 @@
+//! Ansible-style inventories: hosts, groups, variables and their precedence.
+//!
+//! Loading is I/O; everything after ([`Inventory::host_vars`], patterns) is
+//! pure, so the planner can use it without touching anything.
+
+mod ini;
+mod localhost;
+pub mod pattern;
+mod pyliteral;
+mod ranges;
+mod vars_dirs;
+mod yaml_format;
+
+use crate::yaml::ConfigError;
+use indexmap::IndexMap;
+use serde_json::{Map, Value as Json};
+use std::path::{Path, PathBuf};
+
+pub use localhost::embedded_localhost;
+
+pub type Vars = Map<String, Json>;
+
+#[derive(Clone, Debug, Default)]
+pub struct Host {
+    pub name: String,
+    /// Variables set on the host in the inventory source.
+    pub vars: Vars,
+    /// `host_vars/<name>` beside the inventory.
+    pub file_vars: Vars,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    pub name: String,
+    pub vars: Vars,
+    /// `group_vars/<name>` beside the inventory.
+    pub file_vars: Vars,
+    pub hosts: Vec<String>,
+    pub children: Vec<String>,
+    pub parents: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Inventory {
+    /// In the order the sources defined them (which is the order `hosts:` runs in).
+    pub hosts: IndexMap<String, Host>,
+    pub groups: IndexMap<String, Group>,
+    /// Where it came from (`embedded localhost` when no `-i` was given).
+    pub sources: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("inventory {path}: {message}")]
+    Source { path: String, message: String },
+}
+
+impl Inventory {
+    /// Load and merge every `-i` source (files or directories), then the
+    /// `group_vars/` and `host_vars/` beside each.
+    pub fn load(sources: &[PathBuf]) -> Result<Inventory, InventoryError> {
+        let mut inv = Inventory::default();
+        inv.ensure_group("all");
+        inv.ensure_group("ungrouped");
+        for src in sources {
+            inv.sources.push(src.display().to_string());
+            let meta = std::fs::metadata(src).map_err(|e| InventoryError::Source {
+                path: src.display().to_string(),
+                message: format!("cannot read: {e}"),
+            })?;
+            if meta.is_dir() {
+                for file in vars_dirs::inventory_files_in(src)? {
+                    inv.load_file(&file)?;
+                }
+                vars_dirs::load_beside(&mut inv, src)?;
+            } else {
+                inv.load_file(src)?;
+                vars_dirs::load_beside(&mut inv, src.parent().unwrap_or(Path::new(".")))?;
+            }
+        }
+        inv.finish();
+        Ok(inv)
+    }
+
+    fn load_file(&mut self, path: &Path) -> Result<(), InventoryError> {
+        let text = std::fs::read_to_string(path).map_err(|e| InventoryError::Source {
+            path: path.display().to_string(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let name = path.display().to_string();
+        // As Ansible's `auto` choice: the yaml plugin takes .yml/.yaml/.json, ini the rest.
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yml" | "yaml" | "json") => yaml_format::load(self, &name, &text)?,
+            _ => ini::load(self, &name, &text)?,
+        }
+        Ok(())
+    }
+
+    pub fn ensure_group(&mut self, name: &str) -> &mut Group {
+        self.groups.entry(name.to_string()).or_insert_with(|| Group { name: name.to_string(), ..Default::default() })
+    }
+
+    pub fn ensure_host(&mut self, name: &str) -> &mut Host {
+        self.hosts.entry(name.to_string()).or_insert_with(|| Host { name: name.to_string(), ..Default::default() })
+    }
+
+    pub fn add_host_to_group(&mut self, group: &str, host: &str) {
+        self.ensure_host(host);
+        let g = self.ensure_group(group);
+        if !g.hosts.iter().any(|h| h == host) {
+            g.hosts.push(host.to_string());
+        }
+    }
+
+    pub fn add_child(&mut self, parent: &str, child: &str) {
+        self.ensure_group(child);
+        let p = self.ensure_group(parent);
+        if !p.children.iter().any(|c| c == child) {
+            p.children.push(child.to_string());
+        }
+        let c = self.ensure_group(child);
+        if !c.parents.iter().any(|p| p == parent) {
+            c.parents.push(parent.to_string());
+        }
+    }
+
+    /// Ansible's implicit structure: top-level groups are children of `all`;
+    /// hosts in no group but `all` are `ungrouped`.
+    fn finish(&mut self) {
+        let names: Vec<String> = self.groups.keys().cloned().collect();
+        for g in &names {
+            if g != "all" && self.groups[g].parents.is_empty() {
+                self.add_child("all", g);
+            }
+        }
+        let hosts: Vec<String> = self.hosts.keys().cloned().collect();
+        for h in &hosts {
+            let grouped = self.groups.values().any(|g| g.name != "all" && g.name != "ungrouped" && g.hosts.contains(h));
+            if !grouped {
+                self.add_host_to_group("ungrouped", h);
+            }
+        }
+    }
+
+    /// Every group a host belongs to, directly or through a parent.
+    pub fn groups_of(&self, host: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut stack: Vec<String> =
+            self.groups.values().filter(|g| g.hosts.iter().any(|h| h == host)).map(|g| g.name.clone()).collect();
+        while let Some(g) = stack.pop() {
+            if out.contains(&g) {
+                continue;
+            }
+            if let Some(group) = self.groups.get(&g) {
+                stack.extend(group.parents.iter().cloned());
+            }
+            out.push(g);
+        }
+        if self.hosts.contains_key(host) && !out.iter().any(|g| g == "all") {
+            out.push("all".into());
+        }
+        out
+    }
+
+    /// Distance from `all` along the longest parent chain (Ansible's `depth`).
+    fn depth(&self, group: &str, seen: &mut Vec<String>) -> usize {
+        if group == "all" || seen.iter().any(|s| s == group) {
+            return 0;
+        }
+        seen.push(group.to_string());
+        let d = self
+            .groups
+            .get(group)
+            .map(|g| g.parents.iter().map(|p| self.depth(p, seen) + 1).max().unwrap_or(1))
+            .unwrap_or(1);
+        seen.pop();
+        d
+    }
+
+    /// All hosts of a group, its children's included, in inventory order.
+    pub fn hosts_of_group(&self, group: &str) -> Vec<String> {
+        let mut members = Vec::new();
+        let mut stack = vec![group.to_string()];
+        let mut seen = Vec::new();
+        while let Some(g) = stack.pop() {
+            if seen.contains(&g) {
+                continue;
+            }
+            if let Some(grp) = self.groups.get(&g) {
+                members.extend(grp.hosts.iter().cloned());
+                stack.extend(grp.children.iter().cloned());
+            }
+            seen.push(g);
+        }
+        if group == "all" {
+            return self.hosts.keys().cloned().collect();
+        }
+        self.hosts.keys().filter(|h| members.contains(h)).cloned().collect()
+    }
+
+    /// A host's variables with Ansible's precedence (later wins):
+    /// `all` vars, other groups' vars by (depth, `ansible_group_priority`,
+    /// name), `group_vars/all`, `group_vars/<group>` in the same order, the
+    /// host's own vars, `host_vars/<host>`; plus the magic variables.
+    pub fn host_vars(&self, host: &str) -> Vars {
+        let mut vars = self.host_vars_plain(host);
+        vars.insert("inventory_hostname".into(), host.into());
+        vars.insert("inventory_hostname_short".into(), host.split('.').next().unwrap_or(host).into());
+        let mut names: Vec<String> =
+            self.groups_of(host).into_iter().filter(|n| n != "all" && n != "ungrouped").collect();
+        names.sort();
+        vars.insert("group_names".into(), names.into());
+        vars
+    }
+
+    /// The merged variables alone, as `ansible-inventory --host` shows them.
+    pub fn host_vars_plain(&self, host: &str) -> Vars {
+        let mut groups: Vec<&Group> = self.groups_of(host).iter().filter_map(|g| self.groups.get(g)).collect();
+        groups.retain(|g| g.name != "all");
+        let priority = |g: &Group| g.vars.get("ansible_group_priority").and_then(Json::as_i64).unwrap_or(1);
+        groups.sort_by(|a, b| {
+            (self.depth(&a.name, &mut Vec::new()), priority(a), &a.name).cmp(&(
+                self.depth(&b.name, &mut Vec::new()),
+                priority(b),
+                &b.name,
+            ))
+        });
+        let all = self.groups.get("all");
+        let mut vars = Vars::new();
+        let mut apply = |m: &Vars| vars.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(all) = all {
+            apply(&all.vars);
+        }
+        for g in &groups {
+            apply(&g.vars);
+        }
+        if let Some(all) = all {
+            apply(&all.file_vars);
+        }
+        for g in &groups {
+            apply(&g.file_vars);
+        }
+        if let Some(h) = self.hosts.get(host) {
+            apply(&h.vars);
+            apply(&h.file_vars);
+        }
+        vars
+    }
+
+    /// `groups` as templates see it: every group's hosts.
+    pub fn groups_var(&self) -> Json {
+        Json::Object(self.groups.keys().map(|g| (g.clone(), Json::from(self.hosts_of_group(g)))).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inv(text: &str) -> Inventory {
+        let mut inv = Inventory::default();
+        inv.ensure_group("all");
+        inv.ensure_group("ungrouped");
+        yaml_format::load(&mut inv, "t.yml", text).unwrap();
+        inv.finish();
+        inv
+    }
+
+    #[test]
+    fn deeper_groups_win_then_names_then_host() {
+        let i = inv(r#"
+all:
+  vars: {x: all, y: all, z: all}
+  children:
+    b:
+      vars: {x: b, y: b}
+      children:
+        c:
+          vars: {x: c}
+          hosts:
+            h1: {z: host}
+    a:
+      vars: {y: a}
+      hosts: {h1: }
+"#);
+        let v = i.host_vars("h1");
+        // c (depth 2) beats b and a (depth 1); among depth 1, b beats a by name.
+        assert_eq!(v["x"], json!("c"));
+        assert_eq!(v["y"], json!("b"));
+        assert_eq!(v["z"], json!("host"));
+        assert_eq!(v["group_names"], json!(["a", "b", "c"]));
+    }
+
+    #[test]
+    fn priority_overrides_name_order() {
+        let i = inv("all:\n  children:\n    a:\n      vars: {x: a, ansible_group_priority: 10}\n      hosts: {h: }\n    b:\n      vars: {x: b}\n      hosts: {h: }\n");
+        assert_eq!(i.host_vars("h")["x"], json!("a"));
+    }
+
+    #[test]
+    fn ungrouped_and_all() {
+        let i = inv("all:\n  hosts:\n    lone:\n  children:\n    g:\n      hosts: {m: }\n");
+        assert_eq!(i.hosts_of_group("ungrouped"), vec!["lone"]);
+        assert_eq!(i.hosts_of_group("all"), vec!["lone", "m"]);
+        assert!(i.groups["all"].children.contains(&"g".to_string()));
+    }
+}

@@ -1,0 +1,153 @@
+//! Python literals, as Ansible's INI plugin reads inline host variables
+//! (`ast.literal_eval`): numbers, strings, True/False/None, lists, tuples,
+//! dicts. By hand because it is small and no crate parses Python literals
+//! into JSON values.
+
+use serde_json::{Map, Value as Json};
+
+/// The value, or `None` when the text is not a Python literal (then Ansible keeps it a string).
+pub fn parse(text: &str) -> Option<Json> {
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let v = p.value()?;
+    p.ws();
+    (p.i == p.s.len()).then_some(v)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self) -> Option<Json> {
+        self.ws();
+        match *self.s.get(self.i)? {
+            b'[' => self.seq(b'['),
+            b'(' => self.seq(b'('),
+            b'{' => self.dict(),
+            b'\'' | b'"' => self.string().map(Json::String),
+            _ => self.atom(),
+        }
+    }
+
+    fn seq(&mut self, open: u8) -> Option<Json> {
+        let close = if open == b'[' { b']' } else { b')' };
+        self.i += 1;
+        let mut items = Vec::new();
+        loop {
+            if self.eat(close) {
+                return Some(Json::Array(items));
+            }
+            items.push(self.value()?);
+            if !self.eat(b',') {
+                return self.eat(close).then_some(Json::Array(items));
+            }
+        }
+    }
+
+    fn dict(&mut self) -> Option<Json> {
+        self.i += 1;
+        let mut m = Map::new();
+        loop {
+            if self.eat(b'}') {
+                return Some(Json::Object(m));
+            }
+            let key = match self.value()? {
+                Json::String(s) => s,
+                other => other.to_string(),
+            };
+            if !self.eat(b':') {
+                return None;
+            }
+            m.insert(key, self.value()?);
+            if !self.eat(b',') {
+                return self.eat(b'}').then_some(Json::Object(m));
+            }
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let q = self.s[self.i];
+        self.i += 1;
+        let mut out = Vec::new();
+        while let Some(&c) = self.s.get(self.i) {
+            self.i += 1;
+            match c {
+                _ if c == q => return String::from_utf8(out).ok(),
+                b'\\' => {
+                    let e = *self.s.get(self.i)?;
+                    self.i += 1;
+                    out.push(match e {
+                        b'n' => b'\n',
+                        b't' => b'\t',
+                        other => other,
+                    });
+                }
+                _ => out.push(c),
+            }
+        }
+        None
+    }
+
+    fn atom(&mut self) -> Option<Json> {
+        let start = self.i;
+        while self.i < self.s.len() && !b",:]})".contains(&self.s[self.i]) && !self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+        let word = std::str::from_utf8(&self.s[start..self.i]).ok()?;
+        match word {
+            "True" => Some(Json::Bool(true)),
+            "False" => Some(Json::Bool(false)),
+            "None" => Some(Json::Null),
+            _ => {
+                if let Ok(i) = word.parse::<i64>() {
+                    return Some(Json::from(i));
+                }
+                word.parse::<f64>().ok().filter(|f| f.is_finite() && word.contains(['.', 'e', 'E'])).map(Json::from)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+    use serde_json::json;
+
+    #[test]
+    fn literals() {
+        assert_eq!(parse("3"), Some(json!(3)));
+        assert_eq!(parse("2.5"), Some(json!(2.5)));
+        assert_eq!(parse("True"), Some(json!(true)));
+        assert_eq!(parse("None"), Some(json!(null)));
+        assert_eq!(parse("'x y'"), Some(json!("x y")));
+        assert_eq!(
+            parse("[{'path': '/dev/sdb', \"name\": 'hdd0', 'wipe': True}, (1, 2)]"),
+            Some(json!([{"path": "/dev/sdb", "name": "hdd0", "wipe": true}, [1, 2]]))
+        );
+        assert_eq!(parse("{}"), Some(json!({})));
+    }
+
+    #[test]
+    fn not_literals_stay_strings_for_the_caller() {
+        for s in ["true", "yes", "hello", "/dev/sdb", "[1, 2", "{'a' 1}", "1.2.3", "'open"] {
+            assert_eq!(parse(s), None, "{s}");
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Ansible's YAML inventory: `all: {hosts, vars, children}`, nested at will.
+
+use super::{ranges, Inventory};
+use crate::yaml::{self, unknown_key, ConfigError, Node};
+
+pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigError> {
+    let root = yaml::parse_str(name, text)?;
+    for (key, value) in root.expect_map("an inventory")? {
+        let group = key.expect_str("a group name")?;
+        load_group(inv, group, value)?;
+    }
+    Ok(())
+}
+
+fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), ConfigError> {
+    inv.ensure_group(name);
+    for (key, value) in node.expect_map(&format!("group `{name}`"))? {
+        match key.as_str() {
+            Some("hosts") => {
+                for (hkey, hvars) in value.expect_map("`hosts`")? {
+                    let pattern = hkey.scalar_text().unwrap_or_default();
+                    for host in ranges::expand(&pattern).map_err(|e| hkey.error(e))? {
+                        inv.add_host_to_group(name, &host);
+                        let vars = vars_of(hvars, &format!("host `{host}`"))?;
+                        inv.ensure_host(&host).vars.extend(vars);
+                    }
+                }
+            }
+            Some("vars") => {
+                let vars = vars_of(value, &format!("`vars` of group `{name}`"))?;
+                inv.ensure_group(name).vars.extend(vars);
+            }
+            Some("children") => {
+                for (ckey, cnode) in value.expect_map("`children`")? {
+                    let child = ckey.expect_str("a group name")?;
+                    inv.add_child(name, child);
+                    load_group(inv, child, cnode)?;
+                }
+            }
+            _ => return Err(unknown_key(key, &format!("group `{name}`"), &["hosts", "vars", "children"])),
+        }
+    }
+    Ok(())
+}
+
+/// A mapping of variables (or nothing) as JSON values.
+pub fn vars_of(node: &Node, what: &str) -> Result<super::Vars, ConfigError> {
+    Ok(node.expect_map(what)?.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.to_json())).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_group_key_is_located() {
+        let mut inv = Inventory::default();
+        let e = load(&mut inv, "lab.yml", "all:\n  children:\n    web:\n      host:\n        a:\n").unwrap_err();
+        assert_eq!((e.line, e.col), (4, 7));
+        assert_eq!(e.hint.as_deref(), Some("did you mean `hosts`?"));
+    }
+
+    #[test]
+    fn ranges_in_yaml_keys() {
+        let mut inv = Inventory::default();
+        load(&mut inv, "lab.yml", "all:\n  hosts:\n    n[1:3]:\n      x: 1\n").unwrap();
+        assert_eq!(inv.hosts.keys().collect::<Vec<_>>(), ["n1", "n2", "n3"]);
+        assert_eq!(inv.hosts["n2"].vars["x"], serde_json::json!(1));
+    }
+}

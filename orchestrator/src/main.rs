@@ -1,0 +1,60 @@
+use benchrig::cli::{Cli, Command};
+use benchrig::commands;
+use benchrig::reporter::Reporter;
+use benchrig::run::{self, exit, RunOptions};
+use clap::Parser;
+
+fn main() {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
+    let reporter = Reporter { quiet: cli.quiet };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let code = rt.block_on(dispatch(cli.command, reporter)).unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        exit::USAGE
+    });
+    std::process::exit(code);
+}
+
+async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
+    match cmd {
+        Command::Run(a) => {
+            let extra_vars = benchrig::extra_vars::parse(&a.extra_vars).map_err(anyhow::Error::msg)?;
+            let result = run::run(RunOptions {
+                playbook: a.playbook,
+                inventory: a.hosts.inventory,
+                limit: a.hosts.limit,
+                extra_vars,
+                forks: a.hosts.forks,
+                db: a.hosts.db,
+                name: a.name,
+                reporter,
+            })
+            .await?;
+            print!("{}", result.table);
+            println!("run {}: {}", result.run, result.status);
+            Ok(result.exit_code)
+        }
+        Command::Plan(a) => commands::plan::run(a),
+        Command::Facts(a) => commands::facts::run(a, reporter).await,
+        Command::Inventory(a) => commands::inventory::run(a),
+        Command::Runs(a) => commands::runs::list(a),
+        Command::Show(a) => commands::runs::show(a),
+        Command::Report(a) => commands::runs::report(a),
+        Command::Cleanup(a) => commands::cleanup::run(a, reporter).await,
+        Command::Ping(a) => commands::ping::run(a, reporter).await,
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(format!("benchrig={level},warn")));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}

@@ -1,0 +1,102 @@
+//! Expanding a play's matrix into points: the product of its axes (first
+//! axis outermost), minus `exclude`, plus `include`. Pure.
+
+use indexmap::IndexMap;
+use serde_json::Value as Json;
+
+/// One cell's parameters, in axis order.
+pub type Point = IndexMap<String, Json>;
+
+pub fn expand(axes: &[(String, Json)], exclude: &[Json], include: &[Json]) -> Vec<Point> {
+    let mut points = vec![Point::new()];
+    for (name, values) in axes {
+        let values: Vec<Json> = match values {
+            Json::Array(items) => items.clone(),
+            single => vec![single.clone()],
+        };
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.insert(name.clone(), v.clone());
+                    q
+                })
+            })
+            .collect();
+    }
+    if axes.is_empty() {
+        points.clear();
+        points.push(Point::new());
+    }
+    points.retain(|p| !exclude.iter().any(|e| matches(p, e)));
+    for inc in include {
+        if let Json::Object(m) = inc {
+            let point: Point = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if !points.iter().any(|p| p == &point) {
+                points.push(point);
+            }
+        }
+    }
+    points
+}
+
+/// Does a point have every key/value of a partial one? `4k` and "4k", 1 and "1" are equal.
+fn matches(point: &Point, partial: &Json) -> bool {
+    let Json::Object(m) = partial else { return false };
+    m.iter().all(|(k, v)| point.get(k).is_some_and(|pv| loose_eq(pv, v)))
+}
+
+fn loose_eq(a: &Json, b: &Json) -> bool {
+    a == b || (!a.is_object() && !a.is_array() && scalar_text(a) == scalar_text(b))
+}
+
+/// A parameter value as people read it: strings bare, everything else as JSON.
+pub fn scalar_text(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `fs=ext4 bs=4k`: how a cell is shown and keyed.
+pub fn describe(point: &Point) -> String {
+    point.iter().map(|(k, v)| format!("{k}={}", scalar_text(v))).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn axes(v: Json) -> Vec<(String, Json)> {
+        v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    #[test]
+    fn product_in_axis_order() {
+        let p = expand(&axes(json!({"fs": ["ext4", "xfs"], "bs": ["4k", "1M"]})), &[], &[]);
+        let shown: Vec<String> = p.iter().map(describe).collect();
+        assert_eq!(shown, ["fs=ext4 bs=4k", "fs=ext4 bs=1M", "fs=xfs bs=4k", "fs=xfs bs=1M"]);
+    }
+
+    #[test]
+    fn exclude_include_and_scalars() {
+        let p = expand(
+            &axes(json!({"fs": ["ext4", "xfs"], "n": [1, 2], "mode": "cold"})),
+            &[json!({"fs": "xfs", "n": "2"})],
+            &[json!({"fs": "btrfs", "n": 1, "mode": "warm"}), json!({"fs": "ext4", "n": 1, "mode": "cold"})],
+        );
+        let shown: Vec<String> = p.iter().map(describe).collect();
+        assert_eq!(
+            shown,
+            ["fs=ext4 n=1 mode=cold", "fs=ext4 n=2 mode=cold", "fs=xfs n=1 mode=cold", "fs=btrfs n=1 mode=warm"]
+        );
+    }
+
+    #[test]
+    fn no_axes_is_one_cell_and_an_empty_axis_is_none() {
+        assert_eq!(expand(&[], &[], &[]).len(), 1);
+        assert!(expand(&axes(json!({"fs": []})), &[], &[]).is_empty());
+    }
+}

@@ -1,0 +1,63 @@
+//! Playbooks: a list of plays, as in Ansible, each adding what a benchmark
+//! needs (matrix, repetitions, setup / before_each / benchmark / teardown).
+//!
+//! [`parse`] checks every key against the grammar before any host is
+//! touched; values stay as located YAML nodes until the planner renders them
+//! for a host and a cell.
+
+mod parse;
+
+use crate::yaml::{Loc, Node};
+use benchrig_wire::steps::FsProfile;
+
+pub use parse::{load, parse};
+
+#[derive(Clone, Debug)]
+pub struct Playbook {
+    pub path: String,
+    pub text: String,
+    pub plays: Vec<Play>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Play {
+    pub name: String,
+    pub loc: Loc,
+    /// A host pattern.
+    pub hosts: String,
+    /// In order: a later var may use an earlier one.
+    pub vars: Vec<(String, Node)>,
+    /// Profile overrides and additions, already resolved against the built-ins.
+    pub profiles: Vec<FsProfile>,
+    pub matrix: Matrix,
+    /// An integer or a template giving one.
+    pub repeat: Option<Node>,
+    pub setup: Vec<Step>,
+    pub before_each: Vec<Step>,
+    pub benchmark: Vec<Step>,
+    pub teardown: Vec<Step>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Matrix {
+    /// Axis name → a list, a scalar, or a template giving a list.
+    pub axes: Vec<(String, Node)>,
+    /// Partial points: a cell matching every key of one is dropped.
+    pub exclude: Vec<Node>,
+    /// Extra points added after the product.
+    pub include: Vec<Node>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub name: Option<String>,
+    pub action: String,
+    pub args: Node,
+    pub loc: Loc,
+}
+
+impl Step {
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| self.action.clone())
+    }
+}

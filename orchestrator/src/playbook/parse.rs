@@ -1,0 +1,329 @@
+//! The playbook grammar. Every key is checked here, with file:line:column and
+//! a suggestion for a near miss; values are checked when rendered.
+
+use super::{Matrix, Play, Playbook, Step};
+use crate::profiles;
+use crate::template::Templates;
+use crate::yaml::{self, did_you_mean, unknown_key, ConfigError, Node, Value};
+use benchrig_wire::steps::{Action, FsProfile, ACTION_NAMES};
+use std::path::Path;
+
+const PLAY_KEYS: &[&str] =
+    &["name", "hosts", "vars", "profiles", "matrix", "repeat", "setup", "before_each", "benchmark", "teardown"];
+const PROFILE_KEYS: &[&str] = &["fstype", "mkfs", "mount_options"];
+/// The playbook's `filesystem` step names a profile; the planner resolves it.
+const FILESYSTEM_ARGS: &[&str] = &["device", "profile"];
+
+pub fn load(path: &Path) -> Result<Playbook, ConfigError> {
+    let name = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| ConfigError::file(&name, format!("cannot read playbook: {e}")))?;
+    parse(&name, &text)
+}
+
+pub fn parse(name: &str, text: &str) -> Result<Playbook, ConfigError> {
+    let root = yaml::parse_str(name, text)?;
+    let plays = match &root.value {
+        Value::Seq(items) => items.iter().enumerate().map(|(i, p)| play(p, i)).collect::<Result<Vec<_>, _>>()?,
+        Value::Map(_) => {
+            return Err(root
+                .error("a playbook is a list of plays")
+                .with_hint("start each play with `- name:` (or `- hosts:`), as in Ansible"))
+        }
+        _ => return Err(root.error(format!("a playbook is a list of plays, found {}", root.type_name()))),
+    };
+    if plays.is_empty() {
+        return Err(ConfigError::file(name, "the playbook has no plays"));
+    }
+    Ok(Playbook { path: name.to_string(), text: text.to_string(), plays })
+}
+
+fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
+    let entries = match &node.value {
+        Value::Map(m) => m,
+        _ => return Err(node.error(format!("a play must be a mapping, found {}", node.type_name()))),
+    };
+    let mut p = Play {
+        name: format!("play {}", index + 1),
+        loc: node.loc.clone(),
+        hosts: String::new(),
+        vars: Vec::new(),
+        profiles: Vec::new(),
+        matrix: Matrix::default(),
+        repeat: None,
+        setup: Vec::new(),
+        before_each: Vec::new(),
+        benchmark: Vec::new(),
+        teardown: Vec::new(),
+    };
+    let mut saw_hosts = false;
+    for (k, v) in entries {
+        match k.as_str().unwrap_or_default() {
+            "name" => p.name = v.scalar_text().ok_or_else(|| v.error("`name` must be a string"))?,
+            "hosts" => {
+                saw_hosts = true;
+                p.hosts = match &v.value {
+                    Value::Seq(items) => items
+                        .iter()
+                        .map(|i| i.expect_str("a host pattern").map(str::to_string))
+                        .collect::<Result<Vec<_>, _>>()?
+                        .join(":"),
+                    _ => v.expect_str("`hosts`")?.to_string(),
+                }
+            }
+            "vars" => {
+                p.vars = v
+                    .expect_map("`vars`")?
+                    .iter()
+                    .map(|(k, v)| Ok((k.expect_str("a variable name")?.to_string(), v.clone())))
+                    .collect::<Result<_, ConfigError>>()?
+            }
+            "profiles" => p.profiles = profile_overrides(v)?,
+            "matrix" => p.matrix = matrix(v)?,
+            "repeat" => p.repeat = Some(repeat(v)?),
+            "setup" => p.setup = steps(v, "setup")?,
+            "before_each" => p.before_each = steps(v, "before_each")?,
+            "benchmark" => p.benchmark = steps(v, "benchmark")?,
+            "teardown" => p.teardown = steps(v, "teardown")?,
+            _ => return Err(unknown_key(k, "a play", PLAY_KEYS)),
+        }
+    }
+    if !saw_hosts {
+        return Err(node
+            .error(format!("play `{}` has no `hosts`", p.name))
+            .with_hint("add `hosts: all` or a group name"));
+    }
+    let known: Vec<String> =
+        profiles::builtin_names().map(str::to_string).chain(p.profiles.iter().map(|x| x.name.clone())).collect();
+    for s in p.setup.iter().chain(&p.before_each).chain(&p.benchmark).chain(&p.teardown) {
+        check_profile_name(s, &known)?;
+    }
+    Ok(p)
+}
+
+fn repeat(v: &Node) -> Result<Node, ConfigError> {
+    match &v.value {
+        Value::Int(n) if *n >= 1 => Ok(v.clone()),
+        Value::Str(s) if Templates::is_template(s) => Ok(v.clone()),
+        _ => Err(v.error("`repeat` must be a whole number of at least 1 (or a template giving one)")),
+    }
+}
+
+fn matrix(v: &Node) -> Result<Matrix, ConfigError> {
+    let mut m = Matrix::default();
+    for (k, val) in v.expect_map("`matrix`")? {
+        let name = k.expect_str("an axis name")?;
+        match name {
+            "exclude" | "include" => {
+                let entries = val.expect_seq(&format!("`matrix.{name}`"))?;
+                for e in entries {
+                    e.as_map().ok_or_else(|| e.error(format!("each `{name}` entry is a mapping of axis values")))?;
+                }
+                if name == "exclude" {
+                    m.exclude = entries.to_vec();
+                } else {
+                    m.include = entries.to_vec();
+                }
+            }
+            _ => {
+                if let Value::Map(_) = val.value {
+                    return Err(val.error(format!("axis `{name}` must be a list of values (or a template giving one)")));
+                }
+                m.axes.push((name.to_string(), val.clone()));
+            }
+        }
+    }
+    let axes: Vec<&str> = m.axes.iter().map(|(n, _)| n.as_str()).collect();
+    for e in &m.exclude {
+        for (k, _) in e.as_map().unwrap_or_default() {
+            let key = k.scalar_text().unwrap_or_default();
+            if !axes.contains(&key.as_str()) {
+                return Err(unknown_key(k, "a matrix `exclude` entry (not an axis)", &axes));
+            }
+        }
+    }
+    Ok(m)
+}
+
+fn steps(v: &Node, phase: &str) -> Result<Vec<Step>, ConfigError> {
+    v.expect_seq(&format!("`{phase}`"))?.iter().map(step).collect()
+}
+
+fn step(node: &Node) -> Result<Step, ConfigError> {
+    let entries = node.as_map().ok_or_else(|| {
+        node.error(format!("a step must be a mapping like `- seq_write: {{size: 64M}}`, found {}", node.type_name()))
+    })?;
+    let mut name = None;
+    let mut action: Option<(&Node, &Node)> = None;
+    for (k, v) in entries {
+        let key = k.as_str().unwrap_or_default();
+        if key == "name" {
+            name = Some(v.scalar_text().ok_or_else(|| v.error("a step's `name` must be a string"))?);
+        } else if ACTION_NAMES.contains(&key) {
+            if let Some((first, _)) = action {
+                return Err(k.error(format!(
+                    "a step has one action, this one has `{}` and `{key}`",
+                    first.as_str().unwrap_or_default()
+                )));
+            }
+            action = Some((k, v));
+        } else {
+            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(["name"]).collect();
+            return Err(unknown_key(k, "a step (not an action or step key)", &valid));
+        }
+    }
+    let (k, args) = action.ok_or_else(|| {
+        node.error("this step has no action").with_hint(format!("one of: {}", ACTION_NAMES.join(", ")))
+    })?;
+    let action = k.as_str().unwrap_or_default().to_string();
+    let valid = if action == "filesystem" { FILESYSTEM_ARGS } else { Action::arg_names(&action) };
+    match &args.value {
+        Value::Null => {}
+        Value::Map(m) => {
+            for (ak, _) in m {
+                let an = ak.scalar_text().unwrap_or_default();
+                if !valid.contains(&an.as_str()) {
+                    return Err(if valid.is_empty() {
+                        ak.error(format!("`{action}` takes no arguments"))
+                    } else {
+                        unknown_key(ak, &format!("the arguments of `{action}`"), valid)
+                    });
+                }
+            }
+        }
+        _ => {
+            return Err(args.error(format!("the arguments of `{action}` must be a mapping, found {}", args.type_name())))
+        }
+    }
+    Ok(Step { name, action, args: args.clone(), loc: k.loc.clone() })
+}
+
+/// A literal profile name in a `filesystem` step must exist; templated ones are checked per cell.
+fn check_profile_name(s: &Step, known: &[String]) -> Result<(), ConfigError> {
+    if s.action != "filesystem" {
+        return Ok(());
+    }
+    let Some(p) = s.args.get("profile") else {
+        return Err(ConfigError::at(&s.loc, "`filesystem` needs a `profile` (ext4, xfs, btrfs, ...)"));
+    };
+    if s.args.get("device").is_none() {
+        return Err(ConfigError::at(&s.loc, "`filesystem` needs a `device` (a scratch device name)"));
+    }
+    if let Some(name) = p.as_str().filter(|n| !Templates::is_template(n)) {
+        if !known.iter().any(|k| k == name) {
+            let known: Vec<&str> = known.iter().map(String::as_str).collect();
+            return Err(p.error(format!("unknown filesystem profile `{name}`")).with_hint(did_you_mean(name, &known)));
+        }
+    }
+    Ok(())
+}
+
+fn profile_overrides(v: &Node) -> Result<Vec<FsProfile>, ConfigError> {
+    let mut out = Vec::new();
+    for (k, body) in v.expect_map("`profiles`")? {
+        let name = k.expect_str("a profile name")?.to_string();
+        let base = profiles::builtin(&name);
+        let mut p =
+            base.clone().unwrap_or(FsProfile { name: name.clone(), fstype: None, mkfs: vec![], mount_options: vec![] });
+        for (fk, fv) in body.expect_map(&format!("profile `{name}`"))? {
+            match fk.as_str().unwrap_or_default() {
+                "fstype" => p.fstype = Some(fv.expect_str("`fstype`")?.to_string()),
+                "mkfs" => p.mkfs = words(fv, "`mkfs`", char::is_whitespace)?,
+                "mount_options" => p.mount_options = words(fv, "`mount_options`", |c| c == ',')?,
+                _ => return Err(unknown_key(fk, &format!("profile `{name}`"), PROFILE_KEYS)),
+            }
+        }
+        if base.is_none() && (p.fstype.is_none() || p.mkfs.is_empty()) {
+            return Err(k.error(format!("new profile `{name}` needs `fstype` and `mkfs`")));
+        }
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// A list of strings, or one string split on `sep`.
+fn words(v: &Node, what: &str, sep: fn(char) -> bool) -> Result<Vec<String>, ConfigError> {
+    match &v.value {
+        Value::Seq(items) => items
+            .iter()
+            .map(|i| i.scalar_text().ok_or_else(|| i.error(format!("{what} items must be strings"))))
+            .collect(),
+        Value::Str(s) => Ok(s.split(sep).map(str::trim).filter(|w| !w.is_empty()).map(str::to_string).collect()),
+        _ => Err(v.error(format!("{what} must be a list of strings or a string"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+- name: q
+  hosts: all
+  vars: {size: 64M}
+  profiles:
+    ext4-nojournal: {fstype: ext4, mkfs: "mkfs.ext4 -F -O ^has_journal"}
+    btrfs: {mount_options: "compress=zstd:1,noatime"}
+  matrix:
+    fs: [ext4, ext4-nojournal]
+    bs: [4k, 1M]
+    exclude:
+      - {fs: ext4-nojournal, bs: 4k}
+  repeat: 3
+  setup:
+    - filesystem: {device: "{{ scratch_devices[0].name }}", profile: "{{ fs }}"}
+  before_each:
+    - drop_caches:
+  benchmark:
+    - name: write
+      seq_write: {size: "{{ size }}", bs: "{{ bs }}"}
+    - seq_read: {bs: "{{ bs }}"}
+  teardown:
+    - unmount: {}
+"#;
+
+    #[test]
+    fn a_full_play_parses() {
+        let pb = parse("q.yml", GOOD).unwrap();
+        let p = &pb.plays[0];
+        assert_eq!((p.name.as_str(), p.hosts.as_str()), ("q", "all"));
+        assert_eq!(p.matrix.axes.len(), 2);
+        assert_eq!(p.matrix.exclude.len(), 1);
+        assert_eq!(p.benchmark[0].display_name(), "write");
+        assert_eq!(p.benchmark[1].display_name(), "seq_read");
+        assert_eq!(p.profiles[0].mkfs, ["mkfs.ext4", "-F", "-O", "^has_journal"]);
+        assert_eq!(p.profiles[1].mount_options, ["compress=zstd:1", "noatime"]);
+        assert_eq!(p.profiles[1].mkfs, ["mkfs.btrfs", "-f", "-q"], "an override keeps what it does not set");
+    }
+
+    fn err(text: &str) -> ConfigError {
+        parse("bad.yml", text).unwrap_err()
+    }
+
+    #[test]
+    fn misspelt_keys_get_suggestions_with_positions() {
+        let e = err("- hosts: all\n  repaet: 3\n");
+        assert_eq!((e.line, e.col), (2, 3));
+        assert_eq!(e.hint.as_deref(), Some("did you mean `repeat`?"));
+        let e = err("- hosts: all\n  benchmark:\n    - seq_wirte: {size: 1M}\n");
+        assert_eq!((e.line, e.col, e.hint.as_deref()), (3, 7, Some("did you mean `seq_write`?")));
+        let e = err("- hosts: all\n  benchmark:\n    - seq_read: {bss: 4k}\n");
+        assert_eq!((e.line, e.hint.as_deref()), (3, Some("did you mean `bs`?")));
+        let e = err("- hosts: all\n  setup:\n    - filesystem: {device: d, profile: ext5}\n");
+        assert!(e.message.contains("ext5"), "{e}");
+        assert_eq!(e.hint.as_deref(), Some("did you mean one of `ext2`, `ext3`, `ext4`?"));
+    }
+
+    #[test]
+    fn structural_errors() {
+        assert!(err("hosts: all\n").hint.unwrap().contains("- name:"));
+        assert!(err("- name: x\n").message.contains("no `hosts`"));
+        assert!(err("- hosts: all\n  repeat: 0\n").message.contains("at least 1"));
+        assert!(err("- hosts: all\n  benchmark:\n    - name: only a name\n").message.contains("no action"));
+        assert!(err("- hosts: all\n  benchmark:\n    - {noop: , seq_read: }\n").message.contains("one action"));
+        assert!(err("- hosts: all\n  benchmark:\n    - noop: {x: 1}\n").message.contains("takes no arguments"));
+        assert!(err("- hosts: all\n  matrix:\n    a: [1]\n    exclude: [{b: 1}]\n").message.contains("`b`"));
+        assert!(err("- hosts: all\n  profiles:\n    mine: {mkfs: mkfs.foo}\n").message.contains("needs `fstype`"));
+        assert!(err("- hosts: all\n  setup:\n    - filesystem: {device: d}\n").message.contains("needs a `profile`"));
+    }
+}

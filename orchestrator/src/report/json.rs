@@ -1,0 +1,64 @@
+//! `benchrig report RUN -f json`: the run, its hosts with their facts, and one
+//! entry per cell and measured step with every raw sample and its summary.
+
+use crate::stats::Summary;
+use crate::store::{Store, StoreError};
+use serde_json::{json, Value as Json};
+
+pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
+    let r = store.resolve_run(&run.to_string())?;
+    let hosts: Vec<Json> = store
+        .hosts(run)?
+        .into_iter()
+        .map(|h| json!({"name": h.name, "status": h.status, "reason": h.reason, "facts": h.facts}))
+        .collect();
+    let samples = store.samples(run)?;
+    let mut cells = Vec::new();
+    for c in store.cells(run)? {
+        let mine: Vec<_> = samples.iter().filter(|s| s.cell_id == c.id).collect();
+        let mut steps: Vec<(i64, String, String)> = Vec::new();
+        for s in &mine {
+            if !steps.iter().any(|(i, _, _)| *i == s.step_index) {
+                steps.push((s.step_index, s.step.clone(), s.workload.clone()));
+            }
+        }
+        let base = |id: String, step: Json, workload: Json, metrics: Vec<Json>| {
+            json!({
+                "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
+                "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info,
+                "metrics": metrics,
+            })
+        };
+        if steps.is_empty() {
+            cells.push(base(c.id.to_string(), Json::Null, Json::Null, vec![]));
+            continue;
+        }
+        for (index, step, workload) in steps {
+            let mut metrics: Vec<(String, String, String, Vec<f64>)> = Vec::new();
+            for s in mine.iter().filter(|s| s.step_index == index) {
+                match metrics.iter_mut().find(|m| m.0 == s.metric) {
+                    Some(m) => m.3.push(s.value),
+                    None => metrics.push((s.metric.clone(), s.unit.clone(), s.better.clone(), vec![s.value])),
+                }
+            }
+            let metrics = metrics
+                .into_iter()
+                .map(|(name, unit, better, values)| {
+                    let s = Summary::of(&values).expect("non-empty");
+                    json!({
+                        "name": name, "unit": unit, "better": better, "samples": values,
+                        "n": s.n, "mean": s.mean, "sd": s.sd, "median": s.median, "min": s.min, "max": s.max,
+                        "ci95": s.ci95.map(|(lo, hi)| json!([lo, hi])),
+                        "flags": if s.n < 3 { json!(["n<3"]) } else { json!([]) },
+                    })
+                })
+                .collect();
+            cells.push(base(format!("{}.{}", c.id, index), json!(step), json!(workload), metrics));
+        }
+    }
+    Ok(json!({
+        "run": {"id": r.id, "name": r.name, "playbook": r.playbook, "started": r.started, "finished": r.finished, "status": r.status},
+        "hosts": hosts,
+        "cells": cells,
+    }))
+}

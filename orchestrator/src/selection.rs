@@ -1,0 +1,23 @@
+//! Which inventory, which hosts: shared by every command that touches hosts.
+
+use crate::inventory::{embedded_localhost, pattern, Inventory};
+use std::path::PathBuf;
+
+/// The `-i` sources, or this machine when there are none.
+pub fn load_inventory(sources: &[PathBuf]) -> anyhow::Result<Inventory> {
+    if sources.is_empty() {
+        let cwd = std::env::current_dir()?;
+        return Ok(embedded_localhost(rustix::process::geteuid().is_root(), &cwd));
+    }
+    Ok(Inventory::load(sources)?)
+}
+
+/// Hosts matching `pattern`, restricted by `--limit`, in inventory order.
+pub fn select(inv: &Inventory, pattern: &str, limit: Option<&str>) -> anyhow::Result<Vec<String>> {
+    let mut hosts = pattern::select(inv, pattern)?;
+    if let Some(l) = limit {
+        let allowed = pattern::select(inv, l)?;
+        hosts.retain(|h| allowed.contains(h));
+    }
+    Ok(hosts)
+}

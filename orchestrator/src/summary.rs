@@ -1,0 +1,151 @@
+//! The table `benchrig show` prints and `benchrig run` ends with: per host ×
+//! cell × step × metric, n, mean, sd and unit; failed and unsupported cells
+//! with their reasons.
+
+use crate::stats::Summary;
+use crate::store::{CellRow, SampleRow, Store, StoreError};
+use indexmap::IndexMap;
+
+/// (cell, step index, step, metric, unit) → values in repetition order.
+pub type Grouped = IndexMap<(i64, i64, String, String, String), Vec<f64>>;
+
+pub fn group(samples: &[SampleRow]) -> Grouped {
+    let mut g = Grouped::new();
+    for s in samples {
+        g.entry((s.cell_id, s.step_index, s.step.clone(), s.metric.clone(), s.unit.clone())).or_default().push(s.value);
+    }
+    g
+}
+
+pub fn describe_params(params: &serde_json::Value) -> String {
+    match params.as_object() {
+        Some(m) if !m.is_empty() => {
+            m.iter().map(|(k, v)| format!("{k}={}", crate::matrix::scalar_text(v))).collect::<Vec<_>>().join(" ")
+        }
+        _ => "-".into(),
+    }
+}
+
+pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
+    let mut cells = store.cells(run)?;
+    // Hosts in the order the run listed them (inventory order), cells in plan order.
+    let hosts: Vec<String> = store.hosts(run)?.into_iter().map(|h| h.name).collect();
+    cells.sort_by_key(|c| (hosts.iter().position(|h| *h == c.host), c.id));
+    let grouped = group(&store.samples(run)?);
+    let plays: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.play.as_str()).collect();
+    let with_play = plays.len() > 1;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut header = vec!["HOST"];
+    if with_play {
+        header.push("PLAY");
+    }
+    header.extend(["CELL", "STEP", "METRIC", "N", "MEAN", "SD", "UNIT", "STATUS"]);
+    for c in &cells {
+        let lead = |rows: &mut Vec<Vec<String>>, rest: Vec<String>| {
+            let mut r = vec![c.host.clone()];
+            if with_play {
+                r.push(c.play.clone());
+            }
+            r.push(describe_params(&c.params));
+            r.extend(rest);
+            rows.push(r);
+        };
+        let mine: Vec<_> = grouped.iter().filter(|(k, _)| k.0 == c.id).collect();
+        if mine.is_empty() {
+            lead(
+                &mut rows,
+                vec!["-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), status_text(c)],
+            );
+        }
+        for ((_, _, step, metric, unit), values) in mine {
+            let s = Summary::of(values).expect("non-empty group");
+            lead(
+                &mut rows,
+                vec![
+                    step.clone(),
+                    metric.clone(),
+                    s.n.to_string(),
+                    fmt_num(s.mean),
+                    if s.n > 1 { fmt_num(s.sd) } else { "-".into() },
+                    unit.clone(),
+                    if s.n < 3 && c.status == "ok" { "ok (n<3)".into() } else { status_text(c) },
+                ],
+            );
+        }
+    }
+    Ok(table(&header, &rows))
+}
+
+fn status_text(c: &CellRow) -> String {
+    match &c.reason {
+        Some(r) => format!("{}: {r}", c.status),
+        None => c.status.clone(),
+    }
+}
+
+/// Three significant decimals for small values, one for large: what a person compares.
+pub fn fmt_num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Left-aligned text columns, numbers right-aligned, two spaces apart.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, cell) in r.iter().enumerate().take(cols) {
+            // The last column (status, reasons) is not padded.
+            if i + 1 < cols {
+                width[i] = width[i].max(cell.chars().count());
+            }
+        }
+    }
+    // A column whose cells are all numbers (or "-") is right-aligned, header included.
+    let is_num = |s: &str| s == "-" || s.parse::<f64>().is_ok();
+    let right: Vec<bool> = (0..cols)
+        .map(|i| {
+            rows.iter().all(|r| r.get(i).is_some_and(|c| is_num(c)))
+                && rows.iter().any(|r| r.get(i).is_some_and(|c| c != "-"))
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else if right[i] {
+                l.push_str(&format!("{:>w$}  ", c, w = width[i]));
+            } else {
+                l.push_str(&format!("{:<w$}  ", c, w = width[i]));
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns() {
+        let t = table(
+            &["A", "N", "S"],
+            &[vec!["long".into(), "3".into(), "ok".into()], vec!["x".into(), "12.5".into(), "failed: why".into()]],
+        );
+        assert_eq!(t, "A        N  S\nlong     3  ok\nx     12.5  failed: why\n");
+    }
+}

@@ -1,0 +1,187 @@
+//! Templates in playbook values: minijinja with Ansible's habits.
+//!
+//! Undefined variables are errors that name the variable, never empty
+//! strings. A value that is exactly one `{{ expression }}` keeps its type
+//! (a list stays a list), as Ansible's native types do; anything else
+//! renders to a string.
+
+use minijinja::value::Serde;
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde_json::Value as Json;
+
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Templates {
+    pub fn new() -> Self {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.add_filter("to_json", |v: Value| -> Result<String, minijinja::Error> {
+            serde_json::to_string(&v)
+                .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))
+        });
+        env.add_filter("from_json", |s: String| -> Result<Value, minijinja::Error> {
+            let j: Json = serde_json::from_str(&s).map_err(|e| {
+                minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("from_json: {e}"))
+            })?;
+            Ok(Value::from(Serde(j)))
+        });
+        env.add_filter("regex_replace", |s: String, pat: String, rep: String| -> Result<String, minijinja::Error> {
+            let re = regex::Regex::new(&pat).map_err(|e| {
+                minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("regex_replace: {e}"))
+            })?;
+            // Ansible (Python) writes groups as \1; the regex crate as ${1}.
+            let rep = regex::Regex::new(r"\\(\d+)").expect("static regex").replace_all(&rep, "$${$1}").into_owned();
+            Ok(re.replace_all(&s, rep.as_str()).into_owned())
+        });
+        env.add_filter("combine", |a: Value, rest: minijinja::value::Rest<Value>| -> Result<Value, minijinja::Error> {
+            let mut out: serde_json::Map<String, Json> = match serde_json::to_value(&a) {
+                Ok(Json::Object(m)) => m,
+                _ => {
+                    return Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, "combine: not a mapping"))
+                }
+            };
+            for b in rest.iter() {
+                if let Ok(Json::Object(m)) = serde_json::to_value(b) {
+                    out.extend(m);
+                }
+            }
+            Ok(Value::from(Serde(out)))
+        });
+        Templates { env }
+    }
+
+    pub fn is_template(s: &str) -> bool {
+        s.contains("{{") || s.contains("{%")
+    }
+
+    /// Render every string inside a JSON value against `ctx`.
+    pub fn render(&self, value: &Json, ctx: &Json) -> Result<Json, String> {
+        match value {
+            Json::String(s) if Self::is_template(s) => self.render_str(s, ctx),
+            Json::Array(items) => items.iter().map(|v| self.render(v, ctx)).collect::<Result<_, _>>().map(Json::Array),
+            Json::Object(m) => m
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), self.render(v, ctx)?)))
+                .collect::<Result<_, String>>()
+                .map(Json::Object),
+            other => Ok(other.clone()),
+        }
+    }
+
+    pub fn render_str(&self, s: &str, ctx: &Json) -> Result<Json, String> {
+        let ctxv = Value::from(Serde(ctx));
+        if let Some(expr) = single_expression(s) {
+            let compiled = self.env.compile_expression(expr).map_err(|e| describe(&e, s))?;
+            let v = compiled.eval(ctxv).map_err(|e| self.explain_undefined(e, s, ctx))?;
+            if v.is_undefined() {
+                return Err(self.undefined_message(s, ctx));
+            }
+            return serde_json::to_value(&v).map_err(|e| format!("`{s}`: {e}"));
+        }
+        self.env.render_str(s, ctxv).map(Json::String).map_err(|e| self.explain_undefined(e, s, ctx))
+    }
+
+    fn explain_undefined(&self, e: minijinja::Error, s: &str, ctx: &Json) -> String {
+        if e.kind() == minijinja::ErrorKind::UndefinedError {
+            self.undefined_message(s, ctx)
+        } else {
+            describe(&e, s)
+        }
+    }
+
+    /// Name the variables the template uses that the context lacks.
+    fn undefined_message(&self, s: &str, ctx: &Json) -> String {
+        let used = self.env.template_from_str(s).map(|t| t.undeclared_variables(true)).unwrap_or_default();
+        let mut missing: Vec<String> = used
+            .into_iter()
+            .filter(|name| {
+                let mut cur = Some(ctx);
+                for part in name.split('.') {
+                    cur = cur.and_then(|c| c.get(part));
+                }
+                cur.is_none()
+            })
+            .collect();
+        missing.sort();
+        match missing.as_slice() {
+            [] => format!("`{s}` uses an undefined value"),
+            [one] => format!("undefined variable `{one}` in `{s}`"),
+            many => format!(
+                "undefined variables {} in `{s}`",
+                many.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+fn describe(e: &minijinja::Error, s: &str) -> String {
+    let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
+    format!("template `{s}`: {}{detail}", e.kind())
+}
+
+/// `{{ expr }}` and nothing else around it.
+fn single_expression(s: &str) -> Option<&str> {
+    let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    (!inner.contains("{{") && !inner.contains("}}")).then_some(inner.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn t() -> Templates {
+        Templates::new()
+    }
+
+    #[test]
+    fn native_types_for_single_expressions() {
+        let ctx = json!({"fs": ["ext4", "xfs"], "n": 3, "d": [{"name": "hdd0"}]});
+        assert_eq!(t().render_str("{{ fs }}", &ctx).unwrap(), json!(["ext4", "xfs"]));
+        assert_eq!(t().render_str("{{ n * 2 }}", &ctx).unwrap(), json!(6));
+        assert_eq!(t().render_str("{{ d[0].name }}", &ctx).unwrap(), json!("hdd0"));
+        assert_eq!(t().render_str("n={{ n }}", &ctx).unwrap(), json!("n=3"));
+    }
+
+    #[test]
+    fn undefined_is_an_error_naming_the_variable() {
+        let e = t().render_str("{{ size }}", &json!({})).unwrap_err();
+        assert_eq!(e, "undefined variable `size` in `{{ size }}`");
+        let e = t().render_str("file-{{ name }}.dat", &json!({"x": 1})).unwrap_err();
+        assert!(e.contains("`name`"), "{e}");
+        let e = t().render_str("{{ a.b }}", &json!({"a": {}})).unwrap_err();
+        assert!(e.contains("`a.b`"), "{e}");
+    }
+
+    #[test]
+    fn default_filter_covers_undefined() {
+        assert_eq!(t().render_str("{{ reps | default(3) }}", &json!({})).unwrap(), json!(3));
+    }
+
+    #[test]
+    fn ansible_filters() {
+        let ctx = json!({"a": {"x": 1}, "b": {"y": 2}, "s": "sda1", "j": "{\"k\": [1]}"});
+        assert_eq!(t().render_str("{{ a | combine(b) }}", &ctx).unwrap(), json!({"x": 1, "y": 2}));
+        assert_eq!(t().render_str("{{ s | regex_replace('([a-z]+)\\\\d', '\\\\1') }}", &ctx).unwrap(), json!("sda"));
+        assert_eq!(t().render_str("{{ (j | from_json).k }}", &ctx).unwrap(), json!([1]));
+        assert_eq!(t().render_str("{{ a | to_json }}", &ctx).unwrap(), json!("{\"x\":1}"));
+        assert_eq!(t().render_str("{{ 'yes' | bool }}", &ctx).unwrap(), json!(true));
+    }
+
+    #[test]
+    fn render_walks_structures() {
+        let v = json!({"size": "{{ s }}", "list": ["{{ n }}", 4], "plain": "x"});
+        assert_eq!(
+            t().render(&v, &json!({"s": "64M", "n": 1})).unwrap(),
+            json!({"size": "64M", "list": [1, 4], "plain": "x"})
+        );
+    }
+}

@@ -1,0 +1,399 @@
+//! YAML read into a tree that remembers where every node came from, so any
+//! later check (unknown key, wrong type, bad template) can point at
+//! file:line:column and quote the line.
+//!
+//! Parsed with serde-saphyr (see ARCHITECTURE.md for why not serde_yaml).
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A source file kept in memory for quoting lines in errors.
+#[derive(Debug)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Loc {
+    pub src: Arc<SourceFile>,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl Loc {
+    pub fn line_text(&self) -> Option<&str> {
+        self.src.text.lines().nth(self.line.checked_sub(1)? as usize)
+    }
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.src.name, self.line, self.col)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Node, Node)>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub value: Value,
+    pub loc: Loc,
+}
+
+impl Node {
+    pub fn type_name(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.value, Value::Null)
+    }
+
+    /// The value under a string key of a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+    }
+
+    /// A mapping, or an error saying what was expected where.
+    pub fn expect_map(&self, what: &str) -> Result<&[(Node, Node)], ConfigError> {
+        match &self.value {
+            Value::Map(m) => Ok(m),
+            // `key:` with nothing after it is an empty mapping, as in Ansible.
+            Value::Null => Ok(&[]),
+            _ => Err(self.error(format!("{what} must be a mapping, found {}", self.type_name()))),
+        }
+    }
+
+    pub fn expect_seq(&self, what: &str) -> Result<&[Node], ConfigError> {
+        match &self.value {
+            Value::Seq(s) => Ok(s),
+            Value::Null => Ok(&[]),
+            _ => Err(self.error(format!("{what} must be a list, found {}", self.type_name()))),
+        }
+    }
+
+    pub fn expect_str(&self, what: &str) -> Result<&str, ConfigError> {
+        self.as_str().ok_or_else(|| self.error(format!("{what} must be a string, found {}", self.type_name())))
+    }
+
+    /// A scalar as text (keys and INI-like values), if it is one.
+    pub fn scalar_text(&self) -> Option<String> {
+        match &self.value {
+            Value::Str(s) => Some(s.clone()),
+            Value::Int(i) => Some(i.to_string()),
+            Value::Float(f) => Some(f.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Null => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::at(&self.loc, message)
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map(J::Number).unwrap_or(J::Null),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(s) => J::Array(s.iter().map(Node::to_json).collect()),
+            Value::Map(m) => {
+                J::Object(m.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.to_json())).collect())
+            }
+        }
+    }
+}
+
+/// A problem in a file a person wrote: where, what, and maybe a hint.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+    pub message: String,
+    pub quoted: Option<String>,
+    pub hint: Option<String>,
+}
+
+impl ConfigError {
+    pub fn at(loc: &Loc, message: impl Into<String>) -> Self {
+        ConfigError {
+            file: loc.src.name.clone(),
+            line: loc.line,
+            col: loc.col,
+            message: message.into(),
+            quoted: loc.line_text().map(str::to_string),
+            hint: None,
+        }
+    }
+
+    /// An error about a whole file (it cannot be read, say).
+    pub fn file(file: &str, message: impl Into<String>) -> Self {
+        ConfigError { file: file.into(), line: 0, col: 0, message: message.into(), quoted: None, hint: None }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}: {}", self.file, self.message);
+        }
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)?;
+        if let Some(q) = &self.quoted {
+            let num = self.line.to_string();
+            let pad = " ".repeat(num.len());
+            write!(f, "\n{pad} |\n{num} | {q}\n{pad} | {}^", " ".repeat(self.col.saturating_sub(1) as usize))?;
+        }
+        if let Some(h) = &self.hint {
+            write!(f, "\n  = help: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parse a YAML document, keeping every node's position.
+pub fn parse_str(name: &str, text: &str) -> Result<Node, ConfigError> {
+    let src = Arc::new(SourceFile { name: name.to_string(), text: text.to_string() });
+    let options = serde_saphyr::options! { with_snippet: false };
+    let raw: Spanned<Raw> = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
+        let (line, col) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((0, 0));
+        let loc = Loc { src: src.clone(), line, col };
+        let msg = e.to_string();
+        // saphyr prefixes its own "line N column M: "; we print the location ourselves.
+        let msg = msg.split_once(": ").filter(|(p, _)| p.starts_with("line ")).map(|(_, m)| m).unwrap_or(&msg);
+        ConfigError::at(&loc, format!("invalid YAML: {}", msg.lines().next().unwrap_or_default()))
+    })?;
+    Ok(convert(raw, &src))
+}
+
+pub fn parse_file(path: &Path) -> Result<Node, ConfigError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::file(&name, format!("cannot read: {e}")))?;
+    parse_str(&name, &text)
+}
+
+fn convert(s: Spanned<Raw>, src: &Arc<SourceFile>) -> Node {
+    let loc = Loc { src: src.clone(), line: s.referenced.line() as u32, col: s.referenced.column() as u32 };
+    let value = match s.value {
+        Raw::Null => Value::Null,
+        Raw::Bool(b) => Value::Bool(b),
+        Raw::Int(i) => Value::Int(i),
+        Raw::Float(f) => Value::Float(f),
+        Raw::Str(s) => Value::Str(s),
+        Raw::Seq(items) => Value::Seq(items.into_iter().map(|i| convert(i, src)).collect()),
+        Raw::Map(entries) => Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| {
+                    let key = Node {
+                        value: Value::Str(k.value.0),
+                        loc: Loc {
+                            src: src.clone(),
+                            line: k.referenced.line() as u32,
+                            col: k.referenced.column() as u32,
+                        },
+                    };
+                    (key, convert(v, src))
+                })
+                .collect(),
+        ),
+    };
+    Node { value, loc }
+}
+
+/// What serde-saphyr hands us: any YAML value, each child with its span.
+enum Raw {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Spanned<Raw>>),
+    Map(Vec<(Spanned<KeyText>, Spanned<Raw>)>),
+}
+
+/// Mapping keys are read as the text written, so `y:` stays the key `y`
+/// (saphyr's YAML 1.1 inference would make it `true`).
+struct KeyText(String);
+
+impl<'de> Deserialize<'de> for KeyText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(KeyText)
+    }
+}
+
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Raw;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_unit<E>(self) -> Result<Raw, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_none<E>(self) -> Result<Raw, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Raw, D::Error> {
+                Raw::deserialize(d)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Raw, E> {
+                Ok(Raw::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Raw, E> {
+                Ok(Raw::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Raw, E> {
+                i64::try_from(v).map(Raw::Int).or(Ok(Raw::Float(v as f64)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Raw, E> {
+                Ok(Raw::Float(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Raw, E> {
+                Ok(Raw::Str(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Raw, E> {
+                Ok(Raw::Str(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = a.next_element()? {
+                    v.push(x);
+                }
+                Ok(Raw::Seq(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Raw, A::Error> {
+                let mut v = Vec::new();
+                while let Some(entry) = a.next_entry()? {
+                    v.push(entry);
+                }
+                Ok(Raw::Map(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The candidates closest to a misspelt `word`, if any is close enough to suggest.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .collect();
+    let best = scored.iter().map(|(d, _)| *d).min();
+    scored.into_iter().filter(|(d, _)| Some(*d) == best).map(|(_, c)| c).collect()
+}
+
+/// "did you mean `x`?" for a near miss, or the full list when nothing is near.
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    let quoted = |v: &[&str]| v.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>();
+    match suggest(word, candidates.iter().copied()).as_slice() {
+        [] => format!("valid: {}", quoted(candidates).join(", ")),
+        [one] => format!("did you mean `{one}`?"),
+        many => format!("did you mean one of {}?", quoted(many).join(", ")),
+    }
+}
+
+/// Error for a key that is not one of `valid`, with a suggestion when one is close.
+pub fn unknown_key(key: &Node, context: &str, valid: &[&str]) -> ConfigError {
+    let name = key.scalar_text().unwrap_or_default();
+    key.error(format!("unknown key `{name}` in {context}")).with_hint(did_you_mean(&name, valid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_kept() {
+        let n = parse_str("p.yml", "a: 1\nb:\n  - x\n  - {c: true}\n").unwrap();
+        let b = n.get("b").unwrap();
+        let items = b.as_seq().unwrap();
+        assert_eq!((items[1].loc.line, items[1].loc.col), (4, 5));
+        let c = items[1].get("c").unwrap();
+        assert!(matches!(c.value, Value::Bool(true)));
+        assert_eq!(n.to_json(), serde_json::json!({"a": 1, "b": ["x", {"c": true}]}));
+    }
+
+    #[test]
+    fn merge_keys_and_ansible_booleans() {
+        let n = parse_str("p.yml", "base: &b {x: 1}\nother:\n  <<: *b\n  y: yes\n").unwrap();
+        assert_eq!(n.get("other").unwrap().to_json(), serde_json::json!({"x": 1, "y": true}));
+    }
+
+    #[test]
+    fn syntax_error_names_file_line_column() {
+        let e = parse_str("bad.yml", "a: 1\n- b\n").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("bad.yml", 2));
+        let shown = e.to_string();
+        assert!(shown.starts_with("bad.yml:2:"), "{shown}");
+        assert!(shown.contains("| - b"), "{shown}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_an_error() {
+        assert!(parse_str("d.yml", "a: 1\na: 2\n").is_err());
+    }
+
+    #[test]
+    fn error_display_points_at_the_column() {
+        let n = parse_str("p.yml", "play:\n  repaet: 3\n").unwrap();
+        let key = &n.get("play").unwrap().as_map().unwrap()[0].0;
+        let e = unknown_key(key, "a play", &["name", "repeat", "hosts"]);
+        assert_eq!(e.to_string(), "p.yml:2:3: unknown key `repaet` in a play\n  |\n2 |   repaet: 3\n  |   ^\n  = help: did you mean `repeat`?");
+    }
+}

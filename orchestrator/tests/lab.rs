@@ -1,0 +1,270 @@
+//! End-to-end on the simulated lab: real sshd, real agent pushed over SSH,
+//! real mkfs and mounts on loop devices. Run by ci/test.sh with the lab up:
+//!     cargo test -p benchrig --test lab -- --ignored --test-threads=1
+
+mod common;
+
+use common::*;
+use serde_json::Value as Json;
+
+const LAB: &str = "needs the simulated lab (ci/test.sh)";
+
+fn sha256_file(path: &std::path::Path) -> String {
+    sh(&format!("sha256sum {} | cut -d' ' -f1", path.display()))
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
+    let _ = LAB;
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let out = b.run(&["facts", "-i", inv.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let facts: Json = serde_json::from_str(&stdout(&out)).unwrap();
+    let hosts: Vec<&String> = facts.as_object().unwrap().keys().collect();
+    assert_eq!(hosts, ["old", "fast1", "fast2"]);
+    assert_eq!(facts["old"]["arch"], "i686");
+    assert_eq!(facts["fast1"]["arch"], "x86_64");
+    let i686 = sha256_file(&repo().join("target/i686-unknown-linux-musl/release/benchrig-agent"));
+    let x64 = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/release/benchrig-agent"));
+    assert_eq!(facts["old"]["agent"]["sha256"], i686.as_str());
+    assert_eq!(facts["fast2"]["agent"]["sha256"], x64.as_str());
+    // The old host's limits are visible in its facts.
+    let quota = facts["old"]["cpu"]["quota"].as_f64().unwrap();
+    assert!((0.05..0.2).contains(&quota), "old host CPU quota {quota}");
+    assert!(facts["old"]["block_devices"].as_array().unwrap().iter().any(|d| d["rotational"] == true));
+    for h in ["old", "fast1", "fast2"] {
+        assert!(facts[h]["filesystems"].as_array().unwrap().iter().any(|f| f == "xfs"));
+        assert!(facts[h]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mkfs.ext4" && t["version"].is_string()));
+        assert_eq!(facts[h]["user"]["root"], true);
+    }
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_second_session_does_not_upload_the_agent_again() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let sha = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/release/benchrig-agent"));
+    // fast1's home is the lab's hosts/fast1/home, visible from here.
+    let agent = format!("/var/tmp/benchrig-lab/hosts/fast1/home/.cache/benchrig/benchrig-agent-{sha}");
+    let inode = || sh(&format!("stat -c '%i %Y' {agent}"));
+    assert_eq!(b.run(&["facts", "-i", inv.to_str().unwrap(), "-l", "fast1"]).status.code(), Some(0));
+    let first = inode();
+    assert_eq!(b.run(&["facts", "-i", inv.to_str().unwrap(), "-l", "fast1"]).status.code(), Some(0));
+    assert_eq!(inode(), first, "the agent was written again");
+    // And a missing one is uploaded (so the check above can fail).
+    std::fs::remove_file(&agent).unwrap();
+    assert_eq!(b.run(&["facts", "-i", inv.to_str().unwrap(), "-l", "fast1"]).status.code(), Some(0));
+    assert!(std::path::Path::new(&agent).exists());
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn quickstart_over_ssh_on_every_host_stores_every_sample() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("playbooks/quickstart.yml");
+    let out = b.run(&[
+        "run",
+        pb.to_str().unwrap(),
+        "-i",
+        inv.to_str().unwrap(),
+        "-e",
+        "size=8M",
+        "-e",
+        "reps=2",
+        "--name",
+        "e2e",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let s = b.store();
+    let run = s.resolve_run("e2e").unwrap();
+    assert_eq!(run.status, "ok");
+    let cells = s.cells(run.id).unwrap();
+    // 3 hosts × 3 filesystems × 2 block sizes, every one ok.
+    assert_eq!(cells.len(), 18);
+    assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
+    let samples = s.samples(run.id).unwrap();
+    for c in &cells {
+        // 2 reps × (write + read) × (throughput + time).
+        let n = samples.iter().filter(|x| x.cell_id == c.id).count();
+        assert_eq!(n, 8, "cell {} on {}", c.key, c.host);
+        let info = c.info.as_ref().expect("setup recorded");
+        let setup = info.as_object().unwrap().values().next().unwrap();
+        assert!(setup["mkfs_command"].as_str().unwrap().starts_with("mkfs."));
+        assert!(setup["mkfs_version"].is_string());
+    }
+    // The old host's cold reads came from its throttled disk, not the cache.
+    let old_cells: Vec<i64> = cells.iter().filter(|c| c.host == "old").map(|c| c.id).collect();
+    for x in
+        samples.iter().filter(|x| old_cells.contains(&x.cell_id) && x.step == "cold read" && x.metric == "throughput")
+    {
+        assert!(x.value < 40.0, "old host read {} MB/s, above its 30 MiB/s throttle", x.value);
+        assert!(x.dev_read_bytes.unwrap() >= 8 << 20, "a cold read that did not reach the disk: {x:?}");
+    }
+    // `show` and `report` see the same run.
+    let show = stdout(&b.run(&["show", "e2e"]));
+    assert!(show.contains("fs=xfs bs=4k") && show.contains("old"), "{show}");
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "e2e", "-f", "json"]))).unwrap();
+    assert_eq!(report["run"]["status"], "ok");
+    assert_eq!(report["cells"].as_array().unwrap().len(), 18 * 2, "one entry per cell and measured step");
+    assert_eq!(report["hosts"][0]["facts"]["arch"], "i686");
+    // Nothing is left mounted in the hosts (their mount namespaces are private).
+    for h in ["old", "fast1", "fast2"] {
+        assert_eq!(lab(&["ssh", h, "grep -c benchrig/work/mnt /proc/mounts || true"]), "0", "{h} kept a mount");
+    }
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
+    let b = Bench::new();
+    lab_inventory();
+    let (mounted, swap, serial, blank) = (LoopDisk::new(64), LoopDisk::new(64), LoopDisk::new(64), LoopDisk::new(64));
+    // mkfs.xfs wants 300 MB at least.
+    let sig = LoopDisk::new(320);
+    sh(&format!("mkfs.ext4 -q -F {}", mounted.dev));
+    sh(&format!("mkswap {} >/dev/null && swapon {}", swap.dev, swap.dev));
+    sh(&format!("mkfs.xfs -q -f {}", sig.dev));
+    // Mounted inside fast2's own mount namespace, where its agent looks;
+    // read-only so the filesystem itself writes nothing while we watch.
+    lab(&["ssh", "fast2", &format!("'mkdir -p /mnt/held && mount -o ro {} /mnt/held'", mounted.dev)]);
+    let before: Vec<String> = [&mounted, &swap, &sig, &serial].iter().map(|d| d.digest()).collect();
+    let scratch = format!(
+        "        - {{ path: {}, name: mounted, wipe: true }}\n        - {{ path: {}, name: swap, wipe: true }}\n        \
+         - {{ path: {}, name: sig }}\n        - {{ path: {}, name: serial, serial: WD-NOT-THIS-ONE }}\n        - {{ path: {}, name: blank }}\n",
+        mounted.dev, swap.dev, sig.dev, serial.dev, blank.dev
+    );
+    let inv = b.write("inv.yml", &inventory_for("fast2", "10.77.0.13", &scratch));
+    let pb = b.write(
+        "safety.yml",
+        "- hosts: all\n  matrix:\n    dev: [mounted, swap, sig, serial, blank]\n  setup:\n    - filesystem: {device: \"{{ dev }}\", profile: ext4}\n  \
+         benchmark:\n    - noop:\n  teardown:\n    - unmount:\n",
+    );
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()]);
+    let after: Vec<String> = [&mounted, &swap, &sig, &serial].iter().map(|d| d.digest()).collect();
+    lab(&["ssh", "fast2", "umount /mnt/held"]);
+    assert_eq!(out.status.code(), Some(2), "refusals are failed cells");
+    let s = b.store();
+    let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
+    let reason = |dev: &str| {
+        let c = cells.iter().find(|c| c.params["dev"] == dev).unwrap();
+        (c.status.clone(), c.reason.clone().unwrap_or_default())
+    };
+    for (dev, rule) in [("mounted", "mounted"), ("swap", "swap"), ("sig", "signature"), ("serial", "serial")] {
+        let (status, why) = reason(dev);
+        assert_eq!(status, "failed", "{dev}");
+        assert!(why.contains(&format!("refused by rule `{rule}`")), "{dev}: {why}");
+    }
+    assert_eq!(reason("blank"), ("ok".to_string(), String::new()));
+    assert_eq!(before, after, "a refused device was written to");
+    assert!(
+        sh(&format!("blkid -p -o value -s TYPE {} || true", blank.dev)).contains("ext4"),
+        "the accepted blank device was formatted"
+    );
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_device_missing_from_scratch_devices_is_an_error_before_any_host_is_touched() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = b.write("bad.yml", "- hosts: fast1\n  setup:\n    - filesystem: {device: sdz, profile: ext4}\n");
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.yml:3:") && err.contains("no scratch device `sdz`"), "{err}");
+    assert!(!b.db().exists() || b.store().runs().unwrap().is_empty(), "a run was started");
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("playbooks/quickstart.yml");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
+        .args([
+            "run",
+            pb.to_str().unwrap(),
+            "-i",
+            inv.to_str().unwrap(),
+            "-e",
+            "size=64M",
+            "-e",
+            "reps=2",
+            "--name",
+            "crash",
+        ])
+        .env("BENCHRIG_DB", b.db())
+        .current_dir(b.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until fast2 has finished a cell, then kill everything in it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "fast2 never finished a cell");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if !b.db().exists() {
+            continue;
+        }
+        let Ok(run) = b.store().resolve_run("crash") else { continue };
+        let done = b.store().cells(run.id).unwrap().iter().any(|c| c.host == "fast2" && c.status == "ok");
+        if done {
+            break;
+        }
+    }
+    lab(&["crash", "fast2"]);
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    lab(&["up"]);
+    assert_eq!(out.status.code(), Some(4), "an unreachable host makes exit code 4");
+    let s = b.store();
+    let run = s.resolve_run("crash").unwrap();
+    assert_eq!(run.status, "unreachable");
+    let hosts = s.hosts(run.id).unwrap();
+    let status = |h: &str| hosts.iter().find(|x| x.name == h).unwrap().status.clone();
+    assert_eq!(
+        (status("old").as_str(), status("fast1").as_str(), status("fast2").as_str()),
+        ("ok", "ok", "unreachable")
+    );
+    let cells = s.cells(run.id).unwrap();
+    assert!(cells.iter().filter(|c| c.host != "fast2").all(|c| c.status == "ok"));
+    let fast2: Vec<_> = cells.iter().filter(|c| c.host == "fast2").collect();
+    assert!(fast2.iter().any(|c| c.status == "ok"), "what fast2 reported before dying is kept");
+    assert!(fast2.iter().any(|c| c.status == "failed" && c.reason.as_deref().unwrap_or("").contains("unreachable")));
+    assert_eq!(fast2.len(), 6, "every planned cell of fast2 is accounted for");
+}
+
+#[test]
+#[ignore = "needs root for the loop-backed default"]
+fn quickstart_with_no_inventory_runs_on_this_machine() {
+    let b = Bench::new();
+    let home = b.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
+        .args(["run", repo().join("playbooks/quickstart.yml").to_str().unwrap(), "-e", "size=8M", "-e", "reps=1"])
+        .env("BENCHRIG_DB", b.db())
+        .env("HOME", &home)
+        .current_dir(b.dir.path())
+        .output()
+        .unwrap();
+    eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    let s = b.store();
+    let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
+    assert_eq!(cells.len(), 6);
+    assert!(cells.iter().all(|c| c.host == "localhost" && c.status == "ok"));
+    // Teardown detached the image's loop device.
+    let img = home.join(".cache/benchrig/scratch0.img");
+    assert!(img.exists());
+    assert_eq!(sh(&format!("losetup -j {} | wc -l", img.display())), "0");
+}

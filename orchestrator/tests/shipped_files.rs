@@ -1,0 +1,36 @@
+//! Every playbook and inventory in the repository loads and plans as shipped
+//! (no host is touched: this is the check `benchrig run` does first).
+
+use std::path::{Path, PathBuf};
+
+fn files(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_inventory_loads() {
+    for inv in files("inventories") {
+        let i = benchrig::inventory::Inventory::load(std::slice::from_ref(&inv)).unwrap_or_else(|e| panic!("{}: {e}", inv.display()));
+        assert!(!i.hosts.is_empty(), "{}", inv.display());
+        for h in i.hosts.keys() {
+            benchrig::planner::scratch_devices(h, &i.host_vars(h)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_playbook_plans_on_every_inventory() {
+    let extra = benchrig::inventory::Vars::new();
+    for pb in files("playbooks") {
+        for inv in files("inventories").into_iter().filter(|p| p.extension().is_some_and(|e| e == "yml")) {
+            let checked = benchrig::run::check(&pb, std::slice::from_ref(&inv), None, &extra)
+                .unwrap_or_else(|e| panic!("{} on {}: {e:#}", pb.display(), inv.display()));
+            assert!(!checked.hosts.is_empty());
+        }
+        // And on the embedded default (this machine).
+        benchrig::run::check(&pb, &[], None, &extra).unwrap_or_else(|e| panic!("{} on localhost: {e:#}", pb.display()));
+    }
+}

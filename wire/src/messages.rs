@@ -1,0 +1,176 @@
+//! Requests the orchestrator sends and messages the agent answers with.
+//!
+//! The agent speaks first with [`Hello`]; the orchestrator checks it and sends
+//! [`Request::Configure`]. Every request carries an id; everything the agent
+//! says about it comes back as [`AgentMsg::Event`] with that id, ending with
+//! exactly one [`Event::Result`] or [`Event::Error`]. Heartbeats flow on their
+//! own so a silent but alive agent is told apart from a dead one.
+
+use crate::facts::Facts;
+use crate::scratch::ScratchDevice;
+use crate::steps::{Action, StepOutput};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub agent_version: String,
+    /// sha256 of the agent's own executable, so the orchestrator knows it runs what it pushed.
+    pub sha256: String,
+    /// `uname -m` as the agent sees it (i686 under a 32-bit personality).
+    pub arch: String,
+    pub pid: u32,
+    pub uid: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub id: u64,
+    #[serde(flatten)]
+    pub request: Request,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    Configure(SessionConfig),
+    Ping,
+    Facts,
+    Run(StepRequest),
+    /// Ask the step with id `target` to stop; it ends with an `Error` of kind `cancelled`.
+    Cancel {
+        target: u64,
+    },
+    /// Clean up what this session made (mounts, loop devices) and exit.
+    Shutdown,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionConfig {
+    /// Where the agent keeps mount points and images; absolute.
+    pub work_dir: String,
+    /// The host's `scratch_devices` from the inventory: the only devices this
+    /// session may format.
+    pub scratch: Vec<ScratchDevice>,
+    pub heartbeat_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRequest {
+    /// The cell this step belongs to (for logs and mount bookkeeping).
+    pub cell: String,
+    /// The step's display name.
+    pub name: String,
+    #[serde(flatten)]
+    pub action: Action,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentMsg {
+    Hello(Hello),
+    Event { id: u64, event: Event },
+    Heartbeat { seq: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    Progress { done: u64, total: u64, message: String },
+    Log { level: LogLevel, message: String },
+    Result { reply: Reply },
+    Error(AgentError),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Configured,
+    /// Acknowledges a `Cancel` (the cancelled step still ends on its own).
+    Ack,
+    Pong,
+    Facts(Box<Facts>),
+    Step(StepOutput),
+    /// The answer to `Shutdown`: what the agent released on its way out.
+    Bye {
+        released: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// For `refused`: the safety rule that refused (`mounted`, `swap`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The host cannot do this (no mkfs tool, no kernel support); not a failure of the run.
+    Unsupported,
+    /// A device safety rule refused; nothing was changed.
+    Refused,
+    Failed,
+    Cancelled,
+    /// The request made no sense to this agent (a bug or a version skew).
+    BadRequest,
+}
+
+impl AgentError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        AgentError { code, message: message.into(), rule: None }
+    }
+}
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.rule {
+            Some(rule) => write!(f, "refused by rule `{rule}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::{Action, SeqReadArgs};
+
+    #[test]
+    fn envelope_is_flat_json() {
+        let e = Envelope { id: 3, request: Request::Cancel { target: 2 } };
+        assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"id":3,"type":"cancel","target":2}"#);
+    }
+
+    #[test]
+    fn run_request_round_trips() {
+        let args: SeqReadArgs = serde_json::from_str(r#"{"bs":"1M"}"#).unwrap();
+        let e = Envelope {
+            id: 9,
+            request: Request::Run(StepRequest {
+                cell: "c1".into(),
+                name: "read".into(),
+                action: Action::SeqRead(args),
+            }),
+        };
+        let s = serde_json::to_string(&e).unwrap();
+        let back: Envelope = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn unknown_request_type_is_an_error() {
+        assert!(serde_json::from_str::<Envelope>(r#"{"id":1,"type":"format_everything"}"#).is_err());
+    }
+}
