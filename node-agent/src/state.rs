@@ -26,6 +26,8 @@ pub struct Mounted {
     pub device: Option<String>,
     /// Whether this session mounted it (a directory scratch is only used).
     pub mounted_by_us: bool,
+    /// A directory this session created inside a directory scratch, removed on release.
+    pub created_dir: bool,
     /// A loop device this session attached for an image scratch.
     pub loop_device: Option<PathBuf>,
 }
@@ -104,6 +106,9 @@ fn release_one(m: &Mounted) -> Result<(), String> {
     if m.mounted_by_us {
         unmount(&m.mountpoint)?;
         let _ = std::fs::remove_dir(&m.mountpoint);
+    }
+    if m.created_dir {
+        std::fs::remove_dir_all(&m.mountpoint).map_err(|e| format!("cannot remove {}: {e}", m.mountpoint.display()))?;
     }
     if let Some(dev) = &m.loop_device {
         detach_loop(dev)?;

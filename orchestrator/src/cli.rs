@@ -54,14 +54,21 @@ pub struct HostsArgs {
     pub db: PathBuf,
 }
 
+/// What `run` and `plan` share: a playbook, its hosts, extra variables.
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub struct PlaybookArgs {
     pub playbook: PathBuf,
     #[command(flatten)]
     pub hosts: HostsArgs,
     /// Extra variables: key=value, a YAML/JSON mapping, or @file. Always win. Repeatable.
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub play: PlaybookArgs,
     /// A name for the run, usable wherever a run id is.
     #[arg(long)]
     pub name: Option<String>,
@@ -69,11 +76,8 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    pub playbook: PathBuf,
     #[command(flatten)]
-    pub hosts: HostsArgs,
-    #[arg(short = 'e', long = "extra-vars")]
-    pub extra_vars: Vec<String>,
+    pub play: PlaybookArgs,
     /// Only list the hosts each play would run on.
     #[arg(long)]
     pub list_hosts: bool,

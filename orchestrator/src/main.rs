@@ -19,14 +19,14 @@ fn main() {
 async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
     match cmd {
         Command::Run(a) => {
-            let extra_vars = benchrig::extra_vars::parse(&a.extra_vars).map_err(anyhow::Error::msg)?;
+            let extra_vars = benchrig::extra_vars::parse(&a.play.extra_vars).map_err(anyhow::Error::msg)?;
             let result = run::run(RunOptions {
-                playbook: a.playbook,
-                inventory: a.hosts.inventory,
-                limit: a.hosts.limit,
+                playbook: a.play.playbook,
+                inventory: a.play.hosts.inventory,
+                limit: a.play.hosts.limit,
                 extra_vars,
-                forks: a.hosts.forks,
-                db: a.hosts.db,
+                forks: a.play.hosts.forks,
+                db: a.play.hosts.db,
                 name: a.name,
                 reporter,
             })

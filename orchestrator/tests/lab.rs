@@ -268,3 +268,89 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
     assert!(img.exists());
     assert_eq!(sh(&format!("losetup -j {} | wc -l", img.display())), "0");
 }
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn ctrl_c_tears_down_and_leaves_no_mount_or_agent_behind() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("playbooks/quickstart.yml");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
+        .args([
+            "run",
+            pb.to_str().unwrap(),
+            "-i",
+            inv.to_str().unwrap(),
+            "-l",
+            "fast1",
+            "-e",
+            "size=512M",
+            "--name",
+            "int",
+        ])
+        .env("BENCHRIG_DB", b.db())
+        .current_dir(b.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt while a cell is running (its filesystem mounted).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no cell started running");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let Ok(run) = (if b.db().exists() { b.store().resolve_run("int") } else { continue }) else { continue };
+        if b.store().cells(run.id).unwrap().iter().any(|c| c.status == "running") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    sh(&format!("kill -INT {}", child.id()));
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130));
+    let s = b.store();
+    let run = s.resolve_run("int").unwrap();
+    assert_eq!(run.status, "interrupted");
+    let cells = s.cells(run.id).unwrap();
+    assert!(cells.iter().all(|c| c.status != "running" && c.status != "pending"), "{cells:?}");
+    assert!(cells.iter().any(|c| c.status == "skipped" && c.reason.as_deref() == Some("interrupted")));
+    assert_eq!(
+        lab(&["ssh", "fast1", "grep -c benchrig/work/mnt /proc/mounts || true"]),
+        "0",
+        "a mount was left behind"
+    );
+    // No agent process anywhere on the machine (the lab shares one PID space).
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(sh("pgrep -c -f 'benchrig-agent-[0-9a-f]{64} serve' || true"), "0", "an agent was left running");
+}
+
+#[test]
+#[ignore = "needs root to switch to an unprivileged user"]
+fn quickstart_as_an_ordinary_user_uses_a_plain_directory() {
+    let b = Bench::new();
+    let work = b.dir.path();
+    sh(&format!("chown -R 65534:65534 {}", work.display()));
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_benchrig"))
+        .args(["run", repo().join("playbooks/quickstart.yml").to_str().unwrap(), "-e", "size=8M", "-e", "reps=2"])
+        .env("BENCHRIG_DB", b.db())
+        .env("HOME", work)
+        .current_dir(work)
+        .output()
+        .unwrap();
+    eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    let s = b.store();
+    let run = s.resolve_run("last").unwrap();
+    let cells = s.cells(run.id).unwrap();
+    let shown: Vec<String> = cells.iter().map(|c| format!("{} {}", c.params["fs"], c.status)).collect();
+    assert_eq!(shown, ["\"existing\" ok", "\"existing\" ok"]);
+    // Cold reads without root evict the file with fadvise; the samples say so.
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "last"]))).unwrap();
+    assert_eq!(report["hosts"][0]["facts"]["user"]["root"], false);
+    // The per-cell directory inside ./benchrig-scratch is gone after teardown.
+    let left: Vec<_> = std::fs::read_dir(work.join("benchrig-scratch")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

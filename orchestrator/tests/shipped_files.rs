@@ -13,7 +13,8 @@ fn files(dir: &str) -> Vec<PathBuf> {
 #[test]
 fn every_inventory_loads() {
     for inv in files("inventories") {
-        let i = benchrig::inventory::Inventory::load(std::slice::from_ref(&inv)).unwrap_or_else(|e| panic!("{}: {e}", inv.display()));
+        let i = benchrig::inventory::Inventory::load(std::slice::from_ref(&inv))
+            .unwrap_or_else(|e| panic!("{}: {e}", inv.display()));
         assert!(!i.hosts.is_empty(), "{}", inv.display());
         for h in i.hosts.keys() {
             benchrig::planner::scratch_devices(h, &i.host_vars(h)).unwrap();

@@ -110,6 +110,7 @@ fn format_and_mount(
         mountpoint: mountpoint.clone(),
         device: Some(dev.name.clone()),
         mounted_by_us: true,
+        created_dir: false,
         loop_device: attached.map(Path::to_path_buf),
     });
 
@@ -136,7 +137,10 @@ fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState)
             entry.name, profile.name
         )));
     }
-    let dir = expand_home(&entry.path);
+    // A fresh directory per cell, removed on release: the closest a
+    // directory comes to a fresh filesystem, and nothing is left in it.
+    let dir = expand_home(&entry.path).join(format!("benchrig-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
     let device = st.view.device_for_path(&dir);
     st.mounted.push(Mounted {
@@ -144,6 +148,7 @@ fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState)
         mountpoint: dir.clone(),
         device: device.clone(),
         mounted_by_us: false,
+        created_dir: true,
         loop_device: None,
     });
     let mut out = StepOutput::default();

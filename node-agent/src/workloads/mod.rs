@@ -5,7 +5,10 @@
 pub mod seq_read;
 pub mod seq_write;
 
-use benchrig_wire::steps::{Better, Metric};
+use crate::state::HostState;
+use benchrig_wire::messages::AgentError;
+use benchrig_wire::steps::{Better, Metric, StepOutput, Usage};
+use std::path::PathBuf;
 
 pub(crate) fn metric(name: &str, value: f64, unit: &str, better: Better) -> Metric {
     Metric { name: name.into(), value, unit: unit.into(), better }
@@ -27,4 +30,24 @@ pub(crate) fn direct_flag(direct: bool) -> i32 {
     } else {
         0
     }
+}
+
+/// The file a workload works on and the devices whose counters to read.
+pub(crate) fn target_file(
+    st: &HostState,
+    target: Option<&str>,
+    file: &str,
+) -> Result<(PathBuf, Vec<String>), AgentError> {
+    let t = st.target(target)?;
+    Ok((t.mountpoint.join(file), t.device.iter().cloned().collect()))
+}
+
+/// A transfer's result: MB/s and seconds from the timed region, bytes moved.
+pub(crate) fn transfer_output(bytes: u64, usage: Usage) -> StepOutput {
+    let mut out = StepOutput::default();
+    out.metrics.push(metric("throughput", mb_per_s(bytes, usage.wall_s), "MB/s", Better::Higher));
+    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
+    out.info.insert("bytes".into(), bytes.into());
+    out.usage = Some(usage);
+    out
 }

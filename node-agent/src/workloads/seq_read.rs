@@ -2,7 +2,7 @@
 //! caches before the clock starts, so the device counters show the bytes
 //! really came from the disk.
 
-use super::{direct_flag, mb_per_s, metric};
+use super::{direct_flag, target_file, transfer_output};
 use crate::actions::failed;
 use crate::buffer::IoBuffer;
 use crate::cache;
@@ -10,7 +10,7 @@ use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, SeqReadArgs, StepOutput};
+use benchrig_wire::steps::{SeqReadArgs, StepOutput};
 use std::fs::OpenOptions;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -24,12 +24,10 @@ pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
             if args.direct { " with O_DIRECT (multiple of 4k)" } else { "" }
         )));
     }
-    let target = st.target(args.target.as_deref())?.clone();
-    let path = target.mountpoint.join(&args.file);
+    let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
     if !path.exists() {
         return Err(failed(format!("{} does not exist: run seq_write before seq_read", path.display())));
     }
-    let devices: Vec<String> = target.device.into_iter().collect();
     let cold = if args.cold { Some(cache::make_cold(Some(&path)).map_err(failed)?) } else { None };
     let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut buf = IoBuffer::new(bs);
@@ -51,13 +49,7 @@ pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
         ctx.progress(read, total, "reading");
     }
     drop(f);
-    let usage = meter.stop();
-
-    let mut out = StepOutput::default();
-    out.metrics.push(metric("throughput", mb_per_s(read, usage.wall_s), "MB/s", Better::Higher));
-    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
-    out.info.insert("bytes".into(), read.into());
+    let mut out = transfer_output(read, meter.stop());
     out.info.insert("cold".into(), serde_json::json!(cold));
-    out.usage = Some(usage);
     Ok(out)
 }

@@ -1,14 +1,14 @@
 //! One large file written sequentially in `bs` chunks; fsync inside the
 //! timing by default, because a write that is not durable is not finished.
 
-use super::{direct_flag, mb_per_s, metric};
+use super::{direct_flag, target_file, transfer_output};
 use crate::actions::failed;
 use crate::buffer::IoBuffer;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, SeqWriteArgs, StepOutput};
+use benchrig_wire::steps::{SeqWriteArgs, StepOutput};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -24,9 +24,7 @@ pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
             args.size, args.bs
         )));
     }
-    let target = st.target(args.target.as_deref())?.clone();
-    let path = target.mountpoint.join(&args.file);
-    let devices: Vec<String> = target.device.into_iter().collect();
+    let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
     let buf = IoBuffer::random(bs, 0x5eed);
 
     let meter = Meter::start(&st.view.sys, &devices);
@@ -49,13 +47,7 @@ pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
         rustix::fs::fsync(&f).map_err(|e| failed(format!("fsync {}: {e}", path.display())))?;
     }
     drop(f);
-    let usage = meter.stop();
-
-    let mut out = StepOutput::default();
-    out.metrics.push(metric("throughput", mb_per_s(written, usage.wall_s), "MB/s", Better::Higher));
-    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
-    out.info.insert("bytes".into(), written.into());
+    let mut out = transfer_output(written, meter.stop());
     out.info.insert("path".into(), path.to_string_lossy().into_owned().into());
-    out.usage = Some(usage);
     Ok(out)
 }

@@ -10,13 +10,14 @@ use crate::summary::table;
 use crate::template::Templates;
 
 pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
-    let extra = extra_vars::parse(&args.extra_vars).map_err(anyhow::Error::msg)?;
-    let checked = run::check(&args.playbook, &args.hosts.inventory, args.hosts.limit.as_deref(), &extra)?;
-    if args.syntax_check {
-        println!("playbook: {} ({} plays): OK", args.playbook.display(), checked.playbook.plays.len());
+    let PlanArgs { play: pa, list_hosts, syntax_check } = args;
+    let extra = extra_vars::parse(&pa.extra_vars).map_err(anyhow::Error::msg)?;
+    let checked = run::check(&pa.playbook, &pa.hosts.inventory, pa.hosts.limit.as_deref(), &extra)?;
+    if syntax_check {
+        println!("playbook: {} ({} plays): OK", pa.playbook.display(), checked.playbook.plays.len());
         return Ok(0);
     }
-    if args.list_hosts {
+    if list_hosts {
         for (i, play) in checked.playbook.plays.iter().enumerate() {
             let hosts: Vec<&String> = checked.hosts.iter().filter(|(_, p)| p.contains(&i)).map(|(h, _)| h).collect();
             println!("play #{} ({}): {}  hosts ({})", i + 1, play.hosts, play.name, hosts.len());
@@ -27,7 +28,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     // A missing database just means no cached facts.
-    let store = args.hosts.db.exists().then(|| Store::open(&args.hosts.db)).transpose()?;
+    let store = pa.hosts.db.exists().then(|| Store::open(&pa.hosts.db)).transpose()?;
     let t = Templates::new();
     let mut rows = Vec::new();
     let mut total = 0;

@@ -84,13 +84,24 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
     Ok(())
 }
 
-/// `host:2222` sets the port; an IPv6 address keeps its colons.
+/// `host:2222` or `node[01:04]:2222` sets the port; an IPv6 address keeps its colons.
 fn split_port(pattern: &str) -> (&str, Option<u16>) {
-    if pattern.matches(':').count() == 1 && !pattern.contains('[') {
-        if let Some((h, p)) = pattern.split_once(':') {
-            if let Ok(port) = p.parse() {
-                return (h, Some(port));
+    let mut depth = 0i32;
+    let outside: Vec<usize> = pattern
+        .char_indices()
+        .filter_map(|(i, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                ':' if depth == 0 => return Some(i),
+                _ => {}
             }
+            None
+        })
+        .collect();
+    if let [i] = outside[..] {
+        if let Ok(port) = pattern[i + 1..].parse() {
+            return (&pattern[..i], Some(port));
         }
     }
     (pattern, None)
@@ -129,9 +140,14 @@ mod tests {
     fn sections_vars_children_ranges() {
         let inv = load_str(
             "lonely ansible_port=2200\n\n[web]\nweb[1:2] ansible_host=10.0.0.1 weight=3 debug=True\n\
-             [db]\ndb1:2222\n[prod:children]\nweb\ndb\n[prod:vars]\nenv=\"production\"\ncount=3\n",
+             [db]\ndb1:2222\nnode[1:2]:2200\nfe80::1\n[prod:children]\nweb\ndb\n[prod:vars]\nenv=\"production\"\ncount=3\n",
         );
-        assert_eq!(inv.hosts.keys().collect::<Vec<_>>(), ["lonely", "web1", "web2", "db1"]);
+        assert_eq!(
+            inv.hosts.keys().collect::<Vec<_>>(),
+            ["lonely", "web1", "web2", "db1", "node1", "node2", "fe80::1"]
+        );
+        assert_eq!(inv.hosts["node2"].vars["ansible_port"], json!(2200));
+        assert!(!inv.hosts["fe80::1"].vars.contains_key("ansible_port"));
         assert_eq!(inv.hosts["web2"].vars["weight"], json!(3));
         assert_eq!(inv.hosts["web2"].vars["debug"], json!(true));
         assert_eq!(inv.hosts["db1"].vars["ansible_port"], json!(2222));
@@ -139,7 +155,7 @@ mod tests {
         let v = inv.host_vars("db1");
         assert_eq!(v["env"], json!("production"));
         assert_eq!(v["count"], json!("3"), ":vars values stay strings");
-        assert_eq!(inv.hosts_of_group("prod"), vec!["web1", "web2", "db1"]);
+        assert_eq!(inv.hosts_of_group("prod"), vec!["web1", "web2", "db1", "node1", "node2", "fe80::1"]);
         assert_eq!(inv.hosts_of_group("ungrouped"), vec!["lonely"]);
     }
 
