@@ -100,6 +100,28 @@ impl SysView {
         self.read(&dev.join("wwid")).or_else(|| self.read(&self.class_block(name).join("wwid")))
     }
 
+    /// Loop devices (kernel names) whose backing file is `file`.
+    pub fn loops_backed_by(&self, file: &Path) -> Vec<String> {
+        let mut loops: Vec<String> = fs::read_dir(self.sys.join("class/block"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| self.read(&e.path().join("loop/backing_file")).is_some_and(|b| Path::new(&b) == file))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        loops.sort();
+        loops
+    }
+
+    /// Where a device (by kernel name) is mounted, if anywhere in this mount namespace.
+    pub fn mount_of(&self, name: &str) -> Option<MountEntry> {
+        let numbers = self.dev_numbers(name);
+        self.mountinfo().into_iter().find(|m| {
+            Some((m.major, m.minor)) == numbers
+                || Path::new(&m.source).file_name().is_some_and(|n| n == name) && m.source.starts_with("/dev/")
+        })
+    }
+
     /// Kernel name of the device a path's filesystem lives on, for I/O counters.
     pub fn device_for_path(&self, path: &Path) -> Option<String> {
         let path = fs::canonicalize(path).ok()?;

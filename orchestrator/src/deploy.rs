@@ -80,6 +80,7 @@ impl AgentBuilds {
                 .iter()
                 .filter_map(|(_, triple)| {
                     let path = self.candidates(triple).into_iter().find(|p| p.is_file())?;
+                    warn_if_stale(&path);
                     let bytes = std::fs::read(&path).ok()?;
                     Some(AgentBuild { triple, path, sha256: benchrig_wire::hex(&Sha256::digest(&bytes)) })
                 })
@@ -95,6 +96,34 @@ impl AgentBuilds {
             searched: self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
         })
     }
+}
+
+/// In a source checkout, an agent older than its sources is almost always a
+/// mistake (the orchestrator would push yesterday's agent): say so.
+fn warn_if_stale(build: &Path) {
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("../node-agent/src");
+    let built = build.metadata().and_then(|m| m.modified()).ok();
+    let newest = walk_newest(&sources);
+    if let (Some(built), Some(newest)) = (built, newest) {
+        if newest > built {
+            tracing::warn!("{} is older than node-agent/src; rebuild with `{BUILD_COMMAND}`", build.display());
+        }
+    }
+}
+
+fn walk_newest(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                walk_newest(&p)
+            } else {
+                e.metadata().and_then(|m| m.modified()).ok()
+            }
+        })
+        .max()
 }
 
 pub fn triple_for(arch: &str) -> Option<&'static str> {

@@ -1,6 +1,6 @@
 //! `benchrig cleanup`: undo what an earlier session could not (killed
-//! orchestrator, crashed host): mounts under the work dir and loop devices
-//! backed by benchrig's images.
+//! orchestrator, crashed host): mounts under the work dir, loop devices
+//! backed by benchrig's images, per-cell directories of dead agents.
 
 use super::{expand_home, failed};
 use crate::state::{detach_loop, unmount, HostState};
@@ -23,24 +23,32 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
         let _ = std::fs::remove_dir(t);
         unmounted.push(t.clone());
     }
-    let images: Vec<PathBuf> = st
-        .scratch
-        .iter()
-        .filter(|s| s.kind == ScratchKind::Image)
-        .map(|s| expand_home(&s.path).canonicalize().unwrap_or_else(|_| expand_home(&s.path)))
-        .collect();
     let mut detached = Vec::new();
-    for entry in std::fs::read_dir(st.view.sys.join("class/block")).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let backing = st.view.read(&entry.path().join("loop/backing_file"));
-        if backing.is_some_and(|b| images.iter().any(|i| i.as_os_str() == b.as_str())) {
+    for s in st.scratch.iter().filter(|s| s.kind == ScratchKind::Image) {
+        let image = expand_home(&s.path);
+        let image = image.canonicalize().unwrap_or(image);
+        for name in st.view.loops_backed_by(&image) {
             let dev = PathBuf::from("/dev").join(&name);
             detach_loop(&dev).map_err(failed)?;
             detached.push(dev.display().to_string());
         }
     }
+    // Per-cell directories of directory scratches whose agent is gone.
+    let mut removed = Vec::new();
+    for s in st.scratch.iter().filter(|s| s.kind == ScratchKind::Directory) {
+        for entry in std::fs::read_dir(expand_home(&s.path)).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix("benchrig-").and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
+                std::fs::remove_dir_all(entry.path())
+                    .map_err(|e| failed(format!("remove {}: {e}", entry.path().display())))?;
+                removed.push(entry.path().display().to_string());
+            }
+        }
+    }
     let mut out = StepOutput::default();
     out.info.insert("unmounted".into(), unmounted.into());
     out.info.insert("detached".into(), detached.into());
+    out.info.insert("removed".into(), removed.into());
     Ok(out)
 }

@@ -44,7 +44,7 @@ pub fn run(args: &FilesystemArgs, st: &mut HostState, ctx: &StepCtx) -> Result<S
 
     let (dev_path, attached) = match entry.kind {
         ScratchKind::Image => {
-            let dev = attach_image(&entry)?;
+            let dev = attach_image(st, &entry)?;
             (dev.clone(), Some(dev))
         }
         _ => (expand_home(&entry.path), None),
@@ -175,8 +175,22 @@ fn kernel_supports(st: &HostState, fstype: &str) -> Result<(), AgentError> {
 }
 
 /// Create the image (sparse) if needed and attach it to a free loop device.
-fn attach_image(entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
+/// A loop device still attached to it (a session that died) is detached
+/// first, unless it is mounted: two loop devices on one image would let two
+/// filesystems write the same file.
+fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
     let path = expand_home(&entry.path);
+    let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+    for name in st.view.loops_backed_by(&real) {
+        if let Some(m) = st.view.mount_of(&name) {
+            return Err(AgentError {
+                code: ErrorCode::Refused,
+                rule: Some("mounted".into()),
+                message: format!("image {} is attached to /dev/{name}, mounted at {}", path.display(), m.target),
+            });
+        }
+        detach_loop(&PathBuf::from("/dev").join(&name)).map_err(failed)?;
+    }
     if !path.exists() {
         let size = entry
             .size
