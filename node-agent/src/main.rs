@@ -25,6 +25,14 @@ fn main() {
 }
 
 fn serve() {
+    // The agent's life is tied to its channel, not to a terminal: a Ctrl-C
+    // meant for the orchestrator (or a hangup) must not kill it before it
+    // has released its mounts. It ends when the channel closes.
+    // SAFETY: setting a signal to SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
     let sha = self_sha256().unwrap_or_else(|e| fail(&format!("cannot hash /proc/self/exe: {e}")));
     // Frames get a private descriptor; fd 1 becomes stderr, so a stray print
     // or a child that inherits stdout can never corrupt the channel.

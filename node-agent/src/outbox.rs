@@ -1,6 +1,6 @@
 //! The agent's only way to speak: frames on the protocol channel.
 
-use benchrig_wire::frame::write_frame;
+use benchrig_wire::frame;
 use benchrig_wire::messages::{AgentError, AgentMsg, ErrorCode, Event, LogLevel, Reply};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,8 +20,15 @@ impl Outbox {
     }
 
     pub fn send(&self, msg: &AgentMsg) {
+        match frame::encode(msg) {
+            Ok(bytes) => self.write(&bytes),
+            Err(e) => eprintln!("benchrig-agent: cannot encode a message: {e}"),
+        }
+    }
+
+    fn write(&self, bytes: &[u8]) {
         let mut w = self.w.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = write_frame(&mut *w, msg) {
+        if let Err(e) = w.write_all(bytes).and_then(|()| w.flush()) {
             // The orchestrator is gone; the reader sees EOF and cleans up.
             if !self.gone.swap(true, Ordering::SeqCst) {
                 eprintln!("benchrig-agent: cannot write to the orchestrator: {e}");
@@ -29,8 +36,21 @@ impl Outbox {
         }
     }
 
+    /// An answer that cannot be encoded (too large, say) becomes an error
+    /// for the same request, so its caller is never left waiting.
     pub fn event(&self, id: u64, event: Event) {
-        self.send(&AgentMsg::Event { id, event });
+        let done = matches!(event, Event::Result { .. } | Event::Error(_));
+        match frame::encode(&AgentMsg::Event { id, event }) {
+            Ok(bytes) => self.write(&bytes),
+            Err(e) if done => self.send(&AgentMsg::Event {
+                id,
+                event: Event::Error(AgentError::new(
+                    ErrorCode::Failed,
+                    format!("the agent could not send its answer: {e}"),
+                )),
+            }),
+            Err(e) => eprintln!("benchrig-agent: dropped an event it could not encode: {e}"),
+        }
     }
 
     pub fn reply(&self, id: u64, reply: Reply) {

@@ -5,18 +5,10 @@
 //! at that moment: it checks again. A refusal names its rule and changes
 //! nothing.
 
-use crate::sysfs::SysView;
+use crate::sysfs::{kernel_name, SysView};
 use benchrig_wire::scratch::ScratchDevice;
-use std::path::Path;
 
-/// A block device as the kernel names it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Device {
-    /// Kernel name (`sdb`, `loop3`, `nvme0n1p2`).
-    pub name: String,
-    pub major: u32,
-    pub minor: u32,
-}
+pub use crate::sysfs::Device;
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -29,32 +21,33 @@ fn refuse(rule: &'static str, message: String) -> Refusal {
     Refusal { rule, message }
 }
 
-/// What the rules need to know about the device's contents; a closure so tests need no disk.
-pub type SignatureProbe<'a> = &'a dyn Fn() -> Result<Option<String>, String>;
+/// What the rules need from the device itself; faked in tests so they need no disk.
+pub trait DeviceProbe {
+    /// The first filesystem, RAID, LVM, LUKS, swap or partition-table signature, if any.
+    fn signature(&self) -> Result<Option<String>, String>;
+    /// Open the device exclusively (O_EXCL) and close it again: the kernel
+    /// refuses while anything claims it, in any mount namespace (a mount, a
+    /// btrfs/md/dm member, swap, a lazily unmounted filesystem).
+    fn exclusive(&self) -> Result<(), String>;
+}
 
 /// Mountpoints whose backing device is never scratch.
 const SYSTEM_MOUNTS: &[&str] = &["/", "/boot", "/boot/efi", "/usr", "/var", "/home"];
 
 /// Apply every rule, in the order a person would want to hear them.
-pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: SignatureProbe) -> Result<(), Refusal> {
+pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn DeviceProbe) -> Result<(), Refusal> {
     // The device and its partitions: a rule that holds for any of them holds for the device.
     let mut family = vec![dev.name.clone()];
     family.extend(view.partitions(&dev.name));
-    let numbers: Vec<(u32, u32)> = family.iter().filter_map(|n| view.dev_numbers(n)).collect();
-    let is_family = |source: &str, major: u32, minor: u32| {
-        numbers.contains(&(major, minor)) || source_names(source).is_some_and(|n| family.contains(&n))
-    };
 
-    let mounts = view.mountinfo();
-    if let Some(m) =
-        mounts.iter().find(|m| SYSTEM_MOUNTS.contains(&m.target.as_str()) && is_family(&m.source, m.major, m.minor))
-    {
+    let mounts = view.mounts_of(&family);
+    if let Some(m) = mounts.iter().find(|m| SYSTEM_MOUNTS.contains(&m.target.as_str())) {
         return Err(refuse("root", format!("{} backs the system mount {} ({})", dev.name, m.target, m.source)));
     }
-    if let Some(m) = mounts.iter().find(|m| is_family(&m.source, m.major, m.minor)) {
+    if let Some(m) = mounts.first() {
         return Err(refuse("mounted", format!("{} is mounted at {} ({})", m.source, m.target, m.fstype)));
     }
-    if let Some(s) = view.swaps().into_iter().find(|s| source_names(s).is_some_and(|n| family.contains(&n))) {
+    if let Some(s) = view.swaps().into_iter().find(|s| kernel_name(s).is_some_and(|n| family.contains(&n))) {
         return Err(refuse("swap", format!("{s} is an active swap area")));
     }
     for member in &family {
@@ -65,6 +58,9 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: Signatu
                 format!("{member} is held by {} (md, dm or LVM uses it)", holders.join(", ")),
             ));
         }
+    }
+    if let Err(e) = probe.exclusive() {
+        return Err(refuse("in_use", format!("{} is in use: {e}", dev.name)));
     }
     if let Some(want) = &entry.serial {
         // A partition's serial is its disk's.
@@ -97,7 +93,7 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: Signatu
                 ),
             ));
         }
-        match probe() {
+        match probe.signature() {
             Ok(None) => {}
             Ok(Some(sig)) => {
                 return Err(refuse(
@@ -114,21 +110,11 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: Signatu
     Ok(())
 }
 
-/// The kernel name behind a `/dev/...` path, following symlinks.
-fn source_names(source: &str) -> Option<String> {
-    let p = Path::new(source);
-    if !p.starts_with("/dev") {
-        return None;
-    }
-    let real = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    Some(real.file_name()?.to_string_lossy().into_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     /// A fake machine: `vda` (root, with vda1 mounted at /), `sdb` blank scratch,
     /// `sdc` with a partition used as swap, `sdd` held by dm-0, `sde` with serial.
@@ -194,9 +180,26 @@ mod tests {
         Device { name: name.into(), major, minor }
     }
 
-    fn blank() -> Result<Option<String>, String> {
-        Ok(None)
+    /// A device as the probes see it: its signature, and whether something claims it.
+    struct Probe {
+        signature: Result<Option<String>, String>,
+        claimed: bool,
     }
+
+    impl DeviceProbe for Probe {
+        fn signature(&self) -> Result<Option<String>, String> {
+            self.signature.clone()
+        }
+        fn exclusive(&self) -> Result<(), String> {
+            if self.claimed {
+                Err("Device or resource busy".into())
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    const BLANK: Probe = Probe { signature: Ok(None), claimed: false };
 
     fn rule(r: Result<(), Refusal>) -> &'static str {
         r.err().map(|e| e.rule).unwrap_or("accepted")
@@ -205,7 +208,7 @@ mod tests {
     #[test]
     fn blank_listed_disk_is_accepted() {
         let f = fake();
-        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &blank)), "accepted");
+        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &BLANK)), "accepted");
     }
 
     #[test]
@@ -213,10 +216,10 @@ mod tests {
         let f = fake();
         let mut e = entry("vda");
         e.wipe = true;
-        let r = check(&f.view, &e, &dev(&f, "vda"), &blank);
+        let r = check(&f.view, &e, &dev(&f, "vda"), &BLANK);
         assert_eq!(rule(r.clone()), "root");
         assert!(r.unwrap_err().message.contains("/dev/vda1"));
-        assert_eq!(rule(check(&f.view, &e, &dev(&f, "vda1"), &blank)), "root");
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "vda1"), &BLANK)), "root");
     }
 
     #[test]
@@ -224,7 +227,7 @@ mod tests {
         let f = fake();
         let mut e = entry("sdf");
         e.wipe = true;
-        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdf"), &blank)), "mounted");
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdf"), &BLANK)), "mounted");
     }
 
     #[test]
@@ -232,7 +235,7 @@ mod tests {
         let f = fake();
         let mut e = entry("sdc");
         e.wipe = true;
-        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdc"), &blank)), "swap");
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdc"), &BLANK)), "swap");
     }
 
     #[test]
@@ -240,7 +243,7 @@ mod tests {
         let f = fake();
         let mut e = entry("sdd");
         e.wipe = true;
-        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdd"), &blank)), "holders");
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdd"), &BLANK)), "holders");
     }
 
     #[test]
@@ -248,21 +251,21 @@ mod tests {
         let f = fake();
         let mut e = entry("sde");
         e.serial = Some("WD-OTHER".into());
-        let r = check(&f.view, &e, &dev(&f, "sde"), &blank);
+        let r = check(&f.view, &e, &dev(&f, "sde"), &BLANK);
         assert_eq!(rule(r.clone()), "serial");
         assert!(r.unwrap_err().message.contains("WD-REAL"));
         e.serial = Some("WD-REAL".into());
-        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sde"), &blank)), "accepted");
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sde"), &BLANK)), "accepted");
         // A device with no serial at all does not match one the inventory expects.
         let mut e = entry("sdb");
         e.serial = Some("X".into());
-        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &blank)), "serial");
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &BLANK)), "serial");
     }
 
     #[test]
     fn signature_needs_wipe() {
         let f = fake();
-        let ext4 = || Ok(Some("ext2/ext3/ext4".to_string()));
+        let ext4 = Probe { signature: Ok(Some("ext2/ext3/ext4".to_string())), claimed: false };
         let mut e = entry("sdb");
         let r = check(&f.view, &e, &dev(&f, "sdb"), &ext4);
         assert_eq!(rule(r.clone()), "signature");
@@ -272,9 +275,20 @@ mod tests {
     }
 
     #[test]
+    fn a_device_claimed_elsewhere_is_refused_even_with_wipe() {
+        // Mounted in another mount namespace, or a member of a btrfs volume: invisible to
+        // mountinfo here, but the kernel will not open it exclusively.
+        let f = fake();
+        let mut e = entry("sdb");
+        e.wipe = true;
+        let claimed = Probe { signature: Ok(None), claimed: true };
+        assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &claimed)), "in_use");
+    }
+
+    #[test]
     fn unreadable_device_is_refused_not_assumed_blank() {
         let f = fake();
-        let broken = || Err("EIO".to_string());
+        let broken = Probe { signature: Err("EIO".to_string()), claimed: false };
         assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &broken)), "signature");
     }
 }

@@ -20,8 +20,6 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-pub const DEFAULT_HEARTBEAT_MS: u64 = 2000;
-
 type CancelFlags = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 
 struct Job {
@@ -104,50 +102,54 @@ pub fn serve<R: Read>(mut input: R, out: Outbox, view: SysView, sha256: String) 
 fn work(rx: mpsc::Receiver<Job>, out: Outbox, view: SysView, agent: AgentInfo, cancels: CancelFlags) {
     let mut st = HostState::new(view);
     for Job { id, request } in rx {
+        if let Request::Shutdown = request {
+            let released = st.release(None).unwrap_or_else(|e| vec![format!("error: {e}")]);
+            out.reply(id, Reply::Bye { released });
+            return;
+        }
         let flag = cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned().unwrap_or_default();
-        match request {
-            Request::Configure(cfg) => {
-                st.work_dir = cfg.work_dir.into();
-                st.scratch = cfg.scratch;
-                match std::fs::create_dir_all(&st.work_dir) {
-                    Ok(()) => out.reply(id, Reply::Configured),
-                    Err(e) => out.error(
-                        id,
-                        AgentError::new(ErrorCode::Failed, format!("cannot create {}: {e}", st.work_dir.display())),
-                    ),
-                }
-            }
-            Request::Facts => out.reply(id, Reply::Facts(Box::new(facts::gather(&st.view, agent.clone())))),
-            Request::Run(step) => {
-                let ctx = StepCtx::new(id, &out, &flag);
-                // A bug in one workload must not skip the cleanup below.
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    actions::run(&step.action, &mut st, &ctx)
-                }))
-                .unwrap_or_else(|p| {
-                    let what =
-                        p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-                    Err(AgentError::new(
-                        ErrorCode::Failed,
-                        format!("agent bug: panic in {}: {}", step.action.name(), what.unwrap_or_default()),
-                    ))
-                });
-                match result {
-                    Ok(output) => out.reply(id, Reply::Step(output)),
-                    Err(e) => out.error(id, e),
-                }
-            }
-            Request::Shutdown => {
-                let released = st.release(None).unwrap_or_else(|e| vec![format!("error: {e}")]);
-                out.reply(id, Reply::Bye { released });
-                return;
-            }
-            Request::Ping | Request::Cancel { .. } => {}
+        // A bug in one request must not skip the cleanup below, nor leave its caller waiting.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handle(request, id, &mut st, &out, &flag, &agent)
+        }))
+        .unwrap_or_else(|p| {
+            let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+            Err(AgentError::new(ErrorCode::Failed, format!("agent bug: panic: {}", what.unwrap_or_default())))
+        });
+        match result {
+            Ok(reply) => out.reply(id, reply),
+            Err(e) => out.error(id, e),
         }
         cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     }
     if let Err(e) = st.release(None) {
         eprintln!("benchrig-agent: cleanup incomplete: {e}");
+    }
+}
+
+fn handle(
+    request: Request,
+    id: u64,
+    st: &mut HostState,
+    out: &Outbox,
+    cancel: &AtomicBool,
+    agent: &AgentInfo,
+) -> Result<Reply, AgentError> {
+    match request {
+        Request::Configure(cfg) => {
+            st.work_dir = cfg.work_dir.into();
+            st.scratch = cfg.scratch;
+            std::fs::create_dir_all(&st.work_dir).map_err(|e| {
+                AgentError::new(ErrorCode::Failed, format!("cannot create {}: {e}", st.work_dir.display()))
+            })?;
+            Ok(Reply::Configured)
+        }
+        Request::Facts => Ok(Reply::Facts(Box::new(facts::gather(&st.view, agent.clone())))),
+        Request::Run(step) => actions::run(&step.action, st, &StepCtx::new(id, out, cancel)).map(Reply::Step),
+        // Answered by the reader thread; never queued.
+        Request::Ping | Request::Cancel { .. } | Request::Shutdown => {
+            Err(AgentError::new(ErrorCode::BadRequest, "not a worker request"))
+        }
     }
 }
 
@@ -160,7 +162,7 @@ struct Heartbeat {
 
 impl Heartbeat {
     fn start(out: Outbox) -> Self {
-        let interval_ms = Arc::new(AtomicU64::new(DEFAULT_HEARTBEAT_MS));
+        let interval_ms = Arc::new(AtomicU64::new(benchrig_wire::messages::HEARTBEAT_MS));
         let stop = Arc::new(AtomicBool::new(false));
         let handle = {
             let (interval_ms, stop) = (interval_ms.clone(), stop.clone());

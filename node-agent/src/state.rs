@@ -75,66 +75,107 @@ impl HostState {
         self.work_dir.join("mnt").join(scratch)
     }
 
-    /// Undo what was set up for one scratch (or all), newest first.
-    /// Returns what was released; the first error after trying everything.
+    /// Undo what was set up for one scratch (or all), newest first. What
+    /// cannot be undone stays listed, so shutdown tries it again; the error
+    /// says what failed.
     pub fn release(&mut self, name: Option<&str>) -> Result<Vec<String>, String> {
         let mut released = Vec::new();
-        let mut first_err = None;
+        let mut errors = Vec::new();
         let mut keep = Vec::new();
-        while let Some(m) = self.mounted.pop() {
+        while let Some(mut m) = self.mounted.pop() {
             if name.is_some_and(|n| n != m.scratch) {
                 keep.push(m);
                 continue;
             }
-            match release_one(&m) {
+            match release_one(&mut m) {
                 Ok(()) => released.push(format!("{} ({})", m.scratch, m.mountpoint.display())),
                 Err(e) => {
-                    first_err.get_or_insert(e);
+                    errors.push(e);
+                    keep.push(m);
                 }
             }
         }
         keep.reverse();
         self.mounted = keep;
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(released),
+        if errors.is_empty() {
+            Ok(released)
+        } else {
+            Err(errors.join("; "))
         }
     }
 }
 
-fn release_one(m: &Mounted) -> Result<(), String> {
+/// Each part on its own, marking what is done, so a retry does only the rest.
+fn release_one(m: &mut Mounted) -> Result<(), String> {
+    let mut errors = Vec::new();
     if m.mounted_by_us {
-        unmount(&m.mountpoint)?;
-        let _ = std::fs::remove_dir(&m.mountpoint);
+        let r = unmount(&m.mountpoint);
+        if !matches!(r, Err(Unmount::Busy(_))) {
+            // Unmounted, or detached lazily: either way no longer in the tree.
+            m.mounted_by_us = false;
+            let _ = std::fs::remove_dir(&m.mountpoint);
+        }
+        if let Err(e) = r {
+            errors.push(e.to_string());
+        }
     }
     if m.created_dir {
-        std::fs::remove_dir_all(&m.mountpoint).map_err(|e| format!("cannot remove {}: {e}", m.mountpoint.display()))?;
+        match std::fs::remove_dir_all(&m.mountpoint) {
+            Ok(()) => m.created_dir = false,
+            Err(e) => errors.push(format!("cannot remove {}: {e}", m.mountpoint.display())),
+        }
     }
-    if let Some(dev) = &m.loop_device {
-        detach_loop(dev)?;
+    if let (Some(dev), false) = (&m.loop_device, m.mounted_by_us) {
+        match detach_loop(dev) {
+            Ok(()) => m.loop_device = None,
+            Err(e) => errors.push(e),
+        }
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
-/// Unmount, waiting a little for a filesystem that is briefly busy
-/// (a child that has not quite exited); lazily as a last resort so teardown
-/// never leaves a mount behind.
-pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+#[derive(Debug)]
+pub enum Unmount {
+    /// Still mounted.
+    Busy(String),
+    /// Detached from the tree but alive until its last user goes: not clean.
+    Lazy(String),
+}
+
+impl std::fmt::Display for Unmount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unmount::Busy(m) | Unmount::Lazy(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Unmount, waiting a little for a filesystem that is briefly busy (a child
+/// that has not quite exited). As a last resort detach it lazily, so no
+/// mount stays in the tree, but report that: the filesystem lives on until
+/// its last user goes, and the device stays claimed (the next mkfs's
+/// exclusive-open check sees it).
+pub fn unmount(mountpoint: &Path) -> Result<(), Unmount> {
     use rustix::mount::{unmount, UnmountFlags};
-    let mut last = None;
     for _ in 0..20 {
         match unmount(mountpoint, UnmountFlags::empty()) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOENT) => return Ok(()), // not mounted
-            Err(rustix::io::Errno::BUSY) => {
-                last = Some(rustix::io::Errno::BUSY);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => return Err(format!("cannot unmount {}: {e}", mountpoint.display())),
+            Err(rustix::io::Errno::BUSY) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => return Err(Unmount::Busy(format!("cannot unmount {}: {e}", mountpoint.display()))),
         }
     }
-    unmount(mountpoint, UnmountFlags::DETACH)
-        .map_err(|e| format!("cannot unmount {} ({:?}, then {e})", mountpoint.display(), last))
+    match unmount(mountpoint, UnmountFlags::DETACH) {
+        Ok(()) => Err(Unmount::Lazy(format!(
+            "{} stayed busy for 2 s and was detached lazily; its filesystem lives until the last user exits",
+            mountpoint.display()
+        ))),
+        Err(e) => Err(Unmount::Busy(format!("cannot unmount {}: busy, then {e}", mountpoint.display()))),
+    }
 }
 
 pub fn detach_loop(dev: &Path) -> Result<(), String> {

@@ -82,7 +82,8 @@ impl SysView {
     /// The device's serial number as the kernel or udev knows it.
     pub fn serial(&self, name: &str) -> Option<String> {
         let dev = self.class_block(name).join("device");
-        if let Some(s) = self.read(&dev.join("serial")) {
+        // SCSI/ATA put it under device/, virtio-blk beside it.
+        if let Some(s) = self.read(&dev.join("serial")).or_else(|| self.read(&self.class_block(name).join("serial"))) {
             return Some(s);
         }
         if let Some(s) = fs::read(dev.join("vpd_pg80")).ok().and_then(|b| vpd_pg80_serial(&b)) {
@@ -113,13 +114,32 @@ impl SysView {
         loops
     }
 
-    /// Where a device (by kernel name) is mounted, if anywhere in this mount namespace.
-    pub fn mount_of(&self, name: &str) -> Option<MountEntry> {
-        let numbers = self.dev_numbers(name);
-        self.mountinfo().into_iter().find(|m| {
-            Some((m.major, m.minor)) == numbers
-                || Path::new(&m.source).file_name().is_some_and(|n| n == name) && m.source.starts_with("/dev/")
-        })
+    /// Mounts in this namespace whose device is one of `names` (kernel
+    /// names), by device number or by the source path (btrfs shows an
+    /// anonymous device number, but its source names the device).
+    pub fn mounts_of(&self, names: &[String]) -> Vec<MountEntry> {
+        let numbers: Vec<(u32, u32)> = names.iter().filter_map(|n| self.dev_numbers(n)).collect();
+        self.mountinfo()
+            .into_iter()
+            .filter(|m| {
+                numbers.contains(&(m.major, m.minor)) || kernel_name(&m.source).is_some_and(|n| names.contains(&n))
+            })
+            .collect()
+    }
+
+    /// The block device behind a path (symlinks followed): its kernel name and numbers.
+    pub fn resolve_block(&self, path: &Path) -> Result<(Device, PathBuf), String> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let real = path.canonicalize().map_err(|e| format!("{}: {e}", path.display()))?;
+        let meta = fs::metadata(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+        if !meta.file_type().is_block_device() {
+            return Err(format!("{} is not a block device", real.display()));
+        }
+        let (major, minor) = (rustix::fs::major(meta.rdev()), rustix::fs::minor(meta.rdev()));
+        let link = fs::read_link(self.sys.join(format!("dev/block/{major}:{minor}")))
+            .map_err(|e| format!("{} has no sysfs entry: {e}", real.display()))?;
+        let name = link.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Ok((Device { name, major, minor }, real))
     }
 
     /// Kernel name of the device a path's filesystem lives on, for I/O counters.
@@ -141,6 +161,25 @@ impl SysView {
         let link = fs::read_link(self.sys.join(format!("dev/block/{}:{}", m.major, m.minor))).ok()?;
         Some(link.file_name()?.to_string_lossy().into_owned())
     }
+}
+
+/// A block device as the kernel names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Device {
+    /// Kernel name (`sdb`, `loop3`, `nvme0n1p2`).
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// The kernel name behind a `/dev/...` path, following symlinks.
+pub fn kernel_name(source: &str) -> Option<String> {
+    let p = Path::new(source);
+    if !p.starts_with("/dev") {
+        return None;
+    }
+    let real = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    Some(real.file_name()?.to_string_lossy().into_owned())
 }
 
 /// One line of `/proc/self/mountinfo`.

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-pub const HEARTBEAT_MS: u64 = 2000;
+pub use benchrig_wire::messages::HEARTBEAT_MS;
 /// An agent silent this long (no frame, no heartbeat) is considered gone.
 /// Generous: a 12%-of-a-core host under load still beats every 2 s.
 pub const SILENCE_LIMIT: Duration = Duration::from_secs(30);
@@ -41,7 +41,6 @@ pub struct AgentClient {
     routes: Arc<Mutex<Routes>>,
     next_id: AtomicU64,
     pub hello: Hello,
-    last_seen: Arc<Mutex<Instant>>,
     tasks: Vec<JoinHandle<()>>,
     // In a mutex only to make the client Sync; taken once at shutdown.
     exit: Mutex<Option<Box<dyn crate::transport::ProcessExit>>>,
@@ -82,7 +81,6 @@ impl AgentClient {
             routes,
             next_id: AtomicU64::new(1),
             hello,
-            last_seen,
             tasks: vec![reader, watchdog, stderr_task],
             exit: Mutex::new(Some(exit)),
         })
@@ -91,10 +89,6 @@ impl AgentClient {
     /// Why the session is over, if it is.
     pub fn lost(&self) -> Option<String> {
         self.routes.lock().unwrap_or_else(|e| e.into_inner()).closed.clone()
-    }
-
-    pub fn since_last_frame(&self) -> Duration {
-        self.last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed()
     }
 
     async fn send(&self, id: u64, request: Request) -> Result<(), RequestError> {
@@ -130,10 +124,15 @@ impl AgentClient {
                 Some(c) => tokio::select! {
                     ev = rx.recv() => ev,
                     changed = c.changed() => {
-                        if changed.is_err() || *c.borrow() {
-                            cancel_sent = true;
-                            let cid = self.next_id.fetch_add(1, Ordering::SeqCst);
-                            self.send(cid, Request::Cancel { target: id }).await?;
+                        match changed {
+                            Ok(()) if *c.borrow() => {
+                                cancel_sent = true;
+                                let cid = self.next_id.fetch_add(1, Ordering::SeqCst);
+                                self.send(cid, Request::Cancel { target: id }).await?;
+                            }
+                            Ok(()) => {}
+                            // Nobody can cancel any more: stop watching, do not cancel.
+                            Err(_) => cancel = None,
                         }
                         continue;
                     }

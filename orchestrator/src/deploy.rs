@@ -174,9 +174,14 @@ pub async fn ensure_agent(t: &dyn Transport, builds: &AgentBuilds, remote_dir: &
         let bytes = std::fs::read(&build.path)
             .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", build.path.display())))?;
         let q = sh_quote(&dir);
+        // A dropped connection gives `cat` a clean EOF: check the size
+        // before the file gets its content-addressed name.
         let script = format!(
-            "set -e; umask 077; mkdir -p {q}; t={q}/.benchrig-agent-{sha}.$$; cat > \"$t\"; chmod 755 \"$t\"; mv -f \"$t\" {final_}",
+            "set -e; umask 077; mkdir -p {q}; t={q}/.benchrig-agent-{sha}.$$; cat > \"$t\"; \
+             n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
+             chmod 755 \"$t\"; mv -f \"$t\" {final_}",
             sha = build.sha256,
+            len = bytes.len(),
             final_ = sh_quote(&remote_path)
         );
         let out = t.exec(&script, Some(bytes)).await?;
@@ -185,6 +190,12 @@ pub async fn ensure_agent(t: &dyn Transport, builds: &AgentBuilds, remote_dir: &
         }
     }
     Ok(Deployed { arch, home, remote_dir: dir, remote_path, build, uploaded })
+}
+
+/// Remove an agent whose content is not what its name says, so the next
+/// session uploads it again instead of failing the same way forever.
+pub async fn discard_agent(t: &dyn Transport, d: &Deployed) {
+    let _ = t.exec(&format!("rm -f {}", sh_quote(&d.remote_path)), None).await;
 }
 
 /// Start the deployed agent, through `sudo -n` when the host asks to become another user.

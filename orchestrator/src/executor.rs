@@ -8,7 +8,7 @@ use crate::planner::{Cell, PlannedStep};
 use crate::reporter::Reporter;
 use crate::store::{StepRef, Store};
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
-use benchrig_wire::steps::StepOutput;
+use benchrig_wire::steps::{Action, StepOutput, UnmountArgs};
 use tokio::sync::watch;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -99,7 +99,10 @@ impl CellRunner<'_> {
         }
         let mut outcome = self.setup_and_measure(cell, cell_id).await;
         if !matches!(outcome, CellOutcome::HostLost(_)) {
-            for (i, s) in cell.teardown.iter().enumerate() {
+            // Whatever the play's teardown forgot, the next cell starts on a fresh filesystem.
+            let release_all =
+                PlannedStep { name: "release".into(), action: Action::Unmount(UnmountArgs { device: None }) };
+            for (i, s) in cell.teardown.iter().chain(std::iter::once(&release_all)).enumerate() {
                 match self.step(cell, s, false).await {
                     Ok(out) => {
                         let _ = self.store.add_cell_info(cell_id, &format!("teardown[{i}] {}", s.name), &out.info);

@@ -7,7 +7,8 @@ use crate::inventory::Vars;
 use crate::planner::scratch_devices;
 use crate::transport::{self, ConnectionSpec, Transport, TransportError};
 use benchrig_wire::facts::Facts;
-use benchrig_wire::messages::{Reply, Request, SessionConfig};
+use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
+use benchrig_wire::steps::{Action, NoArgs};
 use std::time::{Duration, Instant};
 
 pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
@@ -63,7 +64,15 @@ impl HostSession {
             let deployed = deploy::ensure_agent(transport.as_ref(), builds, remote_dir).await?;
             tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
             let proc = deploy::start_agent(transport.as_ref(), &deployed, spec.become_user.as_deref()).await?;
-            let agent = AgentClient::handshake(proc, name, &deployed.build.sha256).await.map_err(HostError::Failed)?;
+            let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256).await {
+                Ok(a) => a,
+                Err(e) => {
+                    if e.contains("sha256") {
+                        deploy::discard_agent(transport.as_ref(), &deployed).await;
+                    }
+                    return Err(HostError::Failed(e));
+                }
+            };
             let config = SessionConfig {
                 work_dir: format!("{}/work", deployed.remote_dir),
                 scratch,
@@ -90,6 +99,38 @@ impl HostSession {
 
     pub fn describe(&self) -> String {
         self.transport.describe()
+    }
+
+    /// Undo what earlier sessions left on the host (mounts under the work
+    /// dir, loop devices of benchrig images, dead per-cell directories); a
+    /// summary of what was removed.
+    pub async fn cleanup(&self) -> Result<String, HostError> {
+        let req = Request::Run(StepRequest {
+            cell: "cleanup".into(),
+            name: "cleanup".into(),
+            action: Action::Cleanup(NoArgs {}),
+        });
+        match self.agent.request(req, None, |_| {}).await? {
+            Reply::Step(out) => {
+                let items: Vec<String> = out
+                    .info
+                    .iter()
+                    .flat_map(|(kind, v)| {
+                        v.as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(move |i| format!("{kind} {}", i.as_str().unwrap_or_default()))
+                    })
+                    .collect();
+                Ok(if items.is_empty() { "nothing".into() } else { items.join(", ") })
+            }
+            other => Err(HostError::Failed(format!("unexpected answer to cleanup: {other:?}"))),
+        }
+    }
+
+    /// Drop a session whose agent is gone, without waiting for it.
+    pub async fn abandon(self) {
+        self.transport.close().await;
     }
 
     /// Let the agent release what it set up, then drop the connection.

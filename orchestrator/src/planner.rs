@@ -63,6 +63,14 @@ pub fn scratch_devices(host: &str, vars: &Vars) -> Result<Vec<ScratchDevice>, St
     let devices: Vec<ScratchDevice> =
         serde_json::from_value(list.clone()).map_err(|e| format!("host `{host}`: scratch_devices: {e}"))?;
     for (i, d) in devices.iter().enumerate() {
+        // The name becomes a mount point's last component on the host.
+        let good = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+        if d.name.is_empty() || d.name.starts_with('.') || !d.name.chars().all(good) {
+            return Err(format!(
+                "host `{host}`: scratch_devices: name `{}` must be letters, digits, `.`, `_` or `-` (not starting with `.`)",
+                d.name
+            ));
+        }
         if devices[..i].iter().any(|o| o.name == d.name) {
             return Err(format!("host `{host}`: scratch_devices: the name `{}` is used twice", d.name));
         }
@@ -98,7 +106,9 @@ pub fn host_context(play: &Play, input: &HostInput, t: &Templates) -> Result<Jso
 
 pub fn plan_play(play: &Play, play_index: usize, input: &HostInput, t: &Templates) -> Result<Vec<Cell>, ConfigError> {
     let vars = input.inventory.host_vars(input.host);
-    let scratch = scratch_devices(input.host, &vars).map_err(|e| ConfigError::at(&play.loc, e))?;
+    // An inventory problem, not the playbook's: no playbook location.
+    let scratch =
+        scratch_devices(input.host, &vars).map_err(|e| ConfigError::file(&input.inventory.sources.join(", "), e))?;
     let ctx = host_context(play, input, t)?;
 
     let axes = play
@@ -176,7 +186,16 @@ fn build_action(
     let err = |m: String| ConfigError::at(&s.loc, m);
     let args = t.render(&s.args.to_json(), ctx).map_err(err)?;
     if s.action != "filesystem" {
-        let action = Action::from_parts(&s.action, args).map_err(|e| err(format!("`{}`: {e}", s.action)))?;
+        let action = Action::from_parts(&s.action, args.clone()).map_err(|e| {
+            // Point at the argument serde complains about, not just the step.
+            let field = arg_in_error(&s.action, &args);
+            let node = field.as_deref().and_then(|f| s.args.get(f));
+            let msg = format!("`{}`: {e}", s.action);
+            match node {
+                Some(n) => n.error(msg),
+                None => err(msg),
+            }
+        })?;
         return Ok((action, None));
     }
     let text = |key: &str| -> Result<String, ConfigError> {
@@ -204,6 +223,14 @@ fn build_action(
     })?;
     let why = unsupported_reason(entry, &profile, input);
     Ok((Action::Filesystem(FilesystemArgs { device, profile }), why))
+}
+
+/// Which argument of an action fails to deserialize, if one does.
+fn arg_in_error(action: &str, args: &Json) -> Option<String> {
+    let value = json!({ "action": action, "args": args });
+    let err = serde_path_to_error::deserialize::<_, Action>(value).err()?;
+    let path = err.path().to_string();
+    path.strip_prefix("args.").map(|f| f.split(['.', '[']).next().unwrap_or(f).to_string())
 }
 
 fn resolve_profile(name: &str, overrides: &[FsProfile]) -> Option<FsProfile> {
@@ -324,6 +351,8 @@ mod tests {
         assert!(e.message.contains("undefined variable `sise`"), "{e}");
         let e = plan(&PB.replace("{size: \"{{ size }}\"", "{size: \"lots\""), Vars::new(), None).unwrap_err();
         assert!(e.message.contains("`lots` is not a size"), "{e}");
+        // The error points at the argument, not only at the step.
+        assert_eq!((e.line, e.col), (13, 25), "{e}");
     }
 
     #[test]
@@ -338,5 +367,9 @@ mod tests {
         assert!(scratch_devices("h", &v).unwrap_err().contains("used twice"));
         v.insert("scratch_devices".into(), json!([{"path": "sdb", "name": "a"}]));
         assert!(scratch_devices("h", &v).unwrap_err().contains("absolute"));
+        for bad in ["../../etc", ".hidden", "a/b", ""] {
+            v.insert("scratch_devices".into(), json!([{"path": "/dev/sdb", "name": bad}]));
+            assert!(scratch_devices("h", &v).unwrap_err().contains("must be letters"), "{bad}");
+        }
     }
 }

@@ -24,6 +24,19 @@ pub mod exit {
     pub const CELL_FAILED: i32 = 2;
     pub const UNREACHABLE: i32 = 4;
     pub const INTERRUPTED: i32 = 130;
+
+    /// The run's status word and exit code; the more serious wins.
+    pub fn outcome(interrupted: bool, unreachable: bool, failed: bool) -> (&'static str, i32) {
+        if interrupted {
+            ("interrupted", INTERRUPTED)
+        } else if unreachable {
+            ("unreachable", UNREACHABLE)
+        } else if failed {
+            ("failed", CELL_FAILED)
+        } else {
+            ("ok", OK)
+        }
+    }
 }
 
 pub struct RunOptions {
@@ -84,9 +97,10 @@ pub fn check(
     Ok(Checked { playbook: pb, inventory: inv, hosts })
 }
 
-/// A template error that only says "facts are not known yet".
+/// A template error that only says "facts are not known yet": the variable
+/// it names is `facts` or under it (`facts_size` is a typo, not that).
 pub fn needs_facts(message: &str) -> bool {
-    message.contains("`facts")
+    message.contains("`facts`") || message.contains("`facts.")
 }
 
 struct Shared {
@@ -177,15 +191,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     let interrupted = *cancel_rx.borrow() || outcomes.contains(&HostOutcome::Interrupted);
     let cells = store.cells(run)?;
     let any_failed = outcomes.contains(&HostOutcome::Failed) || cells.iter().any(|c| c.status == "failed");
-    let (status, exit_code) = if interrupted {
-        ("interrupted", exit::INTERRUPTED)
-    } else if outcomes.contains(&HostOutcome::Unreachable) {
-        ("unreachable", exit::UNREACHABLE)
-    } else if any_failed {
-        ("failed", exit::CELL_FAILED)
-    } else {
-        ("ok", exit::OK)
-    };
+    let (status, exit_code) = exit::outcome(interrupted, outcomes.contains(&HostOutcome::Unreachable), any_failed);
     store.finish_run(run, status)?;
     Ok(RunResult { run, status, exit_code, table: crate::summary::render(&store, run)? })
 }
@@ -278,12 +284,21 @@ async fn run_host(host: String, plays: Vec<usize>, sh: Arc<Shared>) -> HostOutco
                     r.line(&host, format!("  failed: {why}"));
                 }
                 CellOutcome::HostLost(why) => {
+                    failed = true;
+                    if *sh.cancel.borrow() {
+                        lost = Some(why.clone());
+                        continue;
+                    }
                     r.line(&host, format!("  lost the host: {why}; reconnecting once"));
                     match HostSession::open(&host, &vars, &sh.builds).await {
-                        Ok(s) => {
-                            r.line(&host, "  reconnected");
-                            failed = true;
-                            session = s;
+                        Ok(fresh) => {
+                            std::mem::replace(&mut session, fresh).abandon().await;
+                            // The old agent may have died holding mounts and loop
+                            // devices; the new one does not know them: clean up.
+                            match session.cleanup().await {
+                                Ok(done) => r.line(&host, format!("  reconnected; cleaned up {done}")),
+                                Err(e) => r.line(&host, format!("  reconnected; cleanup failed: {e}")),
+                            }
                         }
                         Err(e) => {
                             r.line(&host, format!("  unreachable: {e}"));
@@ -295,6 +310,7 @@ async fn run_host(host: String, plays: Vec<usize>, sh: Arc<Shared>) -> HostOutco
         }
     }
     let outcome = if lost.is_some() {
+        session.abandon().await;
         HostOutcome::Unreachable
     } else {
         if let Err(e) = session.close().await {

@@ -269,32 +269,21 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
     assert_eq!(sh(&format!("losetup -j {} | wc -l", img.display())), "0");
 }
 
-#[test]
-#[ignore = "needs the simulated lab (ci/test.sh)"]
-fn ctrl_c_tears_down_and_leaves_no_mount_or_agent_behind() {
-    let b = Bench::new();
-    let inv = lab_inventory();
-    let pb = repo().join("playbooks/quickstart.yml");
+/// Start a run in its own process group, wait until a cell is running, then
+/// Ctrl-C the group as a terminal would (agents started locally get it too).
+fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) {
+    use std::os::unix::process::CommandExt;
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
-        .args([
-            "run",
-            pb.to_str().unwrap(),
-            "-i",
-            inv.to_str().unwrap(),
-            "-l",
-            "fast1",
-            "-e",
-            "size=512M",
-            "--name",
-            "int",
-        ])
+        .args(args)
+        .args(["--name", "int"])
         .env("BENCHRIG_DB", b.db())
+        .envs(envs.iter().map(|(k, v)| (*k, *v)))
         .current_dir(b.dir.path())
+        .process_group(0)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Interrupt while a cell is running (its filesystem mounted).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         assert!(std::time::Instant::now() < deadline, "no cell started running");
@@ -305,7 +294,7 @@ fn ctrl_c_tears_down_and_leaves_no_mount_or_agent_behind() {
         }
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
-    sh(&format!("kill -INT {}", child.id()));
+    sh(&format!("kill -INT -{}", child.id()));
     let out = child.wait_with_output().unwrap();
     eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(130));
@@ -314,15 +303,41 @@ fn ctrl_c_tears_down_and_leaves_no_mount_or_agent_behind() {
     assert_eq!(run.status, "interrupted");
     let cells = s.cells(run.id).unwrap();
     assert!(cells.iter().all(|c| c.status != "running" && c.status != "pending"), "{cells:?}");
-    assert!(cells.iter().any(|c| c.status == "skipped" && c.reason.as_deref() == Some("interrupted")));
+    assert!(cells.iter().any(|c| c.status == "skipped" && c.reason.as_deref() == Some("interrupted")), "{cells:?}");
+    // No agent process anywhere on the machine (the lab shares one PID space).
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(sh("pgrep -c -f 'benchrig-agent-[0-9a-f]{64} serve' || true"), "0", "an agent was left running");
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("playbooks/quickstart.yml");
+    interrupt_a_run(
+        &b,
+        &["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "-l", "fast1", "-e", "size=512M"],
+        &[],
+    );
     assert_eq!(
         lab(&["ssh", "fast1", "grep -c benchrig/work/mnt /proc/mounts || true"]),
         "0",
         "a mount was left behind"
     );
-    // No agent process anywhere on the machine (the lab shares one PID space).
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    assert_eq!(sh("pgrep -c -f 'benchrig-agent-[0-9a-f]{64} serve' || true"), "0", "an agent was left running");
+}
+
+#[test]
+#[ignore = "needs root for the loop-backed default"]
+fn ctrl_c_on_this_machine_detaches_the_image_and_unmounts() {
+    let b = Bench::new();
+    let home = b.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pb = repo().join("playbooks/quickstart.yml");
+    interrupt_a_run(&b, &["run", pb.to_str().unwrap(), "-e", "size=1G"], &[("HOME", &home)]);
+    let img = home.join(".cache/benchrig/scratch0.img");
+    assert_eq!(sh(&format!("losetup -j {} | wc -l", img.display())), "0", "the image is still attached");
+    assert_eq!(sh(&format!("grep -c {} /proc/mounts || true", home.display())), "0", "a mount was left behind");
 }
 
 #[test]

@@ -11,6 +11,9 @@ use crate::scratch::ScratchDevice;
 use crate::steps::{Action, StepOutput};
 use serde::{Deserialize, Serialize};
 
+/// How often an agent beats unless `Configure` says otherwise.
+pub const HEARTBEAT_MS: u64 = 2000;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     pub protocol: u32,

@@ -19,7 +19,7 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
     targets.dedup();
     let mut unmounted = Vec::new();
     for t in &targets {
-        unmount(t.as_ref()).map_err(failed)?;
+        unmount(t.as_ref()).map_err(|e| failed(e.to_string()))?;
         let _ = std::fs::remove_dir(t);
         unmounted.push(t.clone());
     }

@@ -5,7 +5,7 @@
 
 use super::{expand_home, failed, unsupported};
 use crate::outbox::StepCtx;
-use crate::safety::{self, Device};
+use crate::safety::{self, DeviceProbe};
 use crate::state::{detach_loop, HostState, Mounted};
 use crate::{cmd, facts, signature, tools};
 use benchrig_wire::messages::{AgentError, ErrorCode, LogLevel};
@@ -14,7 +14,6 @@ use benchrig_wire::steps::{FilesystemArgs, FsProfile, StepOutput};
 use serde_json::json;
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -68,12 +67,15 @@ fn format_and_mount(
     st: &mut HostState,
     ctx: &StepCtx,
 ) -> Result<StepOutput, AgentError> {
-    let (dev, real_path) = resolve_block_device(dev_path)?;
+    let (dev, real_path) = st.view.resolve_block(dev_path).map_err(|m| AgentError {
+        code: ErrorCode::Refused,
+        rule: Some("not_block_device".into()),
+        message: format!("{} ({}): {m}", entry.name, entry.path),
+    })?;
     let mut rules_entry = entry.clone();
-    // An image is benchrig's own file: its old filesystem is ours to overwrite.
-    rules_entry.wipe |= entry.kind == ScratchKind::Image;
-    let probe = || probe_signature(&real_path);
-    safety::check(&st.view, &rules_entry, &dev, &probe).map_err(|r| AgentError {
+    // An image benchrig created is its own: its old filesystem is ours to overwrite.
+    rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
+    safety::check(&st.view, &rules_entry, &dev, &RealDevice(&real_path)).map_err(|r| AgentError {
         code: ErrorCode::Refused,
         rule: Some(r.rule.to_string()),
         message: format!("{} ({}): {}", entry.name, entry.path, r.message),
@@ -99,7 +101,8 @@ fn format_and_mount(
     let out = cmd::run(&mount_argv).map_err(failed)?;
     if !out.ok() {
         let reason = out.reason();
-        return Err(if reason.contains("unknown filesystem type") || reason.contains("bad option") {
+        // Only the kernel lacking the filesystem is "unsupported"; a bad option is a mistake to fix.
+        return Err(if reason.contains("unknown filesystem type") {
             unsupported(format!("mount -t {fstype} refused: {reason}"))
         } else {
             failed(format!("`{}` failed: {reason}", mount_argv.join(" ")))
@@ -119,6 +122,10 @@ fn format_and_mount(
     info.insert("scratch".into(), entry.name.clone().into());
     info.insert("device".into(), real_path.to_string_lossy().into_owned().into());
     info.insert("device_facts".into(), json!(facts::block_device(&st.view, &dev.name)));
+    // A partition has no model, queue or scheduler of its own: record its disk's.
+    if let Some(disk) = st.view.is_partition(&dev.name).then(|| st.view.parent_disk(&dev.name)).flatten() {
+        info.insert("disk_facts".into(), json!(facts::block_device(&st.view, &disk)));
+    }
     info.insert("mountpoint".into(), mountpoint.to_string_lossy().into_owned().into());
     info.insert("profile".into(), profile.name.clone().into());
     info.insert("fstype".into(), fstype.into());
@@ -174,77 +181,106 @@ fn kernel_supports(st: &HostState, fstype: &str) -> Result<(), AgentError> {
     Err(unsupported(format!("the kernel ({}) has no {fstype} support", facts::kernel_release())))
 }
 
-/// Create the image (sparse) if needed and attach it to a free loop device.
-/// A loop device still attached to it (a session that died) is detached
-/// first, unless it is mounted: two loop devices on one image would let two
-/// filesystems write the same file.
+/// Beside an image benchrig created: proof that formatting over it destroys nothing of anyone's.
+fn image_marker(image: &Path) -> PathBuf {
+    let mut name = image.file_name().unwrap_or_default().to_os_string();
+    name.push(".benchrig");
+    image.with_file_name(name)
+}
+
+/// Create the image (sparse, with its marker) if needed and attach it to a
+/// free loop device. A loop device still attached to it (a session that
+/// died) is detached first, unless something still uses it: two loop devices
+/// on one image would let two filesystems write the same file.
 fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
     let path = expand_home(&entry.path);
-    let real = path.canonicalize().unwrap_or_else(|_| path.clone());
-    for name in st.view.loops_backed_by(&real) {
-        if let Some(m) = st.view.mount_of(&name) {
+    match std::fs::metadata(&path) {
+        Ok(m) if !m.is_file() => {
             return Err(AgentError {
                 code: ErrorCode::Refused,
-                rule: Some("mounted".into()),
-                message: format!("image {} is attached to /dev/{name}, mounted at {}", path.display(), m.target),
+                rule: Some("not_an_image".into()),
+                message: format!("{} is not a regular file; a `kind: image` scratch must be one", path.display()),
+            })
+        }
+        Ok(_) => {}
+        Err(_) => {
+            let size = entry.size.ok_or_else(|| {
+                failed(format!("image {} does not exist and the entry has no `size`", path.display()))
+            })?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
+            }
+            let f = File::create(&path).map_err(|e| failed(format!("create {}: {e}", path.display())))?;
+            f.set_len(size.0).map_err(|e| failed(format!("size {}: {e}", path.display())))?;
+            File::create(image_marker(&path))
+                .map_err(|e| failed(format!("create marker beside {}: {e}", path.display())))?;
+        }
+    }
+    let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+    for name in st.view.loops_backed_by(&real) {
+        let dev = PathBuf::from("/dev").join(&name);
+        let busy = st
+            .view
+            .mounts_of(std::slice::from_ref(&name))
+            .into_iter()
+            .next()
+            .map(|m| format!("mounted at {}", m.target));
+        if let Some(why) = busy.or_else(|| RealDevice(&dev).exclusive().err()) {
+            return Err(AgentError {
+                code: ErrorCode::Refused,
+                rule: Some("in_use".into()),
+                message: format!("image {} is attached to {} and in use: {why}", path.display(), dev.display()),
             });
         }
-        detach_loop(&PathBuf::from("/dev").join(&name)).map_err(failed)?;
-    }
-    if !path.exists() {
-        let size = entry
-            .size
-            .ok_or_else(|| failed(format!("image {} does not exist and the entry has no `size`", path.display())))?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
-        }
-        let f = File::create(&path).map_err(|e| failed(format!("create {}: {e}", path.display())))?;
-        f.set_len(size.0).map_err(|e| failed(format!("size {}: {e}", path.display())))?;
+        detach_loop(&dev).map_err(failed)?;
     }
     let p = path.to_string_lossy();
     let out = cmd::run_ok(&["losetup", "--find", "--show", "--direct-io=on", &p])
         .or_else(|_| cmd::run_ok(&["losetup", "--find", "--show", &p]))
-        .map_err(|e| unsupported(format!("cannot attach image {p} to a loop device: {e}")))?;
+        .map_err(|e| failed(format!("cannot attach image {p} to a loop device: {e}")))?;
     Ok(PathBuf::from(out.stdout.trim()))
 }
 
-/// The kernel's name and numbers for a device path (symlinks followed).
-fn resolve_block_device(path: &Path) -> Result<(Device, PathBuf), AgentError> {
-    let refuse =
-        |msg: String| AgentError { code: ErrorCode::Refused, rule: Some("not_block_device".into()), message: msg };
-    let real = path.canonicalize().map_err(|e| refuse(format!("{}: {e}", path.display())))?;
-    let meta = std::fs::metadata(&real).map_err(|e| refuse(format!("{}: {e}", real.display())))?;
-    if !meta.file_type().is_block_device() {
-        return Err(refuse(format!("{} is not a block device", real.display())));
-    }
-    use std::os::unix::fs::MetadataExt;
-    let (major, minor) = (rustix::fs::major(meta.rdev()), rustix::fs::minor(meta.rdev()));
-    let link = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
-        .map_err(|e| refuse(format!("{} has no sysfs entry: {e}", real.display())))?;
-    let name = link.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok((Device { name, major, minor }, real))
-}
+/// The real device behind the safety rules' probes.
+struct RealDevice<'a>(&'a Path);
 
-/// Our own magic table first, then blkid's (which knows more) where the host has it.
-fn probe_signature(dev: &Path) -> Result<Option<String>, String> {
-    let mut f = File::open(dev).map_err(|e| e.to_string())?;
-    let size = f.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
-    if let Some(sig) = signature::probe(&mut f, size).map_err(|e| e.to_string())? {
-        return Ok(Some(sig.to_string()));
-    }
-    if cmd::which("blkid").is_some() {
-        let out = cmd::run(&["blkid", "-p", "-o", "export", &dev.to_string_lossy()])?;
-        // 0: something found; 2: nothing found.
-        if out.status == 0 {
-            let kind = out
-                .stdout
-                .lines()
-                .find_map(|l| l.strip_prefix("TYPE=").or_else(|| l.strip_prefix("PTTYPE=")))
-                .unwrap_or("unknown");
-            return Ok(Some(format!("{kind} (blkid)")));
+impl safety::DeviceProbe for RealDevice<'_> {
+    /// Our own magic table first, then blkid's (which knows more) where the host has it.
+    fn signature(&self) -> Result<Option<String>, String> {
+        let mut f = File::open(self.0).map_err(|e| e.to_string())?;
+        let size = f.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+        if let Some(sig) = signature::probe(&mut f, size).map_err(|e| e.to_string())? {
+            return Ok(Some(sig.to_string()));
+        }
+        if cmd::which("blkid").is_none() {
+            return Ok(None);
+        }
+        let out = cmd::run(&["blkid", "-p", "-o", "export", &self.0.to_string_lossy()])?;
+        match out.status {
+            // 2: nothing found. 0: found. Anything else (8: ambivalent, 4: error) is not "blank".
+            2 => Ok(None),
+            0 => {
+                let kind = out
+                    .stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix("TYPE=").or_else(|| l.strip_prefix("PTTYPE=")))
+                    .unwrap_or("unknown");
+                Ok(Some(format!("{kind} (blkid)")))
+            }
+            8 => Ok(Some("more than one (blkid: ambivalent result)".into())),
+            n => Err(format!("blkid -p exited {n}: {}", out.reason())),
         }
     }
-    Ok(None)
+
+    fn exclusive(&self) -> Result<(), String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
+            .open(self.0)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// The filesystem's own description of itself, recorded with the cell.

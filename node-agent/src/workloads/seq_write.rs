@@ -3,7 +3,7 @@
 
 use super::{direct_flag, target_file, transfer_output};
 use crate::actions::failed;
-use crate::buffer::IoBuffer;
+use crate::buffer::{IoBuffer, ALIGN};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
@@ -12,34 +12,70 @@ use benchrig_wire::steps::{SeqWriteArgs, StepOutput};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Random bytes to write from, several megabytes of them, so consecutive
+/// blocks differ: a compressing filesystem sees incompressible data at any
+/// block size (it compresses 128 KiB at a time; one repeated 4k block would
+/// compress 30-fold). Generated before the clock starts, a new seed each step.
+struct DataPool {
+    buf: IoBuffer,
+    bs: usize,
+    /// Block-aligned start offsets that leave a whole block after them.
+    slots: usize,
+}
+
+impl DataPool {
+    const MIN: usize = 4 << 20;
+
+    fn new(bs: usize) -> Self {
+        static STEP: AtomicU64 = AtomicU64::new(0);
+        let len = Self::MIN.max(2 * bs).next_multiple_of(ALIGN);
+        let seed = STEP.fetch_add(1, Ordering::Relaxed) ^ (std::process::id() as u64) << 32 ^ 0x5eed;
+        let slots = ((len - bs) / ALIGN).max(1);
+        DataPool { buf: IoBuffer::random(len, seed), bs, slots }
+    }
+
+    /// Block `i`'s bytes; starts are multiples of 4 KiB, as O_DIRECT needs.
+    fn block(&self, i: u64) -> &[u8] {
+        // A stride that is not a multiple of the slot count walks every slot.
+        let start = ((i.wrapping_mul(7919) % self.slots as u64) as usize) * ALIGN;
+        &self.buf.as_ref()[start..start + self.bs]
+    }
+}
 
 pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     if bs == 0 || args.size.0 == 0 {
         return Err(failed("seq_write needs a non-zero size and bs"));
     }
-    if args.direct && (!bs.is_multiple_of(crate::buffer::ALIGN) || !args.size.0.is_multiple_of(bs as u64)) {
+    if args.direct && (!bs.is_multiple_of(ALIGN) || !args.size.0.is_multiple_of(bs as u64)) {
         return Err(failed(format!(
             "O_DIRECT needs bs a multiple of 4k and size a multiple of bs ({} / {})",
             args.size, args.bs
         )));
     }
     let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
-    let buf = IoBuffer::random(bs, 0x5eed);
+    let pool = DataPool::new(bs);
+    // Freeing the previous repetition's file is not part of this write.
+    let _ = std::fs::remove_file(&path);
+    rustix::fs::sync();
 
     let meter = Meter::start(&st.view.sys, &devices);
     let mut f = OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .custom_flags(direct_flag(args.direct))
         .open(&path)
         .map_err(|e| failed(format!("open {}: {e}", path.display())))?;
     let mut written = 0u64;
-    while written < args.size.0 {
+    for block in 0.. {
+        if written >= args.size.0 {
+            break;
+        }
         ctx.check_cancel()?;
         let n = (args.size.0 - written).min(bs as u64) as usize;
-        f.write_all(&buf.as_ref()[..n]).map_err(|e| failed(format!("write {}: {e}", path.display())))?;
+        f.write_all(&pool.block(block)[..n]).map_err(|e| failed(format!("write {}: {e}", path.display())))?;
         written += n as u64;
         ctx.progress(written, args.size.0, "writing");
     }
@@ -50,4 +86,24 @@ pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     let mut out = transfer_output(written, meter.stop());
     out.info.insert("path".into(), path.to_string_lossy().into_owned().into());
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DataPool;
+
+    #[test]
+    fn consecutive_blocks_differ_and_stay_aligned() {
+        for bs in [512, 4096, 1 << 20] {
+            let p = DataPool::new(bs);
+            let blocks: Vec<&[u8]> = (0..64).map(|i| p.block(i)).collect();
+            for (i, b) in blocks.iter().enumerate() {
+                assert_eq!(b.len(), bs);
+                if i > 0 {
+                    assert_ne!(*b, blocks[i - 1], "bs {bs}: block {i} repeats the previous one");
+                }
+                assert_eq!(b.as_ptr() as usize % super::ALIGN, 0);
+            }
+        }
+    }
 }

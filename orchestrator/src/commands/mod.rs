@@ -47,12 +47,6 @@ pub async fn open_sessions(
 
 /// 4 when any host was unreachable, 2 when any failed otherwise.
 pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
-    use crate::run::exit;
-    if results.iter().any(|(_, r)| matches!(r, Err(HostError::Unreachable(_)))) {
-        exit::UNREACHABLE
-    } else if results.iter().any(|(_, r)| r.is_err()) {
-        exit::CELL_FAILED
-    } else {
-        exit::OK
-    }
+    let unreachable = results.iter().any(|(_, r)| matches!(r, Err(HostError::Unreachable(_))));
+    crate::run::exit::outcome(false, unreachable, results.iter().any(|(_, r)| r.is_err())).1
 }

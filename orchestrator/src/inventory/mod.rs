@@ -64,6 +64,9 @@ impl Inventory {
         let mut inv = Inventory::default();
         inv.ensure_group("all");
         inv.ensure_group("ungrouped");
+        // group_vars/ and host_vars/ apply to groups and hosts of every source,
+        // so they are read once all sources are.
+        let mut beside = Vec::new();
         for src in sources {
             inv.sources.push(src.display().to_string());
             let meta = std::fs::metadata(src).map_err(|e| InventoryError::Source {
@@ -74,13 +77,16 @@ impl Inventory {
                 for file in vars_dirs::inventory_files_in(src)? {
                     inv.load_file(&file)?;
                 }
-                vars_dirs::load_beside(&mut inv, src)?;
+                beside.push(src.clone());
             } else {
                 inv.load_file(src)?;
-                vars_dirs::load_beside(&mut inv, src.parent().unwrap_or(Path::new(".")))?;
+                beside.push(src.parent().unwrap_or(Path::new(".")).to_path_buf());
             }
         }
         inv.finish();
+        for dir in &beside {
+            vars_dirs::load_beside(&mut inv, dir)?;
+        }
         Ok(inv)
     }
 
@@ -219,7 +225,13 @@ impl Inventory {
     pub fn host_vars_plain(&self, host: &str) -> Vars {
         let mut groups: Vec<&Group> = self.groups_of(host).iter().filter_map(|g| self.groups.get(g)).collect();
         groups.retain(|g| g.name != "all");
-        let priority = |g: &Group| g.vars.get("ansible_group_priority").and_then(Json::as_i64).unwrap_or(1);
+        // INI `[g:vars]` gives it as a string; Ansible reads it with int().
+        let priority = |g: &Group| {
+            g.vars
+                .get("ansible_group_priority")
+                .and_then(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())))
+                .unwrap_or(1)
+        };
         groups.sort_by(|a, b| {
             (self.depth(&a.name, &mut Vec::new()), priority(a), &a.name).cmp(&(
                 self.depth(&b.name, &mut Vec::new()),

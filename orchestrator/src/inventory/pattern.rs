@@ -14,7 +14,11 @@ pub enum PatternError {
 
 /// The hosts a pattern selects, in inventory order.
 pub fn select(inv: &Inventory, pattern: &str) -> Result<Vec<String>, PatternError> {
-    let terms = split(pattern);
+    let mut terms = split(pattern);
+    // Only exclusions or intersections (`!old`): as Ansible, start from all hosts.
+    if terms.iter().all(|t| t.starts_with('&') || t.starts_with('!')) {
+        terms.insert(0, "all".into());
+    }
     let mut chosen: Vec<String> = Vec::new();
     // Ansible's order: unions first, then intersections, then exclusions.
     for t in terms.iter().filter(|t| !t.starts_with('&') && !t.starts_with('!')) {
@@ -135,6 +139,7 @@ mod tests {
         assert_eq!(select(&inv, "all:!fast").unwrap(), ["old1", "db.lab"]);
         assert_eq!(select(&inv, "!fast:all").unwrap(), ["old1", "db.lab"], "exclusions apply last");
         assert_eq!(select(&inv, "old1,fast2").unwrap(), ["old1", "fast2"]);
+        assert_eq!(select(&inv, "!fast").unwrap(), ["old1", "db.lab"], "only exclusions start from all");
     }
 
     #[test]

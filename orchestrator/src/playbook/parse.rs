@@ -236,9 +236,30 @@ fn profile_overrides(v: &Node) -> Result<Vec<FsProfile>, ConfigError> {
         if base.is_none() && (p.fstype.is_none() || p.mkfs.is_empty()) {
             return Err(k.error(format!("new profile `{name}` needs `fstype` and `mkfs`")));
         }
+        check_mkfs(&p, body)?;
         out.push(p);
     }
     Ok(out)
+}
+
+/// A profile's mkfs is a mkfs tool and nothing else: the agent appends the
+/// checked scratch device, and a device named here would escape every rule.
+fn check_mkfs(p: &FsProfile, body: &Node) -> Result<(), ConfigError> {
+    let at = body.get("mkfs").unwrap_or(body);
+    let Some(tool) = p.mkfs.first() else { return Ok(()) };
+    let base = tool.rsplit('/').next().unwrap_or(tool);
+    if !(base.starts_with("mkfs.") || base == "mke2fs" || base == "mkfs") {
+        return Err(at.error(format!("profile `{}`: `{tool}` is not a mkfs tool (mkfs.<type> or mke2fs)", p.name)));
+    }
+    if let Some(arg) = p.mkfs.iter().skip(1).find(|a| a.starts_with("/dev/") || a.contains("=/dev/")) {
+        return Err(at
+            .error(format!(
+                "profile `{}`: `{arg}` names a device; benchrig gives mkfs the scratch device itself",
+                p.name
+            ))
+            .with_hint("devices are named only in the inventory's `scratch_devices`"));
+    }
+    Ok(())
 }
 
 /// A list of strings, or one string split on `sep`.
@@ -324,6 +345,11 @@ mod tests {
         assert!(err("- hosts: all\n  benchmark:\n    - noop: {x: 1}\n").message.contains("takes no arguments"));
         assert!(err("- hosts: all\n  matrix:\n    a: [1]\n    exclude: [{b: 1}]\n").message.contains("`b`"));
         assert!(err("- hosts: all\n  profiles:\n    mine: {mkfs: mkfs.foo}\n").message.contains("needs `fstype`"));
+        assert!(err("- hosts: all\n  profiles:\n    ext4: {mkfs: dd if=/dev/zero}\n")
+            .message
+            .contains("not a mkfs tool"));
+        let e = err("- hosts: all\n  profiles:\n    btrfs: {mkfs: mkfs.btrfs -f /dev/sdc}\n");
+        assert!(e.message.contains("`/dev/sdc` names a device"), "{e}");
         assert!(err("- hosts: all\n  setup:\n    - filesystem: {device: d}\n").message.contains("needs a `profile`"));
     }
 }

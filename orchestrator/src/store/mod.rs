@@ -213,7 +213,10 @@ impl Store {
         let mut db = self.db();
         let tx = db.transaction()?;
         let usage = out.usage.clone().unwrap_or_default();
-        let sum = |f: fn(&benchrig_wire::steps::DevIo) -> u64| usage.devices.iter().map(f).sum::<u64>() as i64;
+        // No device to count (a directory on tmpfs, say) is unknown, not zero I/O.
+        let sum = |f: fn(&benchrig_wire::steps::DevIo) -> u64| {
+            (!usage.devices.is_empty()).then(|| usage.devices.iter().map(f).sum::<u64>() as i64)
+        };
         let ts = now();
         for m in &out.metrics {
             tx.execute(

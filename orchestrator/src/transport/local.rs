@@ -10,7 +10,7 @@ pub struct LocalTransport;
 
 fn sh(script: &str) -> Command {
     let mut c = Command::new("sh");
-    c.arg("-c").arg(script).kill_on_drop(true);
+    c.arg("-c").arg(script);
     c
 }
 
@@ -22,6 +22,7 @@ impl Transport for LocalTransport {
 
     async fn exec(&self, script: &str, stdin: Option<Vec<u8>>) -> Result<ExecOutput, TransportError> {
         let mut child = sh(script)
+            .kill_on_drop(true)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -35,7 +36,11 @@ impl Transport for LocalTransport {
     }
 
     async fn spawn(&self, script: &str) -> Result<RemoteProcess, TransportError> {
+        // Its own process group: a terminal's Ctrl-C reaches the orchestrator,
+        // which then tears down through the agent. Not killed on drop: a
+        // closed stdin makes it release what it set up and exit.
         let mut child = sh(script)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
