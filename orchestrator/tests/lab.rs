@@ -189,39 +189,11 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
-        .args([
-            "run",
-            pb.to_str().unwrap(),
-            "-i",
-            inv.to_str().unwrap(),
-            "-e",
-            "size=64M",
-            "-e",
-            "reps=2",
-            "--name",
-            "crash",
-        ])
-        .env("BENCHRIG_DB", b.db())
-        .current_dir(b.dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let inv = inv.to_str().unwrap();
+    let args = ["run", pb.to_str().unwrap(), "-i", inv, "-e", "size=64M", "-e", "reps=2", "--name", "crash"];
+    let child = b.spawn(&args, &[]);
     // Wait until fast2 has finished a cell, then kill everything in it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        assert!(std::time::Instant::now() < deadline, "fast2 never finished a cell");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        if !b.db().exists() {
-            continue;
-        }
-        let Ok(run) = b.store().resolve_run("crash") else { continue };
-        let done = b.store().cells(run.id).unwrap().iter().any(|c| c.host == "fast2" && c.status == "ok");
-        if done {
-            break;
-        }
-    }
+    b.wait_for_cell("crash", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == "ok");
     lab(&["crash", "fast2"]);
     let out = child.wait_with_output().unwrap();
     eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -272,27 +244,9 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
 /// Start a run in its own process group, wait until a cell is running, then
 /// Ctrl-C the group as a terminal would (agents started locally get it too).
 fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) {
-    use std::os::unix::process::CommandExt;
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
-        .args(args)
-        .args(["--name", "int"])
-        .env("BENCHRIG_DB", b.db())
-        .envs(envs.iter().map(|(k, v)| (*k, *v)))
-        .current_dir(b.dir.path())
-        .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        assert!(std::time::Instant::now() < deadline, "no cell started running");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let Ok(run) = (if b.db().exists() { b.store().resolve_run("int") } else { continue }) else { continue };
-        if b.store().cells(run.id).unwrap().iter().any(|c| c.status == "running") {
-            break;
-        }
-    }
+    let args: Vec<&str> = args.iter().copied().chain(["--name", "int"]).collect();
+    let child = b.spawn(&args, envs);
+    b.wait_for_cell("int", "a cell to start running", |c| c.status == "running");
     std::thread::sleep(std::time::Duration::from_millis(500));
     sh(&format!("kill -INT -{}", child.id()));
     let out = child.wait_with_output().unwrap();

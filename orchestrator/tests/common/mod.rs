@@ -49,6 +49,38 @@ impl Bench {
         out
     }
 
+    /// Start benchrig in the background, in its own process group (as a
+    /// terminal's foreground job would be), output captured.
+    pub fn spawn(&self, args: &[&str], envs: &[(&str, &Path)]) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        Command::new(env!("CARGO_BIN_EXE_benchrig"))
+            .args(args)
+            .env("BENCHRIG_DB", self.db())
+            .envs(envs.iter().map(|(k, v)| (*k, *v)))
+            .current_dir(self.dir.path())
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start benchrig")
+    }
+
+    /// Poll the database until a cell of run `run` satisfies `pred`.
+    pub fn wait_for_cell(&self, run: &str, what: &str, pred: impl Fn(&benchrig::store::CellRow) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            if !self.db().exists() {
+                continue;
+            }
+            let Ok(r) = self.store().resolve_run(run) else { continue };
+            if self.store().cells(r.id).unwrap().iter().any(&pred) {
+                return;
+            }
+        }
+    }
+
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);
         std::fs::write(&p, text).unwrap();
