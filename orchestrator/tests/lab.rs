@@ -100,12 +100,11 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
         assert!(setup["mkfs_command"].as_str().unwrap().starts_with("mkfs."));
         assert!(setup["mkfs_version"].is_string());
     }
-    // The old host's cold reads came from its throttled disk, not the cache.
-    let old_cells: Vec<i64> = cells.iter().filter(|c| c.host == "old").map(|c| c.id).collect();
-    for x in
-        samples.iter().filter(|x| old_cells.contains(&x.cell_id) && x.step == "cold read" && x.metric == "throughput")
-    {
-        assert!(x.value < 40.0, "old host read {} MB/s, above its 30 MiB/s throttle", x.value);
+    // Every cold read came from the disk, not the page cache: its device
+    // counters show the whole file read. (Its speed is not checked: cgroup
+    // v1 blk-throttle lets a few MiB through at full speed when a slice
+    // starts, which on an 8 MiB file is most of it.)
+    for x in samples.iter().filter(|x| x.step == "cold read" && x.metric == "throughput") {
         assert!(x.dev_read_bytes.unwrap() >= 8 << 20, "a cold read that did not reach the disk: {x:?}");
     }
     // `show` and `report` see the same run.
