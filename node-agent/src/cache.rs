@@ -1,21 +1,40 @@
 //! Making the next read cold: `sync` first (drop_caches frees only clean
-//! pages), then drop the page cache as root, or evict the file's pages with
-//! `posix_fadvise(DONTNEED)` when not root.
+//! pages), then drop the page cache as root, and evict the file's own pages
+//! with `posix_fadvise(DONTNEED)` (the only way without root). Then check:
+//! the pages of the file still in memory are counted (mincore), eviction is
+//! retried while any remain, and the count is recorded with the sample.
 
 use std::fs::File;
 use std::path::Path;
 
-/// Which method was used, for the record.
-pub fn make_cold(file: Option<&Path>) -> Result<&'static str, String> {
+pub struct Cold {
+    pub method: &'static str,
+    /// Pages of the file still cached when the read starts (0 when cold).
+    pub resident_pages: Option<u64>,
+}
+
+pub fn make_cold(file: Option<&Path>) -> Result<Cold, String> {
     rustix::fs::sync();
-    if rustix::process::geteuid().is_root() && drop_caches().is_ok() {
-        return Ok("drop_caches");
-    }
+    let dropped = rustix::process::geteuid().is_root() && drop_caches().is_ok();
+    let method = if dropped { "drop_caches" } else { "fadvise_dontneed" };
     let Some(file) = file else {
-        return Err("cannot drop caches (not root) and no file was given to evict".into());
+        return if dropped {
+            Ok(Cold { method, resident_pages: None })
+        } else {
+            Err("cannot drop caches (not root) and no file was given to evict".into())
+        };
     };
-    evict(file)?;
-    Ok("fadvise_dontneed")
+    // A page busy during drop_caches (under writeback, locked) survives it.
+    let mut resident = 0;
+    for _ in 0..5 {
+        evict(file)?;
+        resident = resident_pages(file).map_err(|e| format!("mincore {}: {e}", file.display()))?;
+        if resident == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(Cold { method, resident_pages: Some(resident) })
 }
 
 pub fn drop_caches() -> std::io::Result<()> {
@@ -28,4 +47,56 @@ fn evict(path: &Path) -> Result<(), String> {
     rustix::fs::fdatasync(&f).map_err(|e| format!("fdatasync {}: {e}", path.display()))?;
     rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
         .map_err(|e| format!("fadvise {}: {e}", path.display()))
+}
+
+/// How many of a file's pages are in the page cache, as fincore(1) counts
+/// them: mincore over a read-only mapping. By hand with libc because rustix
+/// has no mincore.
+pub fn resident_pages(path: &Path) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let f = File::open(path)?;
+    let len = f.metadata()?.len() as usize;
+    if len == 0 {
+        return Ok(0);
+    }
+    let page = rustix::param::page_size();
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a private read-only mapping of a file we hold open, used only
+    // by mincore (which reads no page contents) and unmapped before return;
+    // `vec` has one byte per page of the mapping, as mincore requires.
+    unsafe {
+        let addr = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0);
+        if addr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let rc = libc::mincore(addr, len, vec.as_mut_ptr());
+        let err = std::io::Error::last_os_error();
+        libc::munmap(addr, len);
+        if rc != 0 {
+            return Err(err);
+        }
+    }
+    Ok(vec.iter().filter(|b| *b & 1 == 1).count() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_read_file_is_resident_and_eviction_makes_it_cold() {
+        // On tmpfs pages cannot be evicted; use a real filesystem.
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        let mut f = File::create(&p).unwrap();
+        f.write_all(&vec![7u8; 1 << 20]).unwrap();
+        f.sync_all().unwrap();
+        let mut buf = Vec::new();
+        File::open(&p).unwrap().read_to_end(&mut buf).unwrap();
+        let pages = (1 << 20) / rustix::param::page_size() as u64;
+        assert_eq!(resident_pages(&p).unwrap(), pages);
+        evict(&p).unwrap();
+        assert_eq!(resident_pages(&p).unwrap(), 0);
+    }
 }

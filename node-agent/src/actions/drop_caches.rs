@@ -6,7 +6,7 @@ use benchrig_wire::steps::StepOutput;
 pub fn run(ctx: &StepCtx) -> Result<StepOutput, AgentError> {
     let mut out = StepOutput::default();
     let method = match cache::make_cold(None) {
-        Ok(m) => m,
+        Ok(c) => c.method,
         Err(e) => {
             // Not root: only per-file eviction is possible, which cold reads do themselves.
             ctx.log(LogLevel::Warn, format!("page cache not dropped: {e}"));

@@ -50,6 +50,9 @@ pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
     }
     drop(f);
     let mut out = transfer_output(read, meter.stop());
-    out.info.insert("cold".into(), serde_json::json!(cold));
+    if let Some(c) = cold {
+        out.info.insert("cold".into(), c.method.into());
+        out.info.insert("resident_pages_at_start".into(), serde_json::json!(c.resident_pages));
+    }
     Ok(out)
 }
