@@ -14,7 +14,8 @@ pub fn list(args: DbArgs) -> anyhow::Result<i32> {
                 r.id.to_string(),
                 r.name.unwrap_or_else(|| "-".into()),
                 r.playbook,
-                r.started,
+                // To the second: enough to tell runs apart at a glance.
+                r.started.get(..19).map(|t| format!("{t}Z")).unwrap_or(r.started),
                 r.hosts.to_string(),
                 r.cells.to_string(),
                 r.status,
