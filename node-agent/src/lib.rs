@@ -6,6 +6,7 @@ pub mod actions;
 pub mod buffer;
 pub mod cache;
 pub mod cmd;
+pub mod content;
 pub mod facts;
 pub mod measure;
 pub mod outbox;

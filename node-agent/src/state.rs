@@ -22,14 +22,15 @@ pub struct Mounted {
     /// The scratch entry's name.
     pub scratch: String,
     pub mountpoint: PathBuf,
-    /// Kernel name of the block device, for I/O counters.
-    pub device: Option<String>,
+    /// Kernel names of the block devices under it (every member of a
+    /// volume), for I/O counters; empty for a ramdisk.
+    pub devices: Vec<String>,
     /// Whether this session mounted it (a directory scratch is only used).
     pub mounted_by_us: bool,
     /// A directory this session created inside a directory scratch, removed on release.
     pub created_dir: bool,
-    /// A loop device this session attached for an image scratch.
-    pub loop_device: Option<PathBuf>,
+    /// Loop devices this session attached for image scratches, detached on release.
+    pub loop_devices: Vec<PathBuf>,
 }
 
 impl HostState {
@@ -125,11 +126,15 @@ fn release_one(m: &mut Mounted) -> Result<(), String> {
             Err(e) => errors.push(format!("cannot remove {}: {e}", m.mountpoint.display())),
         }
     }
-    if let (Some(dev), false) = (&m.loop_device, m.mounted_by_us) {
-        match detach_loop(dev) {
-            Ok(()) => m.loop_device = None,
-            Err(e) => errors.push(e),
+    if !m.mounted_by_us {
+        let mut still = Vec::new();
+        for dev in m.loop_devices.drain(..) {
+            if let Err(e) = detach_loop(&dev) {
+                errors.push(e);
+                still.push(dev);
+            }
         }
+        m.loop_devices = still;
     }
     if errors.is_empty() {
         Ok(())

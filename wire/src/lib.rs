@@ -5,6 +5,7 @@
 //! older peer cannot read bumps [`PROTOCOL_VERSION`], and the handshake
 //! refuses a mismatch.
 
+pub mod args;
 pub mod facts;
 pub mod frame;
 pub mod introspect;

@@ -4,28 +4,79 @@
 //! turns that into an [`Action`] with [`Action::from_parts`] at plan time, so a
 //! misspelt action or argument is an error before any host is touched.
 
-use crate::units::ByteSize;
+pub use crate::args::*;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "action", content = "args", rename_all = "snake_case")]
-pub enum Action {
-    /// Check a scratch device against the safety rules, mkfs it with a profile, mount it.
-    Filesystem(FilesystemArgs),
-    /// Unmount what this session mounted (one device, or all) and detach its loop devices.
-    Unmount(UnmountArgs),
-    /// `sync`, then drop the page cache (root) — the before-each step of cold runs.
-    DropCaches(NoArgs),
-    SeqWrite(SeqWriteArgs),
-    SeqRead(SeqReadArgs),
-    /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
-    Cleanup(NoArgs),
-    /// Does nothing; measures the step round trip.
-    Noop(NoArgs),
+/// One place lists every action: its variant, argument type and name. The
+/// enum, [`ACTION_NAMES`], [`Action::name`] and [`Action::arg_names`] all
+/// come from it, so they cannot disagree.
+macro_rules! actions {
+    ($( $(#[$doc:meta])* $variant:ident($args:ty) = $name:literal, )*) => {
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "action", content = "args", rename_all = "snake_case")]
+        pub enum Action {
+            $( $(#[$doc])* $variant($args), )*
+        }
+
+        /// Every action name a playbook may use, in the order `benchrig` lists them.
+        pub const ACTION_NAMES: &[&str] = &[$($name),*];
+
+        impl Action {
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Action::$variant(_) => $name, )*
+                }
+            }
+
+            /// The argument names an action accepts (empty for an unknown action).
+            pub fn arg_names(name: &str) -> &'static [&'static str] {
+                match name {
+                    $( $name => crate::introspect::field_names::<$args>(), )*
+                    _ => &[],
+                }
+            }
+        }
+    };
 }
 
-/// Every action name a playbook may use, in the order `benchrig` lists them.
-pub const ACTION_NAMES: &[&str] = &["filesystem", "unmount", "drop_caches", "seq_write", "seq_read", "cleanup", "noop"];
+actions! {
+    /// Check a scratch device against the safety rules, mkfs it with a profile, mount it.
+    Filesystem(FilesystemArgs) = "filesystem",
+    /// A btrfs volume over several scratch devices (each checked), mounted.
+    Volume(VolumeArgs) = "volume",
+    /// A tmpfs, usable as a target like a scratch device ("source in RAM").
+    Ramdisk(RamdiskArgs) = "ramdisk",
+    /// Unmount what this session mounted (one device, or all) and detach its loop devices.
+    Unmount(UnmountArgs) = "unmount",
+    /// `sync`, then drop the page cache (root) — the before-each step of cold runs.
+    DropCaches(NoArgs) = "drop_caches",
+    /// A deterministic directory tree (files, directories, sizes, content, ACLs).
+    Tree(TreeArgs) = "tree",
+    SeqWrite(SeqWriteArgs) = "seq_write",
+    SeqRead(SeqReadArgs) = "seq_read",
+    /// The first permission check of each file as a non-owner, after `stat()`.
+    AclCheck(AclCheckArgs) = "acl_check",
+    /// Copy a tree, preserving nothing or xattrs and ACLs; `sync` timed.
+    CopyTree(CopyTreeArgs) = "copy_tree",
+    /// What `ls -lR` does: readdir, lstat and the ACL-present check of every entry.
+    ListTree(ListTreeArgs) = "list_tree",
+    /// Read every file's contents in archive order (tar to a counting sink).
+    ReadTree(ReadTreeArgs) = "read_tree",
+    /// Read one file raw or decompress it (lzo, gzip, zstd) from a cold cache.
+    ColdRead(ColdReadArgs) = "cold_read",
+    /// Add a device to a volume and rebalance; speed = data on the volume / time.
+    VolumeAdd(VolumeChangeArgs) = "volume_add",
+    /// Remove a device from a volume; speed = data on the volume / time.
+    VolumeRemove(VolumeChangeArgs) = "volume_remove",
+    /// Sequential read, write (checked like mkfs) or device-to-device copy on raw scratch devices.
+    Raw(RawArgs) = "raw",
+    /// Any command, timed; metrics parsed from its output (JSON path or regex).
+    Exec(ExecArgs) = "exec",
+    /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
+    Cleanup(NoArgs) = "cleanup",
+    /// Does nothing; measures the step round trip.
+    Noop(NoArgs) = "noop",
+}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ActionError {
@@ -45,111 +96,6 @@ impl Action {
         serde_json::from_value(serde_json::json!({ "action": name, "args": args }))
             .map_err(|e| ActionError::BadArgs(e.to_string()))
     }
-
-    /// The argument names an action accepts (empty for an unknown action).
-    pub fn arg_names(name: &str) -> &'static [&'static str] {
-        use crate::introspect::field_names;
-        match name {
-            "filesystem" => field_names::<FilesystemArgs>(),
-            "unmount" => field_names::<UnmountArgs>(),
-            "seq_write" => field_names::<SeqWriteArgs>(),
-            "seq_read" => field_names::<SeqReadArgs>(),
-            _ => &[],
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Action::Filesystem(_) => "filesystem",
-            Action::Unmount(_) => "unmount",
-            Action::DropCaches(_) => "drop_caches",
-            Action::SeqWrite(_) => "seq_write",
-            Action::SeqRead(_) => "seq_read",
-            Action::Cleanup(_) => "cleanup",
-            Action::Noop(_) => "noop",
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoArgs {}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FilesystemArgs {
-    /// A scratch device name from the inventory.
-    pub device: String,
-    pub profile: FsProfile,
-}
-
-/// A filesystem profile resolved by the orchestrator: exactly what to run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FsProfile {
-    pub name: String,
-    /// The kernel's name for the filesystem (`/proc/filesystems`); `None` for
-    /// `existing`, which uses a scratch directory as it is.
-    #[serde(default)]
-    pub fstype: Option<String>,
-    /// mkfs argv without the device, which the agent appends.
-    #[serde(default)]
-    pub mkfs: Vec<String>,
-    #[serde(default)]
-    pub mount_options: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UnmountArgs {
-    /// A scratch device name; all of this session's mounts when absent.
-    #[serde(default)]
-    pub device: Option<String>,
-}
-
-fn default_seq_file() -> String {
-    "benchrig-seq.dat".to_string()
-}
-fn default_bs() -> ByteSize {
-    ByteSize(1 << 20)
-}
-fn yes() -> bool {
-    true
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SeqWriteArgs {
-    /// Scratch device name whose mount to write on; the most recently mounted when absent.
-    #[serde(default)]
-    pub target: Option<String>,
-    #[serde(default = "default_seq_file")]
-    pub file: String,
-    pub size: ByteSize,
-    #[serde(default = "default_bs")]
-    pub bs: ByteSize,
-    /// O_DIRECT.
-    #[serde(default)]
-    pub direct: bool,
-    /// fsync before the clock stops: durability is part of a write.
-    #[serde(default = "yes")]
-    pub fsync: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SeqReadArgs {
-    #[serde(default)]
-    pub target: Option<String>,
-    #[serde(default = "default_seq_file")]
-    pub file: String,
-    #[serde(default = "default_bs")]
-    pub bs: ByteSize,
-    #[serde(default)]
-    pub direct: bool,
-    /// sync + drop_caches (root) or fadvise(DONTNEED) before the clock starts.
-    #[serde(default = "yes")]
-    pub cold: bool,
 }
 
 /// What a step returns: measured metrics (benchmark steps) and facts about
@@ -211,6 +157,7 @@ pub struct DevIo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::ByteSize;
     use serde_json::json;
 
     #[test]
@@ -249,6 +196,14 @@ mod tests {
     fn every_listed_name_parses() {
         for name in ACTION_NAMES {
             let args = match *name {
+                "volume" => json!({"devices": ["a", "b"]}),
+                "ramdisk" => json!({"name": "ram", "size": "1G"}),
+                "tree" => json!({"files": 10, "dirs": 2, "size": "4k"}),
+                "copy_tree" => json!({"from": "ram"}),
+                "cold_read" => json!({"size": "1M", "codec": "lzo"}),
+                "volume_add" | "volume_remove" => json!({"device": "d"}),
+                "raw" => json!({"op": "read", "device": "d", "size": "1M"}),
+                "exec" => json!({"command": "true"}),
                 "filesystem" => {
                     json!({"device": "d", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}})
                 }

@@ -111,10 +111,10 @@ fn format_and_mount(
     st.mounted.push(Mounted {
         scratch: entry.name.clone(),
         mountpoint: mountpoint.clone(),
-        device: Some(dev.name.clone()),
+        devices: vec![dev.name.clone()],
         mounted_by_us: true,
         created_dir: false,
-        loop_device: attached.map(Path::to_path_buf),
+        loop_devices: attached.map(Path::to_path_buf).into_iter().collect(),
     });
 
     let mut out = StepOutput::default();
@@ -153,10 +153,10 @@ fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState)
     st.mounted.push(Mounted {
         scratch: entry.name.clone(),
         mountpoint: dir.clone(),
-        device: device.clone(),
+        devices: device.clone().into_iter().collect(),
         mounted_by_us: false,
         created_dir: true,
-        loop_device: None,
+        loop_devices: Vec::new(),
     });
     let mut out = StepOutput::default();
     out.info.insert("scratch".into(), entry.name.clone().into());

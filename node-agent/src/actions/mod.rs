@@ -3,8 +3,10 @@
 
 mod cleanup;
 mod drop_caches;
-mod filesystem;
+pub(crate) mod filesystem;
+mod ramdisk;
 mod unmount;
+mod volume;
 
 use crate::outbox::StepCtx;
 use crate::state::HostState;
@@ -16,12 +18,24 @@ pub fn run(action: &Action, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
     ctx.check_cancel()?;
     match action {
         Action::Filesystem(a) => filesystem::run(a, st, ctx),
+        Action::Volume(a) => volume::make(a, st, ctx),
+        Action::VolumeAdd(a) => volume::add(a, st, ctx),
+        Action::VolumeRemove(a) => volume::remove(a, st, ctx),
+        Action::Ramdisk(a) => ramdisk::run(a, st),
         Action::Unmount(a) => unmount::run(a, st),
         Action::DropCaches(_) => drop_caches::run(ctx),
         Action::Cleanup(_) => cleanup::run(st),
         Action::Noop(_) => Ok(StepOutput::default()),
+        Action::Tree(a) => workloads::tree::run(a, st, ctx),
         Action::SeqWrite(a) => workloads::seq_write::run(a, st, ctx),
         Action::SeqRead(a) => workloads::seq_read::run(a, st, ctx),
+        Action::AclCheck(a) => workloads::acl_check::run(a, st, ctx),
+        Action::CopyTree(a) => workloads::copy_tree::run(a, st, ctx),
+        Action::ListTree(a) => workloads::list_tree::run(a, st, ctx),
+        Action::ReadTree(a) => workloads::read_tree::run(a, st, ctx),
+        Action::ColdRead(a) => workloads::cold_read::run(a, st, ctx),
+        Action::Raw(a) => workloads::raw::run(a, st, ctx),
+        Action::Exec(a) => workloads::exec::run(a, st, ctx),
     }
 }
 

@@ -2,8 +2,16 @@
 //! measure and returns metrics plus the [`Usage`](benchrig_wire::steps::Usage)
 //! of its timed region.
 
+pub mod acl_check;
+pub mod cold_read;
+pub mod copy_tree;
+pub mod exec;
+pub mod list_tree;
+pub mod raw;
+pub mod read_tree;
 pub mod seq_read;
 pub mod seq_write;
+pub mod tree;
 
 use crate::state::HostState;
 use benchrig_wire::messages::AgentError;
@@ -39,7 +47,7 @@ pub(crate) fn target_file(
     file: &str,
 ) -> Result<(PathBuf, Vec<String>), AgentError> {
     let t = st.target(target)?;
-    Ok((t.mountpoint.join(file), t.device.iter().cloned().collect()))
+    Ok((t.mountpoint.join(file), t.devices.clone()))
 }
 
 /// A transfer's result: MB/s and seconds from the timed region, bytes moved.

@@ -1,0 +1,11 @@
+//! `acl_check`: see the Action documentation in benchrig-wire.
+
+use crate::outbox::StepCtx;
+use crate::state::HostState;
+use benchrig_wire::args::AclCheckArgs;
+use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::steps::StepOutput;
+
+pub fn run(_args: &AclCheckArgs, _st: &mut HostState, _ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    Err(AgentError::new(ErrorCode::Unsupported, "acl_check is not built into this agent yet"))
+}

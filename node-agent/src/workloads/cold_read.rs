@@ -1,0 +1,11 @@
+//! `cold_read`: see the Action documentation in benchrig-wire.
+
+use crate::outbox::StepCtx;
+use crate::state::HostState;
+use benchrig_wire::args::ColdReadArgs;
+use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::steps::StepOutput;
+
+pub fn run(_args: &ColdReadArgs, _st: &mut HostState, _ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    Err(AgentError::new(ErrorCode::Unsupported, "cold_read is not built into this agent yet"))
+}

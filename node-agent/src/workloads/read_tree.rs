@@ -1,0 +1,11 @@
+//! `read_tree`: see the Action documentation in benchrig-wire.
+
+use crate::outbox::StepCtx;
+use crate::state::HostState;
+use benchrig_wire::args::ReadTreeArgs;
+use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::steps::StepOutput;
+
+pub fn run(_args: &ReadTreeArgs, _st: &mut HostState, _ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    Err(AgentError::new(ErrorCode::Unsupported, "read_tree is not built into this agent yet"))
+}

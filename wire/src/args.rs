@@ -1,0 +1,426 @@
+//! The arguments of every action, as a playbook writes them (after
+//! templates are rendered). Unknown fields are refused, so a misspelt
+//! argument is an error at plan time, with the list of valid ones.
+
+use crate::units::ByteSize;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilesystemArgs {
+    /// A scratch device name from the inventory.
+    pub device: String,
+    pub profile: FsProfile,
+}
+
+/// A filesystem profile resolved by the orchestrator: exactly what to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsProfile {
+    pub name: String,
+    /// The kernel's name for the filesystem (`/proc/filesystems`); `None` for
+    /// `existing`, which uses a scratch directory as it is.
+    #[serde(default)]
+    pub fstype: Option<String>,
+    /// mkfs argv without the device, which the agent appends.
+    #[serde(default)]
+    pub mkfs: Vec<String>,
+    #[serde(default)]
+    pub mount_options: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnmountArgs {
+    /// A scratch device name; all of this session's mounts when absent.
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+fn default_seq_file() -> String {
+    "benchrig-seq.dat".to_string()
+}
+fn default_bs() -> ByteSize {
+    ByteSize(1 << 20)
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeqWriteArgs {
+    /// Scratch device name whose mount to write on; the most recently mounted when absent.
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default = "default_seq_file")]
+    pub file: String,
+    pub size: ByteSize,
+    #[serde(default = "default_bs")]
+    pub bs: ByteSize,
+    /// O_DIRECT.
+    #[serde(default)]
+    pub direct: bool,
+    /// fsync before the clock stops: durability is part of a write.
+    #[serde(default = "yes")]
+    pub fsync: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeqReadArgs {
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default = "default_seq_file")]
+    pub file: String,
+    #[serde(default = "default_bs")]
+    pub bs: ByteSize,
+    #[serde(default)]
+    pub direct: bool,
+    /// sync + drop_caches (root) or fadvise(DONTNEED) before the clock starts.
+    #[serde(default = "yes")]
+    pub cold: bool,
+}
+
+/// What files are made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentKind {
+    Zeros,
+    /// Text-like: words and lines; compresses about 3:1 with gzip.
+    #[default]
+    Text,
+    /// Like an executable or library: code-like runs, tables, padding; about 2:1.
+    Binary,
+    /// Incompressible.
+    Random,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizeDist {
+    Fixed,
+    /// Lognormal with the given mean and `sigma`: many small files, a few large ones.
+    #[default]
+    Lognormal,
+}
+
+fn default_tree_dir() -> String {
+    "tree".to_string()
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_fanout() -> u64 {
+    16
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_uid() -> u32 {
+    1000
+}
+
+/// A deterministic tree: the same arguments give the same names, sizes and
+/// bytes on every host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeArgs {
+    /// Scratch (or ramdisk) name to build in; the most recently set up when absent.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Directory under the target's mount point.
+    #[serde(default = "default_tree_dir")]
+    pub dir: String,
+    pub files: u64,
+    /// Directories, the top one included.
+    pub dirs: u64,
+    /// Most subdirectories per directory.
+    #[serde(default = "default_fanout")]
+    pub fanout: u64,
+    /// Mean file size.
+    pub size: ByteSize,
+    #[serde(default)]
+    pub dist: SizeDist,
+    /// Spread of the lognormal distribution.
+    #[serde(default = "one")]
+    pub sigma: f64,
+    #[serde(default)]
+    pub content: ContentKind,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Multiplies files and directories (sizes stay), to grow a shape toward the original.
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// An access ACL of this many entries on every file (0: none). Five is
+    /// user::, user:<acl_uid>:, group::, mask::, other::; more adds named users.
+    #[serde(default)]
+    pub acl_entries: u32,
+    /// The named user of the ACL: the uid `acl_check` checks as.
+    #[serde(default = "default_uid")]
+    pub acl_uid: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AclOp {
+    /// access(R_OK)
+    #[default]
+    Access,
+    /// open(O_RDONLY) and close
+    Open,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclCheckArgs {
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default = "default_tree_dir")]
+    pub dir: String,
+    /// The non-owner the check runs as (owners never consult the ACL).
+    #[serde(default = "default_uid")]
+    pub uid: u32,
+    #[serde(default = "default_uid")]
+    pub gid: u32,
+    /// Drop caches first (the paper's "right after boot"); `stat()` still
+    /// precedes each timed check, so only the ACL's own reads are timed.
+    #[serde(default = "yes")]
+    pub cold: bool,
+    #[serde(default)]
+    pub op: AclOp,
+    /// Check at most this many files (all when absent).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preserve {
+    /// Contents only, as a `cp` without EA/ACL support.
+    #[default]
+    None,
+    /// Extended attributes too, ACLs (`system.posix_acl_*`) included.
+    Xattrs,
+}
+
+fn default_copy_dir() -> String {
+    "copy".to_string()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyTreeArgs {
+    /// Scratch or ramdisk name holding the source tree.
+    pub from: String,
+    #[serde(default = "default_tree_dir")]
+    pub from_dir: String,
+    /// Destination scratch; the most recently set up when absent.
+    #[serde(default)]
+    pub to: Option<String>,
+    #[serde(default = "default_copy_dir")]
+    pub to_dir: String,
+    #[serde(default)]
+    pub preserve: Preserve,
+    /// `sync` before the clock stops (the paper's `cp ...; sync`).
+    #[serde(default = "yes")]
+    pub sync: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListTreeArgs {
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default = "default_tree_dir")]
+    pub dir: String,
+    #[serde(default = "yes")]
+    pub cold: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TreeReader {
+    /// In the agent: tar archive written to a counting sink.
+    #[default]
+    Builtin,
+    /// `tar cf - .` through a pipe the agent drains (never to /dev/null,
+    /// which GNU tar recognises and then skips reading file data).
+    GnuTar,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadTreeArgs {
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default = "default_tree_dir")]
+    pub dir: String,
+    #[serde(default = "yes")]
+    pub cold: bool,
+    #[serde(default)]
+    pub reader: TreeReader,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Codec {
+    Raw,
+    Lzo,
+    Gzip,
+    Zstd,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodecTool {
+    /// The agent's own (pure Rust) decoder.
+    #[default]
+    Builtin,
+    /// The host's `lzop -dc`, `gunzip -c`, `zstd -dc` (`cat` for raw), output drained by the agent.
+    External,
+}
+
+fn default_cold_file() -> String {
+    "cold.dat".to_string()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColdReadArgs {
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Base name; the compressed copy gets the codec's extension.
+    #[serde(default = "default_cold_file")]
+    pub file: String,
+    /// Uncompressed size.
+    pub size: ByteSize,
+    #[serde(default)]
+    pub content: ContentKind,
+    pub codec: Codec,
+    #[serde(default)]
+    pub tool: CodecTool,
+    #[serde(default = "default_bs")]
+    pub bs: ByteSize,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RaidProfile {
+    #[default]
+    Single,
+    Raid0,
+    Raid1,
+    Raid10,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeArgs {
+    /// Scratch device names, each checked like a `filesystem` device.
+    pub devices: Vec<String>,
+    #[serde(default)]
+    pub data: RaidProfile,
+    /// Metadata profile; btrfs's default for the device count when absent.
+    #[serde(default)]
+    pub metadata: Option<RaidProfile>,
+    #[serde(default)]
+    pub mount_options: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeChangeArgs {
+    /// The scratch device to add or remove.
+    pub device: String,
+    /// The volume (its first device's name); the most recently set up when absent.
+    #[serde(default)]
+    pub volume: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RawOp {
+    Read,
+    Write,
+    Copy,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArgs {
+    pub op: RawOp,
+    /// Scratch device read from (read, copy) or written (write).
+    pub device: String,
+    /// Destination of a copy, checked like a device to format.
+    #[serde(default)]
+    pub to: Option<String>,
+    pub size: ByteSize,
+    #[serde(default = "default_bs")]
+    pub bs: ByteSize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RamdiskArgs {
+    /// The name workloads use as `target`.
+    pub name: String,
+    pub size: ByteSize,
+}
+
+/// A command line: a string for `sh -c`, or an argv list run as is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CommandLine {
+    Shell(String),
+    Argv(Vec<String>),
+}
+
+/// A metric read from a command's output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecMetric {
+    pub name: String,
+    pub unit: String,
+    #[serde(default = "higher")]
+    pub better: crate::steps::Better,
+    /// Dotted path into the JSON on stdout (`jobs.0.write.bw_bytes`).
+    #[serde(default)]
+    pub json: Option<String>,
+    /// A regex over stdout whose first capture group is the number.
+    #[serde(default)]
+    pub regex: Option<String>,
+    /// Multiply what was read (bytes → MB: 1e-6).
+    #[serde(default = "one")]
+    pub scale: f64,
+}
+
+fn higher() -> crate::steps::Better {
+    crate::steps::Better::Higher
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecArgs {
+    pub command: CommandLine,
+    /// Run in this scratch's mount point (none: the agent's work dir).
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub metrics: Vec<ExecMetric>,
+    /// Seconds before the command is killed and the step fails.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// A non-zero exit is a failure unless this is set.
+    #[serde(default)]
+    pub ignore_status: bool,
+}
