@@ -1,7 +1,8 @@
-//! Running one host's cells through its agent session: setup once per cell,
-//! then for each repetition the `before_each` steps and the measured
-//! `benchmark` steps (every sample stored as it arrives), and the teardown,
-//! which runs whatever happened before it unless the host itself is gone.
+//! Running a cell through its hosts' agent sessions (one host, or one per
+//! role): setup once, then for each repetition the `before_each` steps and
+//! the measured `benchmark` steps (every sample stored as it arrives), and
+//! the teardown, which runs whatever happened before it unless a host itself
+//! is gone. Each step goes to the agent of its host.
 
 use crate::agent_client::{AgentClient, RequestError};
 use crate::planner::{Cell, PlannedStep};
@@ -18,15 +19,18 @@ pub enum CellOutcome {
     Unsupported(String),
     /// Not run to the end because the run was interrupted.
     Skipped(String),
-    /// The agent or the link died: the host is unreachable from here on.
-    HostLost(String),
+    /// The agent or the link died: this host is unreachable from here on.
+    HostLost {
+        host: String,
+        reason: String,
+    },
 }
 
 impl CellOutcome {
     pub fn status(&self) -> &'static str {
         match self {
             CellOutcome::Ok => "ok",
-            CellOutcome::Failed(_) | CellOutcome::HostLost(_) => "failed",
+            CellOutcome::Failed(_) | CellOutcome::HostLost { .. } => "failed",
             CellOutcome::Unsupported(_) => "unsupported",
             CellOutcome::Skipped(_) => "skipped",
         }
@@ -35,23 +39,23 @@ impl CellOutcome {
     pub fn reason(&self) -> Option<String> {
         match self {
             CellOutcome::Ok => None,
-            CellOutcome::HostLost(r) => Some(format!("host unreachable: {r}")),
+            CellOutcome::HostLost { host, reason } => Some(format!("host {host} unreachable: {reason}")),
             CellOutcome::Failed(r) | CellOutcome::Unsupported(r) | CellOutcome::Skipped(r) => Some(r.clone()),
         }
     }
 }
 
 pub struct CellRunner<'a> {
-    pub agent: &'a AgentClient,
+    /// The agent of every host the cell uses.
+    pub agents: Vec<(&'a str, &'a AgentClient)>,
     pub store: &'a Store,
     pub reporter: Reporter,
-    pub host: &'a str,
     pub cancel: watch::Receiver<bool>,
 }
 
 fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
     match e {
-        RequestError::Lost(m) => CellOutcome::HostLost(m),
+        RequestError::Lost(reason) => CellOutcome::HostLost { host: step.host.clone(), reason },
         RequestError::Agent(a) => {
             let msg = format!("{}: {a}", step.name);
             match a.code {
@@ -67,10 +71,12 @@ impl CellRunner<'_> {
     async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, RequestError> {
         let req =
             Request::Run(StepRequest { cell: cell.key.clone(), name: step.name.clone(), action: step.action.clone() });
-        let host = self.host;
+        let host = step.host.as_str();
+        let agent = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a).ok_or_else(|| {
+            RequestError::Lost(format!("no session to {host} (a bug: the cell's hosts were not all opened)"))
+        })?;
         let reporter = self.reporter;
-        let reply = self
-            .agent
+        let reply = agent
             .request(req, cancellable.then(|| self.cancel.clone()), |ev| {
                 if let Event::Log { level, message } = ev {
                     match level {
@@ -98,24 +104,35 @@ impl CellRunner<'_> {
             return store_err(e);
         }
         let mut outcome = self.setup_and_measure(cell, cell_id).await;
-        if !matches!(outcome, CellOutcome::HostLost(_)) {
-            // Whatever the play's teardown forgot, the next cell starts on a fresh filesystem.
-            let release_all =
-                PlannedStep { name: "release".into(), action: Action::Unmount(UnmountArgs { device: None }) };
-            for (i, s) in cell.teardown.iter().chain(std::iter::once(&release_all)).enumerate() {
-                match self.step(cell, s, false).await {
-                    Ok(out) => {
-                        let _ = self.store.add_cell_info(cell_id, &format!("teardown[{i}] {}", s.name), &out.info);
-                    }
-                    Err(e) => {
-                        let bad = classify(s, e);
-                        self.reporter.line(
-                            self.host,
-                            format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
-                        );
-                        if matches!(outcome, CellOutcome::Ok) || matches!(bad, CellOutcome::HostLost(_)) {
-                            outcome = bad;
-                        }
+        // Whatever the play's teardown forgot, the next cell starts on a fresh
+        // filesystem: every host of the cell releases all it still has.
+        let release_all: Vec<PlannedStep> = self
+            .agents
+            .iter()
+            .map(|(h, _)| PlannedStep {
+                name: "release".into(),
+                action: Action::Unmount(UnmountArgs { device: None }),
+                host: h.to_string(),
+            })
+            .collect();
+        for (i, s) in cell.teardown.iter().chain(&release_all).enumerate() {
+            // A host that is gone cannot tear down; the others still do.
+            if matches!(&outcome, CellOutcome::HostLost { host, .. } if *host == s.host) {
+                continue;
+            }
+            match self.step(cell, s, false).await {
+                Ok(out) => {
+                    let _ =
+                        self.store.add_cell_info(cell_id, &format!("teardown[{i}] {}@{}", s.name, s.host), &out.info);
+                }
+                Err(e) => {
+                    let bad = classify(s, e);
+                    self.reporter.line(
+                        &s.host,
+                        format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
+                    );
+                    if matches!(outcome, CellOutcome::Ok) || matches!(bad, CellOutcome::HostLost { .. }) {
+                        outcome = bad;
                     }
                 }
             }
@@ -133,7 +150,9 @@ impl CellRunner<'_> {
             }
             match self.step(cell, s, true).await {
                 Ok(out) => {
-                    if let Err(e) = self.store.add_cell_info(cell_id, &format!("setup[{i}] {}", s.name), &out.info) {
+                    if let Err(e) =
+                        self.store.add_cell_info(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), &out.info)
+                    {
                         return CellOutcome::Failed(format!("storing results: {e}"));
                     }
                 }
@@ -168,7 +187,7 @@ impl CellRunner<'_> {
             }
             if !shown.is_empty() {
                 self.reporter
-                    .line(self.host, format!("  {} rep {rep}/{}: {}", cell.describe(), cell.repeat, shown.join(", ")));
+                    .line(&cell.host, format!("  {} rep {rep}/{}: {}", cell.describe(), cell.repeat, shown.join(", ")));
             }
         }
         CellOutcome::Ok

@@ -7,7 +7,7 @@
 
 use crate::inventory::{Inventory, Vars};
 use crate::matrix::{self, Point};
-use crate::playbook::{Play, Step};
+use crate::playbook::{Assign, Play, Step};
 use crate::profiles;
 use crate::template::Templates;
 use crate::yaml::{did_you_mean, ConfigError};
@@ -18,8 +18,11 @@ use serde_json::{json, Value as Json};
 
 #[derive(Clone, Debug)]
 pub struct Cell {
-    /// Stable identity within a run: play index and parameters.
+    /// Stable identity within a run: play index and parameters (a role
+    /// play's parameters include which host has which role).
     pub key: String,
+    /// The host the cell's results belong to: in a role play, the host of
+    /// its first measured step.
     pub host: String,
     pub play_index: usize,
     pub play_name: String,
@@ -37,6 +40,8 @@ pub struct Cell {
 pub struct PlannedStep {
     pub name: String,
     pub action: Action,
+    /// The host whose agent runs it (in a role play, its role's host).
+    pub host: String,
 }
 
 impl Cell {
@@ -104,73 +109,190 @@ pub fn host_context(play: &Play, input: &HostInput, t: &Templates) -> Result<Jso
     Ok(Json::Object(ctx))
 }
 
+/// The cells of a play on one host (a play without roles).
 pub fn plan_play(play: &Play, play_index: usize, input: &HostInput, t: &Templates) -> Result<Vec<Cell>, ConfigError> {
-    let vars = input.inventory.host_vars(input.host);
-    // An inventory problem, not the playbook's: no playbook location.
-    let scratch =
-        scratch_devices(input.host, &vars).map_err(|e| ConfigError::file(&input.inventory.sources.join(", "), e))?;
-    let ctx = host_context(play, input, t)?;
+    let facts: Vec<(&str, &Facts)> = input.facts.map(|f| (input.host, f)).into_iter().collect();
+    let ctx = PlayCtx { play, play_index, inventory: input.inventory, extra_vars: input.extra_vars, facts: &facts, t };
+    ctx.cells(&[(None, input.host)])
+}
 
-    let axes = play
-        .matrix
-        .axes
-        .iter()
-        .map(|(name, node)| Ok((name.clone(), t.render(&node.to_json(), &ctx).map_err(|e| node.error(e))?)))
-        .collect::<Result<Vec<_>, ConfigError>>()?;
-    let render_all = |nodes: &[crate::yaml::Node]| -> Result<Vec<Json>, ConfigError> {
-        nodes.iter().map(|n| t.render(&n.to_json(), &ctx).map_err(|e| n.error(e))).collect()
-    };
-    let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?);
-
-    let mut cells = Vec::with_capacity(points.len());
-    for params in points {
-        let mut cell_ctx = ctx.clone();
-        for (k, v) in &params {
-            cell_ctx[k] = v.clone();
-        }
-        let repeat = match &play.repeat {
-            None => 1,
-            Some(node) => {
-                let v = t.render(&node.to_json(), &cell_ctx).map_err(|e| node.error(e))?;
-                let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
-                match n {
-                    Some(n) if (1..=u32::MAX as u64).contains(&n) => n as u32,
-                    _ => return Err(node.error(format!("`repeat` must be a whole number of at least 1, got {v}"))),
-                }
-            }
-        };
-        let mut unsupported = None;
-        let mut steps = |list: &[Step]| -> Result<Vec<PlannedStep>, ConfigError> {
-            list.iter()
-                .map(|s| {
-                    let (action, why) = build_action(s, &cell_ctx, &scratch, play, input, t)?;
-                    if unsupported.is_none() {
-                        unsupported = why;
-                    }
-                    Ok(PlannedStep { name: s.display_name(), action })
-                })
-                .collect()
-        };
-        let setup = steps(&play.setup)?;
-        let before_each = steps(&play.before_each)?;
-        let benchmark = steps(&play.benchmark)?;
-        let teardown = steps(&play.teardown)?;
-        let key = format!("{play_index}:{}", matrix::describe(&params));
-        cells.push(Cell {
-            key,
-            host: input.host.to_string(),
-            play_index,
-            play_name: play.name.clone(),
-            params,
-            repeat,
-            setup,
-            before_each,
-            benchmark,
-            teardown,
-            unsupported,
-        });
+/// The cells of a play with roles, over every assignment of its hosts to
+/// its roles (or only the first, with `assign: first`). Each cell's
+/// parameters start with the assignment (`server=fast1 client=fast2`).
+pub fn plan_role_play(
+    play: &Play,
+    play_index: usize,
+    inventory: &Inventory,
+    hosts: &[String],
+    extra_vars: &Vars,
+    facts: &[(&str, &Facts)],
+    t: &Templates,
+) -> Result<Vec<Cell>, ConfigError> {
+    if hosts.len() < play.roles.len() {
+        return Err(ConfigError::at(
+            &play.loc,
+            format!(
+                "play `{}` has {} roles ({}) but only {} host(s) to give them",
+                play.name,
+                play.roles.len(),
+                play.roles.join(", "),
+                hosts.len()
+            ),
+        ));
+    }
+    let mut assignments = assignments(hosts, play.roles.len());
+    if play.assign == Assign::First {
+        assignments.truncate(1);
+    }
+    let ctx = PlayCtx { play, play_index, inventory, extra_vars, facts, t };
+    let mut cells = Vec::new();
+    for a in assignments {
+        let pairs: Vec<(Option<&str>, &str)> =
+            play.roles.iter().zip(&a).map(|(r, h)| (Some(r.as_str()), h.as_str())).collect();
+        cells.extend(ctx.cells(&pairs)?);
     }
     Ok(cells)
+}
+
+/// Every ordered choice of `k` distinct hosts (k-permutations), in inventory order.
+fn assignments(hosts: &[String], k: usize) -> Vec<Vec<String>> {
+    if k == 0 {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let rest: Vec<String> = hosts.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, x)| x.clone()).collect();
+        for mut tail in assignments(&rest, k - 1) {
+            tail.insert(0, h.clone());
+            out.push(tail);
+        }
+    }
+    out
+}
+
+/// What planning a play needs, whichever hosts it runs on.
+struct PlayCtx<'a> {
+    play: &'a Play,
+    play_index: usize,
+    inventory: &'a Inventory,
+    extra_vars: &'a Vars,
+    /// Known facts by host (none before hosts are reached).
+    facts: &'a [(&'a str, &'a Facts)],
+    t: &'a Templates,
+}
+
+/// One host's part in a cell: its template context and scratch devices.
+struct Member<'a> {
+    role: Option<&'a str>,
+    host: &'a str,
+    ctx: Json,
+    scratch: Vec<ScratchDevice>,
+    facts: Option<&'a Facts>,
+}
+
+impl<'a> PlayCtx<'a> {
+    fn facts_of(&self, host: &str) -> Option<&'a Facts> {
+        self.facts.iter().find(|(h, _)| *h == host).map(|(_, f)| *f)
+    }
+
+    /// Cells for one assignment of hosts (one host and no role, for a plain play).
+    fn cells(&self, members: &[(Option<&str>, &str)]) -> Result<Vec<Cell>, ConfigError> {
+        let (play, t) = (self.play, self.t);
+        let roles: serde_json::Map<String, Json> =
+            members.iter().filter_map(|(r, h)| Some(((*r)?.to_string(), Json::from(*h)))).collect();
+        let mut hosts = Vec::new();
+        for &(role, host) in members {
+            let vars = self.inventory.host_vars(host);
+            // An inventory problem, not the playbook's: no playbook location.
+            let scratch =
+                scratch_devices(host, &vars).map_err(|e| ConfigError::file(&self.inventory.sources.join(", "), e))?;
+            let input =
+                HostInput { inventory: self.inventory, host, extra_vars: self.extra_vars, facts: self.facts_of(host) };
+            let mut ctx = host_context(play, &input, t)?;
+            if !roles.is_empty() {
+                ctx["roles"] = Json::Object(roles.clone());
+                let hostvars: serde_json::Map<String, Json> =
+                    members.iter().map(|(_, h)| (h.to_string(), Json::Object(self.inventory.host_vars(h)))).collect();
+                ctx["hostvars"] = Json::Object(hostvars);
+            }
+            hosts.push(Member { role, host, ctx, scratch, facts: input.facts });
+        }
+        let primary = &hosts[0].ctx;
+        let axes = play
+            .matrix
+            .axes
+            .iter()
+            .map(|(name, node)| Ok((name.clone(), t.render(&node.to_json(), primary).map_err(|e| node.error(e))?)))
+            .collect::<Result<Vec<_>, ConfigError>>()?;
+        let render_all = |nodes: &[crate::yaml::Node]| -> Result<Vec<Json>, ConfigError> {
+            nodes.iter().map(|n| t.render(&n.to_json(), primary).map_err(|e| n.error(e))).collect()
+        };
+        let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?);
+
+        let mut cells = Vec::with_capacity(points.len());
+        for point in points {
+            // A role play's parameters start with who has which role.
+            let mut params: Point = roles.iter().map(|(r, h)| (r.clone(), h.clone())).collect();
+            params.extend(point);
+            let cell_ctx: Vec<Json> = hosts
+                .iter()
+                .map(|m| {
+                    let mut c = m.ctx.clone();
+                    for (k, v) in &params {
+                        c[k] = v.clone();
+                    }
+                    c
+                })
+                .collect();
+            let repeat = match &play.repeat {
+                None => 1,
+                Some(node) => {
+                    let v = t.render(&node.to_json(), &cell_ctx[0]).map_err(|e| node.error(e))?;
+                    let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
+                    match n {
+                        Some(n) if (1..=u32::MAX as u64).contains(&n) => n as u32,
+                        _ => return Err(node.error(format!("`repeat` must be a whole number of at least 1, got {v}"))),
+                    }
+                }
+            };
+            let mut unsupported = None;
+            let mut steps = |list: &[Step]| -> Result<Vec<PlannedStep>, ConfigError> {
+                let mut out = Vec::new();
+                for s in list {
+                    for (m, ctx) in hosts.iter().zip(&cell_ctx) {
+                        if s.role.as_deref().is_some_and(|r| Some(r) != m.role) {
+                            continue;
+                        }
+                        let (action, why) = build_action(s, ctx, m, play, t)?;
+                        if unsupported.is_none() {
+                            unsupported = why;
+                        }
+                        out.push(PlannedStep { name: s.display_name(), action, host: m.host.to_string() });
+                    }
+                }
+                Ok(out)
+            };
+            let setup = steps(&play.setup)?;
+            let before_each = steps(&play.before_each)?;
+            let benchmark = steps(&play.benchmark)?;
+            let teardown = steps(&play.teardown)?;
+            let host = benchmark.first().map(|s| s.host.clone()).unwrap_or_else(|| hosts[0].host.to_string());
+            cells.push(Cell {
+                key: format!("{}:{}", self.play_index, matrix::describe(&params)),
+                host,
+                play_index: self.play_index,
+                play_name: play.name.clone(),
+                params,
+                repeat,
+                setup,
+                before_each,
+                benchmark,
+                teardown,
+                unsupported,
+            });
+        }
+        Ok(cells)
+    }
 }
 
 /// Render a step's arguments for a cell and build its action; for a
@@ -178,9 +300,8 @@ pub fn plan_play(play: &Play, play_index: usize, input: &HostInput, t: &Template
 fn build_action(
     s: &Step,
     ctx: &Json,
-    scratch: &[ScratchDevice],
+    m: &Member,
     play: &Play,
-    input: &HostInput,
     t: &Templates,
 ) -> Result<(Action, Option<String>), ConfigError> {
     let err = |m: String| ConfigError::at(&s.loc, m);
@@ -196,6 +317,9 @@ fn build_action(
                 None => err(msg),
             }
         })?;
+        for name in scratch_names(&action) {
+            find_scratch(s, &m.scratch, m.host, name)?;
+        }
         return Ok((action, None));
     }
     let text = |key: &str| -> Result<String, ConfigError> {
@@ -206,23 +330,43 @@ fn build_action(
         }
     };
     let (device, profile_name) = (text("device")?, text("profile")?);
-    let entry = scratch.iter().find(|d| d.name == device).ok_or_else(|| {
-        let names: Vec<&str> = scratch.iter().map(|d| d.name.as_str()).collect();
-        let e = err(format!("host `{}` has no scratch device `{device}`", input.host));
-        if names.is_empty() {
-            e.with_hint("list the devices benchrig may format under the host's `scratch_devices`")
-        } else {
-            e.with_hint(did_you_mean(&device, &names))
-        }
-    })?;
+    let entry = find_scratch(s, &m.scratch, m.host, &device)?;
     let profile = resolve_profile(&profile_name, &play.profiles).ok_or_else(|| {
         let known: Vec<String> =
             profiles::builtin_names().map(str::to_string).chain(play.profiles.iter().map(|p| p.name.clone())).collect();
         let known: Vec<&str> = known.iter().map(String::as_str).collect();
         err(format!("unknown filesystem profile `{profile_name}`")).with_hint(did_you_mean(&profile_name, &known))
     })?;
-    let why = unsupported_reason(entry, &profile, input);
+    let why = unsupported_reason(entry, &profile, m.host, m.facts);
     Ok((Action::Filesystem(FilesystemArgs { device, profile }), why))
+}
+
+/// The scratch devices an action names (it may touch only those).
+fn scratch_names(action: &Action) -> Vec<&str> {
+    match action {
+        Action::Filesystem(a) => vec![a.device.as_str()],
+        Action::Volume(a) => a.devices.iter().map(String::as_str).collect(),
+        Action::VolumeAdd(a) | Action::VolumeRemove(a) => vec![a.device.as_str()],
+        Action::Raw(a) => std::iter::once(a.device.as_str()).chain(a.to.as_deref()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn find_scratch<'s>(
+    s: &Step,
+    scratch: &'s [ScratchDevice],
+    host: &str,
+    name: &str,
+) -> Result<&'s ScratchDevice, ConfigError> {
+    scratch.iter().find(|d| d.name == name).ok_or_else(|| {
+        let names: Vec<&str> = scratch.iter().map(|d| d.name.as_str()).collect();
+        let e = ConfigError::at(&s.loc, format!("host `{host}` has no scratch device `{name}`"));
+        if names.is_empty() {
+            e.with_hint("list the devices benchrig may format under the host's `scratch_devices`")
+        } else {
+            e.with_hint(did_you_mean(name, &names))
+        }
+    })
 }
 
 /// Which argument of an action fails to deserialize, if one does.
@@ -239,7 +383,7 @@ fn resolve_profile(name: &str, overrides: &[FsProfile]) -> Option<FsProfile> {
 
 /// What the inventory and facts already show this host cannot do. The agent
 /// checks again (kernel modules can load on demand, so only it can tell).
-fn unsupported_reason(entry: &ScratchDevice, profile: &FsProfile, input: &HostInput) -> Option<String> {
+fn unsupported_reason(entry: &ScratchDevice, profile: &FsProfile, host: &str, facts: Option<&Facts>) -> Option<String> {
     match (entry.kind, &profile.fstype) {
         (ScratchKind::Directory, Some(_)) => {
             return Some(format!(
@@ -252,10 +396,10 @@ fn unsupported_reason(entry: &ScratchDevice, profile: &FsProfile, input: &HostIn
         }
         _ => {}
     }
-    let facts = input.facts?;
+    let facts = facts?;
     let tool = profile.mkfs.first()?;
     let known = KNOWN_TOOLS.iter().any(|(t, _)| t == tool);
-    (known && facts.tool(tool).is_none()).then(|| format!("{tool} is not installed on {}", input.host))
+    (known && facts.tool(tool).is_none()).then(|| format!("{tool} is not installed on {host}"))
 }
 
 #[cfg(test)]
@@ -353,6 +497,65 @@ mod tests {
         assert!(e.message.contains("`lots` is not a size"), "{e}");
         // The error points at the argument, not only at the step.
         assert_eq!((e.line, e.col), (13, 25), "{e}");
+    }
+
+    #[test]
+    fn role_plays_cover_every_assignment_and_send_steps_to_their_role() {
+        let mut inv = inv();
+        inv.add_host_to_group("lab", "h2");
+        inv.ensure_host("h2").vars.insert("ansible_host".into(), json!("10.0.0.2"));
+        inv.ensure_host("h2").vars.insert("scratch_devices".into(), json!([{"path": "/dev/sdx", "name": "x"}]));
+        let pb = playbook::parse(
+            "r.yml",
+            r#"
+- hosts: all
+  roles: [server, client]
+  matrix:
+    variant: [a, b]
+  setup:
+    - {role: server, exec: {command: "serve {{ variant }} on {{ inventory_hostname }}"}}
+    - {role: client, exec: {command: "mount {{ hostvars[roles.server].ansible_host | default(roles.server) }}"}}
+  benchmark:
+    - {role: client, noop: }
+  teardown:
+    - noop:
+"#,
+        )
+        .unwrap();
+        let hosts = vec!["h1".to_string(), "h2".to_string()];
+        let cells = plan_role_play(&pb.plays[0], 0, &inv, &hosts, &Vars::new(), &[], &Templates::new()).unwrap();
+        let shown: Vec<String> = cells.iter().map(|c| format!("{} @{}", c.describe(), c.host)).collect();
+        assert_eq!(
+            shown,
+            [
+                "server=h1 client=h2 variant=a @h2",
+                "server=h1 client=h2 variant=b @h2",
+                "server=h2 client=h1 variant=a @h1",
+                "server=h2 client=h1 variant=b @h1"
+            ]
+        );
+        let c = &cells[0];
+        let cmd = |s: &PlannedStep| match &s.action {
+            Action::Exec(e) => format!("{:?}@{}", e.command, s.host),
+            _ => panic!(),
+        };
+        assert_eq!(cmd(&c.setup[0]), "Shell(\"serve a on h1\")@h1");
+        assert_eq!(cmd(&c.setup[1]), "Shell(\"mount h1\")@h2");
+        assert_eq!(cells[2].setup[1].host, "h1");
+        // A step without a role runs on every host of the cell.
+        let hosts_of: Vec<&str> = c.teardown.iter().map(|s| s.host.as_str()).collect();
+        assert_eq!(hosts_of, ["h1", "h2"]);
+        // Two roles need two hosts.
+        let e = plan_role_play(&pb.plays[0], 0, &inv, &hosts[..1], &Vars::new(), &[], &Templates::new()).unwrap_err();
+        assert!(e.message.contains("only 1 host"), "{e}");
+    }
+
+    #[test]
+    fn k_permutations() {
+        let h: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(assignments(&h, 2).len(), 6);
+        assert_eq!(assignments(&h, 1).len(), 3);
+        assert_eq!(assignments(&h, 0), vec![Vec::<String>::new()]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::transport::ConnectionSpec;
 use indexmap::IndexMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Mutex, Semaphore};
 
 pub mod exit {
     pub const OK: i32 = 0;
@@ -57,6 +57,13 @@ pub struct Checked {
     pub hosts: IndexMap<String, Vec<usize>>,
 }
 
+impl Checked {
+    /// The hosts of one play, in inventory order.
+    pub fn hosts_of_play(&self, play: usize) -> Vec<String> {
+        self.hosts.iter().filter(|(_, p)| p.contains(&play)).map(|(h, _)| h.clone()).collect()
+    }
+}
+
 /// Everything that can be checked without a host: playbook grammar, host
 /// selection, connection variables, scratch devices, and a plan of every
 /// host without facts. A template that needs facts waits for them.
@@ -85,7 +92,7 @@ pub fn check(
         let vars = inv.host_vars(h);
         ConnectionSpec::from_vars(h, &vars).map_err(anyhow::Error::msg)?;
         planner::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
-        for &pi in plays {
+        for &pi in plays.iter().filter(|&&pi| pb.plays[pi].roles.is_empty()) {
             let input = HostInput { inventory: &inv, host: h, extra_vars: extra, facts: None };
             if let Err(e) = planner::plan_play(&pb.plays[pi], pi, &input, &t) {
                 if !needs_facts(&e.message) {
@@ -94,7 +101,16 @@ pub fn check(
             }
         }
     }
-    Ok(Checked { playbook: pb, inventory: inv, hosts })
+    let checked = Checked { playbook: pb, inventory: inv, hosts };
+    for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
+        let hosts = checked.hosts_of_play(pi);
+        if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &t) {
+            if !needs_facts(&e.message) {
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(checked)
 }
 
 /// A template error that only says "facts are not known yet": the variable
@@ -112,14 +128,25 @@ struct Shared {
     reporter: Reporter,
     cancel: watch::Receiver<bool>,
     forks: Semaphore,
+    /// Every host's session, in inventory order (the order role plays lock them).
+    slots: IndexMap<String, Mutex<Slot>>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum HostOutcome {
-    Ok,
-    Failed,
-    Unreachable,
-    Interrupted,
+/// One host across the whole run.
+#[derive(Default)]
+struct Slot {
+    session: Option<HostSession>,
+    /// Why the host is out of the run, once it is; `unreachable` says which kind.
+    down: Option<String>,
+    unreachable: bool,
+    /// Some cell or play failed on it.
+    failed: bool,
+}
+
+impl Shared {
+    fn interrupted(&self) -> bool {
+        *self.cancel.borrow()
+    }
 }
 
 pub struct RunResult {
@@ -167,7 +194,8 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         }
     });
 
-    let shared = Arc::new(Shared {
+    let slots = checked.hosts.keys().map(|h| (h.clone(), Mutex::new(Slot::default()))).collect();
+    let sh = Arc::new(Shared {
         extra: opts.extra_vars.clone(),
         store: store.clone(),
         run,
@@ -175,183 +203,296 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         reporter,
         cancel: cancel_rx.clone(),
         forks: Semaphore::new(opts.forks.max(1)),
+        slots,
         checked,
     });
-    let tasks: Vec<_> = shared
-        .checked
-        .hosts
-        .iter()
-        .map(|(h, plays)| tokio::spawn(run_host(h.clone(), plays.clone(), shared.clone())))
-        .collect();
-    let mut outcomes = Vec::new();
-    for t in tasks {
-        outcomes.push(t.await.unwrap_or(HostOutcome::Failed));
-    }
 
-    let interrupted = *cancel_rx.borrow() || outcomes.contains(&HostOutcome::Interrupted);
-    let cells = store.cells(run)?;
-    let any_failed = outcomes.contains(&HostOutcome::Failed) || cells.iter().any(|c| c.status == "failed");
-    let (status, exit_code) = exit::outcome(interrupted, outcomes.contains(&HostOutcome::Unreachable), any_failed);
+    // Plays run in order, as in Ansible; within a play, hosts in parallel
+    // (a role play's cells one after another, each across its hosts).
+    let hosts: Vec<String> = sh.checked.hosts.keys().cloned().collect();
+    join_all(hosts.iter().map(|h| connect(h.clone(), sh.clone()))).await;
+    for (pi, play) in sh.checked.playbook.plays.iter().enumerate() {
+        let play_hosts = sh.checked.hosts_of_play(pi);
+        if play.roles.is_empty() {
+            join_all(play_hosts.iter().map(|h| run_plain_play(pi, h.clone(), sh.clone()))).await;
+        } else {
+            run_role_play(pi, &play_hosts, &sh).await;
+        }
+    }
+    join_all(hosts.iter().map(|h| close(h.clone(), sh.clone()))).await;
+
+    let interrupted = sh.interrupted();
+    let mut unreachable = false;
+    let mut failed = false;
+    for slot in sh.slots.values() {
+        let slot = slot.lock().await;
+        unreachable |= slot.down.is_some() && slot.unreachable;
+        failed |= slot.failed || slot.down.is_some();
+    }
+    failed |= store.cells(run)?.iter().any(|c| c.status == "failed");
+    let (status, exit_code) = exit::outcome(interrupted, unreachable, failed);
     store.finish_run(run, status)?;
     Ok(RunResult { run, status, exit_code, table: crate::summary::render(&store, run)? })
 }
 
-async fn run_host(host: String, plays: Vec<usize>, sh: Arc<Shared>) -> HostOutcome {
-    let _permit = sh.forks.acquire().await;
-    let r = sh.reporter;
-    if *sh.cancel.borrow() {
-        let _ = sh.store.set_host(sh.run, &host, "skipped", Some("interrupted"));
-        return HostOutcome::Interrupted;
+async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: impl Iterator<Item = F>) {
+    let tasks: Vec<_> = futures.map(tokio::spawn).collect();
+    for t in tasks {
+        let _ = t.await;
     }
-    let vars = sh.checked.inventory.host_vars(&host);
-    let _ = sh.store.set_host(sh.run, &host, "running", None);
-    let mut session = match HostSession::open(&host, &vars, &sh.builds).await {
-        Ok(s) => s,
-        Err(e) => return host_failed_early(&host, &plays, &sh, e),
-    };
-    r.line(
-        &host,
-        format!(
-            "{} · {} · kernel {} · agent {} ({:.1} s)",
-            session.describe(),
-            session.facts.arch,
-            session.facts.kernel.release,
-            if session.deployed.uploaded { "uploaded" } else { "already there" },
-            session.startup.as_secs_f64()
-        ),
-    );
-    let _ = sh.store.set_host_facts(Some(sh.run), &host, &session.facts);
-
-    let t = Templates::new();
-    let mut failed = false;
-    let mut lost: Option<String> = None;
-    for &pi in &plays {
-        let play = &sh.checked.playbook.plays[pi];
-        let input = HostInput {
-            inventory: &sh.checked.inventory,
-            host: &host,
-            extra_vars: &sh.extra,
-            facts: Some(&session.facts),
-        };
-        let cells: Vec<Cell> = match planner::plan_play(play, pi, &input, &t) {
-            Ok(c) => c,
-            Err(e) => {
-                r.line(&host, format!("play `{}` cannot be planned: {e}", play.name));
-                failed = true;
-                continue;
-            }
-        };
-        let total = cells.len();
-        for (n, cell) in cells.iter().enumerate() {
-            let cell_id = match sh.store.add_cell(sh.run, cell) {
-                Ok(id) => id,
-                Err(e) => {
-                    r.line(&host, format!("cannot store cell: {e}"));
-                    failed = true;
-                    continue;
-                }
-            };
-            let skip = |status: &str, reason: &str| {
-                let _ = sh.store.set_cell_status(cell_id, status, Some(reason));
-            };
-            if let Some(why) = &lost {
-                skip("failed", &format!("host unreachable: {why}"));
-                continue;
-            }
-            if *sh.cancel.borrow() {
-                skip("skipped", "interrupted");
-                continue;
-            }
-            if let Some(why) = &cell.unsupported {
-                r.line(&host, format!("cell {}/{total} {}: unsupported: {why}", n + 1, cell.describe()));
-                skip("unsupported", why);
-                continue;
-            }
-            r.line(&host, format!("cell {}/{total} {}", n + 1, cell.describe()));
-            let runner = CellRunner {
-                agent: &session.agent,
-                store: &sh.store,
-                reporter: r,
-                host: &host,
-                cancel: sh.cancel.clone(),
-            };
-            let outcome = runner.run(cell, cell_id).await;
-            match &outcome {
-                CellOutcome::Ok | CellOutcome::Skipped(_) => {}
-                CellOutcome::Unsupported(why) => r.line(&host, format!("  unsupported: {why}")),
-                CellOutcome::Failed(why) => {
-                    failed = true;
-                    r.line(&host, format!("  failed: {why}"));
-                }
-                CellOutcome::HostLost(why) => {
-                    failed = true;
-                    if *sh.cancel.borrow() {
-                        lost = Some(why.clone());
-                        continue;
-                    }
-                    r.line(&host, format!("  lost the host: {why}; reconnecting once"));
-                    match HostSession::open(&host, &vars, &sh.builds).await {
-                        Ok(fresh) => {
-                            std::mem::replace(&mut session, fresh).abandon().await;
-                            // The old agent may have died holding mounts and loop
-                            // devices; the new one does not know them: clean up.
-                            match session.cleanup().await {
-                                Ok(done) => r.line(&host, format!("  reconnected; cleaned up {done}")),
-                                Err(e) => r.line(&host, format!("  reconnected; cleanup failed: {e}")),
-                            }
-                        }
-                        Err(e) => {
-                            r.line(&host, format!("  unreachable: {e}"));
-                            lost = Some(why.clone());
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let outcome = if lost.is_some() {
-        session.abandon().await;
-        HostOutcome::Unreachable
-    } else {
-        if let Err(e) = session.close().await {
-            r.line(&host, format!("closing the session: {e}"));
-        }
-        if *sh.cancel.borrow() {
-            HostOutcome::Interrupted
-        } else if failed {
-            HostOutcome::Failed
-        } else {
-            HostOutcome::Ok
-        }
-    };
-    let (status, reason) = match (&outcome, &lost) {
-        (HostOutcome::Unreachable, Some(why)) => ("unreachable", Some(why.as_str())),
-        (HostOutcome::Failed, _) => ("failed", None),
-        (HostOutcome::Interrupted, _) => ("interrupted", None),
-        _ => ("ok", None),
-    };
-    let _ = sh.store.set_host(sh.run, &host, status, reason);
-    outcome
 }
 
-/// The host never got going: record why, and its cells (planned without
-/// facts) as failed so `--resume` and reports know they are missing.
-fn host_failed_early(host: &str, plays: &[usize], sh: &Shared, e: HostError) -> HostOutcome {
-    let (status, outcome) = match &e {
-        HostError::Unreachable(_) => ("unreachable", HostOutcome::Unreachable),
-        HostError::Failed(_) => ("failed", HostOutcome::Failed),
-    };
-    let reason = e.to_string();
-    sh.reporter.line(host, &reason);
-    let _ = sh.store.set_host(sh.run, host, status, Some(&reason));
+/// Open a host's session (at most --forks at once); a host that cannot be
+/// reached is recorded and left out of every play.
+async fn connect(host: String, sh: Arc<Shared>) {
+    let _permit = sh.forks.acquire().await;
+    let mut slot = sh.slots[&host].lock().await;
+    if sh.interrupted() {
+        slot.down = Some("interrupted".into());
+        let _ = sh.store.set_host(sh.run, &host, "skipped", Some("interrupted"));
+        return;
+    }
+    let _ = sh.store.set_host(sh.run, &host, "running", None);
+    let vars = sh.checked.inventory.host_vars(&host);
+    match HostSession::open(&host, &vars, &sh.builds).await {
+        Ok(s) => {
+            sh.reporter.line(
+                &host,
+                format!(
+                    "{} · {} · kernel {} · agent {} ({:.1} s)",
+                    s.describe(),
+                    s.facts.arch,
+                    s.facts.kernel.release,
+                    if s.deployed.uploaded { "uploaded" } else { "already there" },
+                    s.startup.as_secs_f64()
+                ),
+            );
+            let _ = sh.store.set_host_facts(Some(sh.run), &host, &s.facts);
+            slot.session = Some(s);
+        }
+        Err(e) => {
+            sh.reporter.line(&host, e.to_string());
+            slot.unreachable = matches!(e, HostError::Unreachable(_));
+            slot.down = Some(e.to_string());
+        }
+    }
+}
+
+/// A play without roles on one host: plan with its facts, run each cell.
+async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>) {
+    let _permit = sh.forks.acquire().await;
+    let mut guard = sh.slots[&host].lock().await;
+    let slot = &mut *guard;
+    let play = &sh.checked.playbook.plays[pi];
     let t = Templates::new();
-    for &pi in plays {
-        let input = HostInput { inventory: &sh.checked.inventory, host, extra_vars: &sh.extra, facts: None };
-        for cell in planner::plan_play(&sh.checked.playbook.plays[pi], pi, &input, &t).unwrap_or_default() {
-            if let Ok(id) = sh.store.add_cell(sh.run, &cell) {
-                let _ = sh.store.set_cell_status(id, "failed", Some(&reason));
+    let facts = slot.session.as_ref().map(|s| &s.facts);
+    let input = HostInput { inventory: &sh.checked.inventory, host: &host, extra_vars: &sh.extra, facts };
+    let cells = match planner::plan_play(play, pi, &input, &t) {
+        Ok(c) => c,
+        Err(e) => {
+            sh.reporter.line(&host, format!("play `{}` cannot be planned: {e}", play.name));
+            slot.failed = true;
+            return;
+        }
+    };
+    let total = cells.len();
+    for (n, cell) in cells.iter().enumerate() {
+        let Some(cell_id) = store_cell(&sh, cell) else {
+            slot.failed = true;
+            continue;
+        };
+        let down = slot.down.as_ref().map(|d| format!("host {host} unreachable: {d}"));
+        if let Some(why) = skip_reason(&sh, cell, down) {
+            let _ = sh.store.set_cell_status(cell_id, why.0, Some(&why.1));
+            if why.0 == "unsupported" {
+                sh.reporter.line(&host, format!("cell {}/{total} {}: unsupported: {}", n + 1, cell.describe(), why.1));
+            }
+            continue;
+        }
+        sh.reporter.line(&host, format!("cell {}/{total} {}", n + 1, cell.describe()));
+        let outcome = {
+            let session = slot.session.as_ref().expect("checked by skip_reason");
+            let runner = CellRunner {
+                agents: vec![(host.as_str(), &session.agent)],
+                store: &sh.store,
+                reporter: sh.reporter,
+                cancel: sh.cancel.clone(),
+            };
+            runner.run(cell, cell_id).await
+        };
+        settle(&sh, outcome, &mut [(&host, slot)]).await;
+    }
+}
+
+/// A play with roles: every cell spans the hosts of one assignment; each
+/// step goes to its role's host. Cells run one after another.
+async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
+    let play = &sh.checked.playbook.plays[pi];
+    // Locked in inventory order (the only order anything locks several in).
+    let mut guards = Vec::new();
+    for h in hosts {
+        guards.push((h.clone(), sh.slots[h].lock().await));
+    }
+    let facts: Vec<(&str, &benchrig_wire::facts::Facts)> =
+        guards.iter().filter_map(|(h, g)| Some((h.as_str(), &g.session.as_ref()?.facts))).collect();
+    let t = Templates::new();
+    let planned = planner::plan_role_play(play, pi, &sh.checked.inventory, hosts, &sh.extra, &facts, &t);
+    drop(facts);
+    let cells = match planned {
+        Ok(c) => c,
+        Err(e) => {
+            sh.reporter.note(format!("play `{}` cannot be planned: {e}", play.name));
+            for (_, g) in guards.iter_mut() {
+                g.failed = true;
+            }
+            return;
+        }
+    };
+    let total = cells.len();
+    for (n, cell) in cells.iter().enumerate() {
+        let Some(cell_id) = store_cell(sh, cell) else { continue };
+        // This cell's hosts, in the order of their first step.
+        let mut mine: Vec<&str> = Vec::new();
+        for s in cell.setup.iter().chain(&cell.before_each).chain(&cell.benchmark).chain(&cell.teardown) {
+            if !mine.contains(&s.host.as_str()) {
+                mine.push(&s.host);
+            }
+        }
+        let mut involved: Vec<(&String, &mut Slot)> =
+            guards.iter_mut().filter(|(h, _)| mine.contains(&h.as_str())).map(|(h, g)| (&*h, &mut **g)).collect();
+        let down = involved.iter().find_map(|(h, s)| s.down.as_ref().map(|d| format!("host {h} unreachable: {d}")));
+        if let Some((status, why)) = skip_reason(sh, cell, down) {
+            let _ = sh.store.set_cell_status(cell_id, status, Some(&why));
+            continue;
+        }
+        sh.reporter.line(&cell.host, format!("cell {}/{total} {}", n + 1, cell.describe()));
+        let outcome = {
+            let agents: Vec<(&str, &crate::agent_client::AgentClient)> =
+                involved.iter().map(|(h, s)| (h.as_str(), &s.session.as_ref().expect("not down").agent)).collect();
+            let runner = CellRunner { agents, store: &sh.store, reporter: sh.reporter, cancel: sh.cancel.clone() };
+            runner.run(cell, cell_id).await
+        };
+        let mut pairs: Vec<(&str, &mut Slot)> = involved.iter_mut().map(|(h, s)| (h.as_str(), &mut **s)).collect();
+        settle(sh, outcome, &mut pairs).await;
+    }
+}
+
+fn store_cell(sh: &Shared, cell: &Cell) -> Option<i64> {
+    match sh.store.add_cell(sh.run, cell) {
+        Ok(id) => Some(id),
+        Err(e) => {
+            sh.reporter.line(&cell.host, format!("cannot store cell: {e}"));
+            None
+        }
+    }
+}
+
+/// Why a cell is not run at all (status, reason): one of its hosts is down,
+/// the run was interrupted, or the host visibly cannot make it.
+fn skip_reason(sh: &Shared, cell: &Cell, down: Option<String>) -> Option<(&'static str, String)> {
+    if let Some(d) = down {
+        return Some(("failed", d));
+    }
+    if sh.interrupted() {
+        return Some(("skipped", "interrupted".into()));
+    }
+    cell.unsupported.clone().map(|u| ("unsupported", u))
+}
+
+/// After a cell: note a failure, and reconnect once to a host that was
+/// lost (its new agent cleans up what the old one left).
+async fn settle(sh: &Shared, outcome: CellOutcome, slots: &mut [(&str, &mut Slot)]) {
+    match outcome {
+        CellOutcome::Ok | CellOutcome::Skipped(_) => {}
+        CellOutcome::Unsupported(why) => {
+            if let Some((h, _)) = slots.first() {
+                sh.reporter.line(h, format!("  unsupported: {why}"));
+            }
+        }
+        CellOutcome::Failed(why) => {
+            for (h, s) in slots.iter_mut() {
+                s.failed = true;
+                sh.reporter.line(h, format!("  failed: {why}"));
+            }
+        }
+        CellOutcome::HostLost { host, reason } => {
+            let Some((_, slot)) = slots.iter_mut().find(|(h, _)| *h == host) else { return };
+            slot.failed = true;
+            if sh.interrupted() {
+                slot.down = Some(reason);
+                slot.unreachable = true;
+                return;
+            }
+            sh.reporter.line(&host, format!("  lost the host: {reason}; reconnecting once"));
+            let vars = sh.checked.inventory.host_vars(&host);
+            match HostSession::open(&host, &vars, &sh.builds).await {
+                Ok(fresh) => {
+                    if let Some(old) = slot.session.replace(fresh) {
+                        old.abandon().await;
+                    }
+                    let session = slot.session.as_ref().expect("just set");
+                    match session.cleanup().await {
+                        Ok(done) => sh.reporter.line(&host, format!("  reconnected; cleaned up {done}")),
+                        Err(e) => sh.reporter.line(&host, format!("  reconnected; cleanup failed: {e}")),
+                    }
+                }
+                Err(e) => {
+                    sh.reporter.line(&host, format!("  unreachable: {e}"));
+                    slot.down = Some(reason);
+                    slot.unreachable = true;
+                    if let Some(old) = slot.session.take() {
+                        old.abandon().await;
+                    }
+                }
             }
         }
     }
-    outcome
+}
+
+/// End a host's part: its agent releases what it set up; record how it went.
+async fn close(host: String, sh: Arc<Shared>) {
+    let mut slot = sh.slots[&host].lock().await;
+    if let Some(session) = slot.session.take() {
+        if let Err(e) = session.close().await {
+            sh.reporter.line(&host, format!("closing the session: {e}"));
+        }
+    }
+    let (status, reason) = match (&slot.down, slot.unreachable) {
+        (Some(d), true) => ("unreachable", Some(d.clone())),
+        (Some(d), false) => ("failed", Some(d.clone())),
+        (None, _) if sh.interrupted() => ("interrupted", None),
+        (None, _) if slot.failed => ("failed", None),
+        _ => ("ok", None),
+    };
+    // A host interrupted before it connected keeps its "skipped".
+    if slot.down.as_deref() != Some("interrupted") {
+        let _ = sh.store.set_host(sh.run, &host, status, reason.as_deref());
+    }
+    // Cells it never ran (it was down from the start) are recorded as failed.
+    if slot.down.is_some() && slot.session.is_none() {
+        record_unrun_cells(&host, &slot, &sh);
+    }
+}
+
+/// A host that never got going: its cells (planned without facts) are
+/// recorded as failed, so reports and `--resume` know they are missing.
+fn record_unrun_cells(host: &str, slot: &Slot, sh: &Shared) {
+    let Some(reason) = &slot.down else { return };
+    let existing = sh.store.cells(sh.run).unwrap_or_default();
+    if existing.iter().any(|c| c.host == host) {
+        return;
+    }
+    let t = Templates::new();
+    for &pi in &sh.checked.hosts[host] {
+        let play = &sh.checked.playbook.plays[pi];
+        if !play.roles.is_empty() {
+            continue; // a role cell is recorded on the host that measures it
+        }
+        let input = HostInput { inventory: &sh.checked.inventory, host, extra_vars: &sh.extra, facts: None };
+        for cell in planner::plan_play(play, pi, &input, &t).unwrap_or_default() {
+            if let Ok(id) = sh.store.add_cell(sh.run, &cell) {
+                let _ = sh.store.set_cell_status(id, "failed", Some(&format!("host {host} unreachable: {reason}")));
+            }
+        }
+    }
 }

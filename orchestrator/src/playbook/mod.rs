@@ -32,6 +32,10 @@ pub struct Play {
     pub matrix: Matrix,
     /// An integer or a template giving one.
     pub repeat: Option<Node>,
+    /// Roles the play's hosts take (`server`, `client`); empty for a play
+    /// that runs on each host on its own.
+    pub roles: Vec<String>,
+    pub assign: Assign,
     pub setup: Vec<Step>,
     pub before_each: Vec<Step>,
     pub benchmark: Vec<Step>,
@@ -48,9 +52,21 @@ pub struct Matrix {
     pub include: Vec<Node>,
 }
 
+/// Which assignments of hosts to roles a play runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Assign {
+    /// Every assignment: with two hosts and server/client, both directions.
+    #[default]
+    All,
+    /// Only the first, in inventory order.
+    First,
+}
+
 #[derive(Clone, Debug)]
 pub struct Step {
     pub name: Option<String>,
+    /// The role whose host runs this step; every host of the cell when absent.
+    pub role: Option<String>,
     pub action: String,
     pub args: Node,
     pub loc: Loc,

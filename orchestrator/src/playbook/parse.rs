@@ -1,15 +1,27 @@
 //! The playbook grammar. Every key is checked here, with file:line:column and
 //! a suggestion for a near miss; values are checked when rendered.
 
-use super::{Matrix, Play, Playbook, Step};
+use super::{Assign, Matrix, Play, Playbook, Step};
 use crate::profiles;
 use crate::template::Templates;
 use crate::yaml::{self, did_you_mean, unknown_key, ConfigError, Node, Value};
 use benchrig_wire::steps::{Action, FsProfile, ACTION_NAMES};
 use std::path::Path;
 
-const PLAY_KEYS: &[&str] =
-    &["name", "hosts", "vars", "profiles", "matrix", "repeat", "setup", "before_each", "benchmark", "teardown"];
+const PLAY_KEYS: &[&str] = &[
+    "name",
+    "hosts",
+    "vars",
+    "profiles",
+    "matrix",
+    "repeat",
+    "roles",
+    "assign",
+    "setup",
+    "before_each",
+    "benchmark",
+    "teardown",
+];
 const PROFILE_KEYS: &[&str] = &["fstype", "mkfs", "mount_options"];
 /// The playbook's `filesystem` step names a profile; the planner resolves it.
 const FILESYSTEM_ARGS: &[&str] = &["device", "profile"];
@@ -51,6 +63,8 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
         profiles: Vec::new(),
         matrix: Matrix::default(),
         repeat: None,
+        roles: Vec::new(),
+        assign: Assign::All,
         setup: Vec::new(),
         before_each: Vec::new(),
         benchmark: Vec::new(),
@@ -81,6 +95,14 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
             "profiles" => p.profiles = profile_overrides(v)?,
             "matrix" => p.matrix = matrix(v)?,
             "repeat" => p.repeat = Some(repeat(v)?),
+            "roles" => p.roles = roles(v)?,
+            "assign" => {
+                p.assign = match v.as_str() {
+                    Some("all") => Assign::All,
+                    Some("first") => Assign::First,
+                    _ => return Err(v.error("`assign` is `all` (every assignment of hosts to roles) or `first`")),
+                }
+            }
             "setup" => p.setup = steps(v, "setup")?,
             "before_each" => p.before_each = steps(v, "before_each")?,
             "benchmark" => p.benchmark = steps(v, "benchmark")?,
@@ -97,8 +119,39 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
         profiles::builtin_names().map(str::to_string).chain(p.profiles.iter().map(|x| x.name.clone())).collect();
     for s in p.setup.iter().chain(&p.before_each).chain(&p.benchmark).chain(&p.teardown) {
         check_profile_name(s, &known)?;
+        check_role(s, &p.roles)?;
     }
     Ok(p)
+}
+
+fn roles(v: &Node) -> Result<Vec<String>, ConfigError> {
+    let mut out: Vec<String> = Vec::new();
+    for r in v.expect_seq("`roles`")? {
+        let name = r.expect_str("a role name")?;
+        if out.iter().any(|o| o == name) {
+            return Err(r.error(format!("role `{name}` is listed twice")));
+        }
+        out.push(name.to_string());
+    }
+    Ok(out)
+}
+
+/// A step's `role` must be one of the play's.
+fn check_role(s: &Step, roles: &[String]) -> Result<(), ConfigError> {
+    let Some(role) = &s.role else { return Ok(()) };
+    if roles.iter().any(|r| r == role) {
+        return Ok(());
+    }
+    let err = ConfigError::at(
+        &s.loc,
+        format!("step `{}` runs on role `{role}`, which the play does not define", s.display_name()),
+    );
+    Err(if roles.is_empty() {
+        err.with_hint("give the play `roles: [server, client]` (or drop the step's `role`)")
+    } else {
+        let valid: Vec<&str> = roles.iter().map(String::as_str).collect();
+        err.with_hint(did_you_mean(role, &valid))
+    })
 }
 
 fn repeat(v: &Node) -> Result<Node, ConfigError> {
@@ -154,11 +207,14 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
         node.error(format!("a step must be a mapping like `- seq_write: {{size: 64M}}`, found {}", node.type_name()))
     })?;
     let mut name = None;
+    let mut role = None;
     let mut action: Option<(&Node, &Node)> = None;
     for (k, v) in entries {
         let key = k.as_str().unwrap_or_default();
         if key == "name" {
             name = Some(v.scalar_text().ok_or_else(|| v.error("a step's `name` must be a string"))?);
+        } else if key == "role" {
+            role = Some(v.expect_str("a step's `role`")?.to_string());
         } else if ACTION_NAMES.contains(&key) {
             if let Some((first, _)) = action {
                 return Err(k.error(format!(
@@ -168,7 +224,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             }
             action = Some((k, v));
         } else {
-            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(["name"]).collect();
+            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(["name", "role"]).collect();
             return Err(unknown_key(k, "a step (not an action or step key)", &valid));
         }
     }
@@ -195,7 +251,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             return Err(args.error(format!("the arguments of `{action}` must be a mapping, found {}", args.type_name())))
         }
     }
-    Ok(Step { name, action, args: args.clone(), loc: k.loc.clone() })
+    Ok(Step { name, role, action, args: args.clone(), loc: k.loc.clone() })
 }
 
 /// A literal profile name in a `filesystem` step must exist; templated ones are checked per cell.
@@ -351,5 +407,10 @@ mod tests {
         let e = err("- hosts: all\n  profiles:\n    btrfs: {mkfs: mkfs.btrfs -f /dev/sdc}\n");
         assert!(e.message.contains("`/dev/sdc` names a device"), "{e}");
         assert!(err("- hosts: all\n  setup:\n    - filesystem: {device: d}\n").message.contains("needs a `profile`"));
+        let e = err("- hosts: all\n  roles: [server, client]\n  benchmark:\n    - {role: clinet, noop: }\n");
+        assert_eq!((e.line, e.hint.as_deref()), (4, Some("did you mean `client`?")));
+        assert!(err("- hosts: all\n  benchmark:\n    - {role: server, noop: }\n").hint.unwrap().contains("roles:"));
+        assert!(err("- hosts: all\n  roles: [a, a]\n").message.contains("twice"));
+        assert!(err("- hosts: all\n  assign: some\n").message.contains("`assign`"));
     }
 }
