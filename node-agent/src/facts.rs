@@ -37,6 +37,8 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
             .collect(),
         user: user(),
         agent,
+        // The session sets it: gathering facts does not know the session.
+        work_dir: String::new(),
     }
 }
 

@@ -144,7 +144,11 @@ fn handle(
             })?;
             Ok(Reply::Configured)
         }
-        Request::Facts => Ok(Reply::Facts(Box::new(facts::gather(&st.view, agent.clone())))),
+        Request::Facts => {
+            let mut f = facts::gather(&st.view, agent.clone());
+            f.work_dir = st.work_dir.to_string_lossy().into_owned();
+            Ok(Reply::Facts(Box::new(f)))
+        }
         Request::Run(step) => actions::run(&step.action, st, &StepCtx::new(id, out, cancel)).map(Reply::Step),
         // Answered by the reader thread; never queued.
         Request::Ping | Request::Cancel { .. } | Request::Shutdown => {

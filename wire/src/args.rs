@@ -424,3 +424,18 @@ pub struct ExecArgs {
     #[serde(default)]
     pub ignore_status: bool,
 }
+
+/// A filesystem that is not formatted here (a remote one: sshfs, NFS, ...),
+/// mounted under the work dir and usable as a `target`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountArgs {
+    /// The name workloads use as `target` (and `unmount` as `device`).
+    pub name: String,
+    /// `host:/path` for sshfs, `server:/export` for NFS. Never a local block device.
+    pub source: String,
+    /// `fuse.sshfs`, `nfs`, ...
+    pub fstype: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+}

@@ -20,6 +20,9 @@ pub struct Facts {
     pub tools: Vec<Tool>,
     pub user: User,
     pub agent: AgentInfo,
+    /// Where this session's agent keeps mount points (`<work_dir>/mnt/<scratch>`).
+    #[serde(default)]
+    pub work_dir: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -46,6 +46,8 @@ actions! {
     Volume(VolumeArgs) = "volume",
     /// A tmpfs, usable as a target like a scratch device ("source in RAM").
     Ramdisk(RamdiskArgs) = "ramdisk",
+    /// A remote filesystem (sshfs, NFS), usable as a target.
+    Mount(MountArgs) = "mount",
     /// Unmount what this session mounted (one device, or all) and detach its loop devices.
     Unmount(UnmountArgs) = "unmount",
     /// `sync`, then drop the page cache (root) — the before-each step of cold runs.
@@ -198,6 +200,7 @@ mod tests {
             let args = match *name {
                 "volume" => json!({"devices": ["a", "b"]}),
                 "ramdisk" => json!({"name": "ram", "size": "1G"}),
+                "mount" => json!({"name": "r", "source": "h:/x", "fstype": "fuse.sshfs"}),
                 "tree" => json!({"files": 10, "dirs": 2, "size": "4k"}),
                 "copy_tree" => json!({"from": "ram"}),
                 "cold_read" => json!({"size": "1M", "codec": "lzo"}),

@@ -4,6 +4,7 @@
 mod cleanup;
 mod drop_caches;
 pub(crate) mod filesystem;
+mod mount;
 mod ramdisk;
 mod unmount;
 mod volume;
@@ -22,6 +23,7 @@ pub fn run(action: &Action, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
         Action::VolumeAdd(a) => volume::add(a, st, ctx),
         Action::VolumeRemove(a) => volume::remove(a, st, ctx),
         Action::Ramdisk(a) => ramdisk::run(a, st),
+        Action::Mount(a) => mount::run(a, st),
         Action::Unmount(a) => unmount::run(a, st),
         Action::DropCaches(_) => drop_caches::run(ctx),
         Action::Cleanup(_) => cleanup::run(st),
