@@ -90,13 +90,20 @@ pub fn scratch_devices(host: &str, vars: &Vars) -> Result<Vec<ScratchDevice>, St
 }
 
 /// The variables templates see on a host, before the cell's parameters:
-/// inventory vars < play vars < extra vars, plus `groups` and `facts`.
-pub fn host_context(play: &Play, input: &HostInput, t: &Templates) -> Result<Json, ConfigError> {
+/// inventory vars < play vars < extra vars, plus `groups`, `facts` and, in
+/// a role play, `roles` and `hostvars` (`play_level`), which play vars may use.
+pub fn host_context(
+    play: &Play,
+    input: &HostInput,
+    play_level: &serde_json::Map<String, Json>,
+    t: &Templates,
+) -> Result<Json, ConfigError> {
     let mut ctx = input.inventory.host_vars(input.host);
     ctx.insert("groups".into(), input.inventory.groups_var());
     if let Some(f) = input.facts {
         ctx.insert("facts".into(), json!(f));
     }
+    ctx.extend(play_level.clone());
     ctx.extend(input.extra_vars.clone());
     for (name, node) in &play.vars {
         if input.extra_vars.contains_key(name) {
@@ -208,13 +215,23 @@ impl<'a> PlayCtx<'a> {
                 scratch_devices(host, &vars).map_err(|e| ConfigError::file(&self.inventory.sources.join(", "), e))?;
             let input =
                 HostInput { inventory: self.inventory, host, extra_vars: self.extra_vars, facts: self.facts_of(host) };
-            let mut ctx = host_context(play, &input, t)?;
+            let mut play_level = serde_json::Map::new();
             if !roles.is_empty() {
-                ctx["roles"] = Json::Object(roles.clone());
-                let hostvars: serde_json::Map<String, Json> =
-                    members.iter().map(|(_, h)| (h.to_string(), Json::Object(self.inventory.host_vars(h)))).collect();
-                ctx["hostvars"] = Json::Object(hostvars);
+                play_level.insert("roles".into(), Json::Object(roles.clone()));
+                // As Ansible's hostvars: each member's variables, and its facts once known.
+                let hostvars: serde_json::Map<String, Json> = members
+                    .iter()
+                    .map(|(_, h)| {
+                        let mut v = self.inventory.host_vars(h);
+                        if let Some(f) = self.facts_of(h) {
+                            v.insert("facts".into(), json!(f));
+                        }
+                        (h.to_string(), Json::Object(v))
+                    })
+                    .collect();
+                play_level.insert("hostvars".into(), Json::Object(hostvars));
             }
+            let ctx = host_context(play, &input, &play_level, t)?;
             hosts.push(Member { role, host, ctx, scratch, facts: input.facts });
         }
         let primary = &hosts[0].ctx;

@@ -113,10 +113,10 @@ pub fn check(
     Ok(checked)
 }
 
-/// A template error that only says "facts are not known yet": the variable
-/// it names is `facts` or under it (`facts_size` is a typo, not that).
+/// A template error that only says "facts are not known yet": the template
+/// uses `facts` (as a word: `facts_size` is a typo, not that).
 pub fn needs_facts(message: &str) -> bool {
-    message.contains("`facts`") || message.contains("`facts.")
+    message.contains("undefined") && regex::Regex::new(r"\bfacts\b").expect("static regex").is_match(message)
 }
 
 struct Shared {

@@ -8,6 +8,8 @@ use crate::run::{self, needs_facts};
 use crate::store::Store;
 use crate::summary::table;
 use crate::template::Templates;
+use crate::yaml::ConfigError;
+use benchrig_wire::facts::Facts;
 
 pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let PlanArgs { play: pa, list_hosts, syntax_check } = args;
@@ -30,28 +32,50 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     // A missing database just means no cached facts.
     let store = pa.hosts.db.exists().then(|| Store::open(&pa.hosts.db)).transpose()?;
     let t = Templates::new();
+    let cached: Vec<(String, Facts)> =
+        checked.hosts.keys().filter_map(|h| Some((h.clone(), store.as_ref()?.cached_facts(h).ok()??))).collect();
+    let facts: Vec<(&str, &Facts)> = cached.iter().map(|(h, f)| (h.as_str(), f)).collect();
+    let facts_of = |h: &str| facts.iter().find(|(x, _)| *x == h).map(|(_, f)| *f);
     let mut rows = Vec::new();
     let mut total = 0;
-    for (host, plays) in &checked.hosts {
-        let facts = store.as_ref().and_then(|s| s.cached_facts(host).ok().flatten());
-        for &pi in plays {
-            let play = &checked.playbook.plays[pi];
-            let input = HostInput { inventory: &checked.inventory, host, extra_vars: &extra, facts: facts.as_ref() };
-            match planner::plan_play(play, pi, &input, &t) {
+    for (pi, play) in checked.playbook.plays.iter().enumerate() {
+        let hosts = checked.hosts_of_play(pi);
+        // A plain play per host; a role play over all its hosts at once.
+        let planned: Vec<(String, Result<Vec<planner::Cell>, ConfigError>)> = if play.roles.is_empty() {
+            hosts
+                .iter()
+                .map(|h| {
+                    let input =
+                        HostInput { inventory: &checked.inventory, host: h, extra_vars: &extra, facts: facts_of(h) };
+                    (h.clone(), planner::plan_play(play, pi, &input, &t))
+                })
+                .collect()
+        } else {
+            let label = hosts.join(",");
+            vec![(label, planner::plan_role_play(play, pi, &checked.inventory, &hosts, &extra, &facts, &t))]
+        };
+        for (host, result) in planned {
+            match result {
                 Ok(cells) => {
                     for c in cells {
                         total += 1;
-                        let steps: Vec<&str> = c
-                            .setup
-                            .iter()
-                            .chain(&c.before_each)
-                            .chain(&c.benchmark)
-                            .chain(&c.teardown)
-                            .map(|s| s.name.as_str())
-                            .collect();
+                        let steps: Vec<String> =
+                            c.setup
+                                .iter()
+                                .chain(&c.before_each)
+                                .chain(&c.benchmark)
+                                .chain(&c.teardown)
+                                .map(|s| {
+                                    if play.roles.is_empty() {
+                                        s.name.clone()
+                                    } else {
+                                        format!("{}@{}", s.name, s.host)
+                                    }
+                                })
+                                .collect();
                         let note = c.unsupported.clone().map(|u| format!("unsupported: {u}")).unwrap_or_default();
                         rows.push(vec![
-                            host.clone(),
+                            c.host.clone(),
                             play.name.clone(),
                             c.describe(),
                             c.repeat.to_string(),
@@ -60,16 +84,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                         ]);
                     }
                 }
-                Err(e) if needs_facts(&e.message) => {
-                    rows.push(vec![
-                        host.clone(),
-                        play.name.clone(),
-                        "?".into(),
-                        "-".into(),
-                        "-".into(),
-                        "needs facts: run `benchrig facts` first".into(),
-                    ]);
-                }
+                Err(e) if needs_facts(&e.message) => rows.push(vec![
+                    host,
+                    play.name.clone(),
+                    "?".into(),
+                    "-".into(),
+                    "-".into(),
+                    "needs facts: run `benchrig facts` first".into(),
+                ]),
                 Err(e) => return Err(e.into()),
             }
         }
