@@ -296,6 +296,9 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>) {
         }
     };
     let total = cells.len();
+    if total == 0 {
+        sh.reporter.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
+    }
     for (n, cell) in cells.iter().enumerate() {
         let Some(cell_id) = store_cell(&sh, cell) else {
             slot.failed = true;
