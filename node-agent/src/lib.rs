@@ -2,6 +2,7 @@
 //! stdin/stdout. Synchronous std Rust with pure-Rust dependencies so it
 //! builds statically for every architecture with no C toolchain.
 
+pub mod acl;
 pub mod actions;
 pub mod buffer;
 pub mod cache;
@@ -16,6 +17,7 @@ pub mod signature;
 pub mod state;
 pub mod sysfs;
 pub mod tools;
+pub mod treegen;
 pub mod workloads;
 
 /// sha256 of the running executable, so the orchestrator can verify it runs what it pushed.

@@ -1,11 +1,229 @@
-//! `read_tree`: see the Action documentation in benchrig-wire.
+//! `read_tree`: read every file of a tree in archive order, the way `tar`
+//! reads a tree it archives (the seed paper's "tar" read test).
+//!
+//! - `builtin`: the agent walks the tree as GNU tar does — depth first, each
+//!   directory's entries in `readdir` order, a directory's subtree as soon as
+//!   it is met — and writes a tar archive (the `tar` crate's `Builder`) into
+//!   a sink that only counts bytes. Every file is opened and read to its end.
+//! - `gnu_tar`: the host's `tar cf - .` in the tree, its stdout a pipe the
+//!   agent drains, never `/dev/null` (GNU tar recognises that and skips
+//!   reading file data). The agent parses the stream as it passes, so
+//!   `file_bytes` counts what tar really archived; tar's CPU time is in the
+//!   usage (it is waited for inside the timed region). A non-zero exit fails.
+//!
+//! `throughput` is file content bytes over the time; `archive_bytes` is the
+//! archive's length (headers and padding included).
 
+use super::transfer_output;
+use super::tree::{cold_info, existing_tree, make_cold};
+use crate::actions::{failed, unsupported};
+use crate::cmd;
+use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
-use benchrig_wire::args::ReadTreeArgs;
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::args::{ReadTreeArgs, TreeReader};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
-pub fn run(_args: &ReadTreeArgs, _st: &mut HostState, _ctx: &StepCtx) -> Result<StepOutput, AgentError> {
-    Err(AgentError::new(ErrorCode::Unsupported, "read_tree is not built into this agent yet"))
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Archived {
+    /// Content bytes of regular files, as read.
+    pub file_bytes: u64,
+    pub archive_bytes: u64,
+    pub files: u64,
+    pub dirs: u64,
+}
+
+pub fn run(args: &ReadTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
+    let tar = match args.reader {
+        TreeReader::Builtin => None,
+        TreeReader::GnuTar => {
+            Some(cmd::which("tar").ok_or_else(|| unsupported("read_tree: `tar` is not installed on this host"))?)
+        }
+    };
+    let cold = if args.cold { make_cold(ctx) } else { None };
+    let meter = Meter::start(&st.view.sys, &devices);
+    let a = match &tar {
+        None => builtin(&root, ctx)?,
+        Some(tar) => gnu_tar(tar, &root, ctx)?,
+    };
+    let mut out = transfer_output(a.file_bytes, meter.stop());
+    let info = &mut out.info;
+    info.insert("file_bytes".into(), a.file_bytes.into());
+    info.insert("archive_bytes".into(), a.archive_bytes.into());
+    info.insert("files".into(), a.files.into());
+    info.insert("dirs".into(), a.dirs.into());
+    info.insert(
+        "reader".into(),
+        match args.reader {
+            TreeReader::Builtin => "builtin",
+            TreeReader::GnuTar => "gnu_tar",
+        }
+        .into(),
+    );
+    info.insert("cold".into(), cold_info(cold));
+    Ok(out)
+}
+
+/// Counts what is written to it and keeps nothing.
+#[derive(Default)]
+struct CountingSink(u64);
+
+impl Write for CountingSink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Counts what is read through it.
+struct CountingReader<R> {
+    inner: R,
+    n: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(b)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+}
+
+fn names(dir: &Path) -> Result<Vec<OsString>, AgentError> {
+    std::fs::read_dir(dir)
+        .and_then(|rd| rd.map(|e| e.map(|e| e.file_name())).collect())
+        .map_err(|e| failed(format!("read {}: {e}", dir.display())))
+}
+
+pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError> {
+    use tar::{EntryType, Header, HeaderMode};
+    let mut a = Archived::default();
+    let mut b = tar::Builder::new(CountingSink::default());
+    let werr = |e: std::io::Error| failed(format!("tar: {e}"));
+    let header = |meta: &std::fs::Metadata| {
+        let mut h = Header::new_gnu();
+        h.set_metadata_in_mode(meta, HeaderMode::Complete);
+        h
+    };
+    let meta = root.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", root.display())))?;
+    b.append_data(&mut header(&meta), ".", std::io::empty()).map_err(werr)?;
+    a.dirs += 1;
+    // (directory relative to root, its entries, the next one to archive)
+    let mut stack: Vec<(PathBuf, Vec<OsString>, usize)> = vec![(PathBuf::new(), names(root)?, 0)];
+    while let Some((dir, list, next)) = stack.last_mut() {
+        ctx.check_cancel()?;
+        let Some(name) = list.get(*next).cloned() else {
+            stack.pop();
+            continue;
+        };
+        *next += 1;
+        let rel = dir.join(&name);
+        let path = root.join(&rel);
+        let name = Path::new(".").join(&rel);
+        let meta = path.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", path.display())))?;
+        let ty = meta.file_type();
+        let mut h = header(&meta);
+        if ty.is_dir() {
+            b.append_data(&mut h, &name, std::io::empty()).map_err(werr)?;
+            a.dirs += 1;
+            let entries = names(&path)?;
+            stack.push((rel, entries, 0));
+        } else if ty.is_file() {
+            let f = File::open(&path).map_err(|e| failed(format!("open {}: {e}", path.display())))?;
+            let mut r = CountingReader { inner: f, n: 0 };
+            b.append_data(&mut h, &name, &mut r).map_err(|e| failed(format!("read {}: {e}", path.display())))?;
+            if r.n != meta.len() {
+                return Err(failed(format!(
+                    "{} changed while being read ({} bytes, then {})",
+                    path.display(),
+                    meta.len(),
+                    r.n
+                )));
+            }
+            a.file_bytes += r.n;
+            a.files += 1;
+            ctx.progress(a.file_bytes, 0, "reading");
+        } else if ty.is_symlink() {
+            let target = std::fs::read_link(&path).map_err(|e| failed(format!("readlink {}: {e}", path.display())))?;
+            h.set_entry_type(EntryType::Symlink);
+            b.append_link(&mut h, &name, &target).map_err(werr)?;
+        }
+        // Sockets, fifos and devices: nothing to read.
+    }
+    a.archive_bytes = b.into_inner().map_err(werr)?.0;
+    Ok(a)
+}
+
+pub(crate) fn gnu_tar(tar: &Path, root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError> {
+    let mut child = Command::new(tar)
+        .args(["cf", "-", "."])
+        .current_dir(root)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("cannot run {}: {e}", tar.display())))?;
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let stdout = child.stdout.take().expect("piped");
+    let drained = drain(stdout, ctx);
+    if drained.is_err() {
+        let _ = child.kill();
+    }
+    let status = reap(&mut child);
+    let stderr = errors.join().unwrap_or_default();
+    let a = drained?;
+    let status = status?;
+    if !status.success() {
+        let why = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+        return Err(failed(format!("`tar cf - .` in {} failed ({status}): {why}", root.display())));
+    }
+    Ok(a)
+}
+
+fn reap(child: &mut Child) -> Result<std::process::ExitStatus, AgentError> {
+    child.wait().map_err(|e| failed(format!("waiting for tar: {e}")))
+}
+
+/// Parse the archive as it streams by, reading every file's data, then
+/// the end-of-archive blocks and padding.
+fn drain(stdout: impl Read, ctx: &StepCtx) -> Result<Archived, AgentError> {
+    let mut r = CountingReader { inner: BufReader::with_capacity(256 << 10, stdout), n: 0 };
+    let mut a = Archived::default();
+    let mut sink = CountingSink::default();
+    let bad = |e: std::io::Error| failed(format!("reading tar's output: {e}"));
+    {
+        let mut archive = tar::Archive::new(&mut r);
+        for entry in archive.entries().map_err(bad)? {
+            ctx.check_cancel()?;
+            let mut e = entry.map_err(bad)?;
+            let ty = e.header().entry_type();
+            if ty.is_file() {
+                let n = std::io::copy(&mut e, &mut sink).map_err(bad)?;
+                a.file_bytes += n;
+                a.files += 1;
+                ctx.progress(a.file_bytes, 0, "reading");
+            } else if ty.is_dir() {
+                a.dirs += 1;
+            }
+        }
+    }
+    std::io::copy(&mut r, &mut sink).map_err(bad)?;
+    a.archive_bytes = r.n;
+    Ok(a)
 }
