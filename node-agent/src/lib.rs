@@ -7,6 +7,7 @@ pub mod actions;
 pub mod buffer;
 pub mod cache;
 pub mod cmd;
+pub mod codec;
 pub mod content;
 pub mod facts;
 pub mod measure;

@@ -67,19 +67,7 @@ fn format_and_mount(
     st: &mut HostState,
     ctx: &StepCtx,
 ) -> Result<StepOutput, AgentError> {
-    let (dev, real_path) = st.view.resolve_block(dev_path).map_err(|m| AgentError {
-        code: ErrorCode::Refused,
-        rule: Some("not_block_device".into()),
-        message: format!("{} ({}): {m}", entry.name, entry.path),
-    })?;
-    let mut rules_entry = entry.clone();
-    // An image benchrig created is its own: its old filesystem is ours to overwrite.
-    rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
-    safety::check(&st.view, &rules_entry, &dev, &RealDevice(&real_path)).map_err(|r| AgentError {
-        code: ErrorCode::Refused,
-        rule: Some(r.rule.to_string()),
-        message: format!("{} ({}): {}", entry.name, entry.path, r.message),
-    })?;
+    let (dev, real_path) = checked_device(st, entry, dev_path)?;
     ctx.check_cancel()?;
 
     let mut mkfs_argv = profile.mkfs.clone();
@@ -137,6 +125,30 @@ fn format_and_mount(
     Ok(out)
 }
 
+/// The block device at `dev_path` (a scratch entry's device, or the loop
+/// device its image is attached to), checked by every safety rule: what
+/// mkfs must pass, and anything else that overwrites a device (raw writes).
+pub(crate) fn checked_device(
+    st: &HostState,
+    entry: &ScratchDevice,
+    dev_path: &Path,
+) -> Result<(safety::Device, PathBuf), AgentError> {
+    let (dev, real_path) = st.view.resolve_block(dev_path).map_err(|m| AgentError {
+        code: ErrorCode::Refused,
+        rule: Some("not_block_device".into()),
+        message: format!("{} ({}): {m}", entry.name, entry.path),
+    })?;
+    let mut rules_entry = entry.clone();
+    // An image benchrig created is its own: its old filesystem is ours to overwrite.
+    rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
+    safety::check(&st.view, &rules_entry, &dev, &RealDevice(&real_path)).map_err(|r| AgentError {
+        code: ErrorCode::Refused,
+        rule: Some(r.rule.to_string()),
+        message: format!("{} ({}): {}", entry.name, entry.path, r.message),
+    })?;
+    Ok((dev, real_path))
+}
+
 fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState) -> Result<StepOutput, AgentError> {
     if profile.fstype.is_some() {
         return Err(unsupported(format!(
@@ -192,7 +204,7 @@ fn image_marker(image: &Path) -> PathBuf {
 /// free loop device. A loop device still attached to it (a session that
 /// died) is detached first, unless something still uses it: two loop devices
 /// on one image would let two filesystems write the same file.
-fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
+pub(crate) fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
     let path = expand_home(&entry.path);
     match std::fs::metadata(&path) {
         Ok(m) if !m.is_file() => {

@@ -1,11 +1,359 @@
-//! `cold_read`: see the Action documentation in benchrig-wire.
+//! `cold_read`: does compression make reads faster? One file of known
+//! content is written (untimed), compressed by the agent or by the host's
+//! tool, only the compressed copy kept, the cache emptied; then the clock
+//! times reading it back to its uncompressed bytes: the agent reading (and
+//! decoding) it, or `cat` / `lzop -dc` / `gunzip -c` / `zstd -dc` with their
+//! output piped into the agent, which counts every byte (a tool writing to
+//! /dev/null is not a read anyone does). The tool's CPU time counts: it is
+//! waited for inside the timed region.
 
+use super::{metric, target_file, transfer_output};
+use crate::actions::{failed, unsupported};
+use crate::cache;
+use crate::codec;
+use crate::content::{self, Rng};
+use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
-use benchrig_wire::args::ColdReadArgs;
+use crate::{cmd, tools};
+use benchrig_wire::args::{Codec, CodecTool, ColdReadArgs, ContentKind};
 use benchrig_wire::messages::{AgentError, ErrorCode};
-use benchrig_wire::steps::StepOutput;
+use benchrig_wire::steps::{Better, StepOutput};
+use serde_json::json;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
-pub fn run(_args: &ColdReadArgs, _st: &mut HostState, _ctx: &StepCtx) -> Result<StepOutput, AgentError> {
-    Err(AgentError::new(ErrorCode::Unsupported, "cold_read is not built into this agent yet"))
+pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    let bs = args.bs.0 as usize;
+    if bs == 0 {
+        return Err(failed("cold_read needs a non-zero bs"));
+    }
+    let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
+    let stored = stored_path(&path, args.codec);
+    let external = args.tool == CodecTool::External;
+    // Every "this host cannot" comes before any I/O.
+    let (compress, decompress) = if external { tool_lines(args.codec, &path, &stored)? } else { (None, Vec::new()) };
+
+    // Prepare (untimed): the content, compressed, only the compressed copy left.
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&stored);
+    let t0 = std::time::Instant::now();
+    let prepared = prepare(args, &path, &stored, compress.as_deref(), ctx);
+    let prepare_s = t0.elapsed().as_secs_f64();
+    if let Err(e) = prepared {
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&stored);
+        return Err(e);
+    }
+    let compressed_bytes = std::fs::metadata(&stored).map_err(|e| failed(format!("{}: {e}", stored.display())))?.len();
+    let cold = cache::make_cold(Some(&stored)).map_err(failed)?;
+    // The tool's own executable and libraries were just evicted too; the
+    // question is how fast the data comes back, not how fast a binary
+    // loads, so they are read back in (asking the version) before the clock.
+    let version = external.then(|| tools::version(&decompress[0])).flatten();
+    ctx.check_cancel()?;
+
+    let meter = Meter::start(&st.view.sys, &devices);
+    let produced = if external {
+        read_external(&decompress, bs, args.size.0, ctx)
+    } else {
+        read_builtin(args.codec, &stored, bs, args.size.0, ctx)
+    };
+    let usage = meter.stop();
+    let produced = produced?;
+    if produced != args.size.0 {
+        return Err(failed(format!("{} gave {produced} bytes, but {} were written", stored.display(), args.size.0)));
+    }
+
+    let mut out = transfer_output(produced, usage.clone());
+    out.metrics.push(metric("user", usage.user_s, "s", Better::Lower));
+    out.metrics.push(metric("sys", usage.sys_s, "s", Better::Lower));
+    let info = &mut out.info;
+    info.insert("path".into(), stored.to_string_lossy().into_owned().into());
+    info.insert("codec".into(), codec::name(args.codec).into());
+    info.insert("tool".into(), if external { "external" } else { "builtin" }.into());
+    info.insert("content".into(), json!(args.content));
+    info.insert("compressed_bytes".into(), json!(compressed_bytes));
+    let ratio = if compressed_bytes > 0 { produced as f64 / compressed_bytes as f64 } else { 0.0 };
+    info.insert("ratio".into(), json!(ratio));
+    info.insert("prepare_seconds".into(), json!(prepare_s));
+    info.insert("cold".into(), cold.method.into());
+    info.insert("resident_pages_at_start".into(), json!(cold.resident_pages));
+    if external {
+        info.insert("read_command".into(), decompress.join(" ").into());
+        info.insert("tool_version".into(), json!(version));
+        if let Some(c) = &compress {
+            info.insert("compress_command".into(), c.join(" ").into());
+        }
+    } else if args.codec == Codec::Zstd {
+        info.insert("compress_level".into(), "ruzstd Fastest (about zstd -1)".into());
+    }
+    Ok(out)
+}
+
+/// `<file>` for raw, `<file>.lzo|.gz|.zst` otherwise.
+fn stored_path(path: &Path, codec: Codec) -> PathBuf {
+    match codec {
+        Codec::Raw => path.to_path_buf(),
+        c => {
+            let mut name = path.as_os_str().to_os_string();
+            name.push(".");
+            name.push(codec::extension(c));
+            PathBuf::from(name)
+        }
+    }
+}
+
+type ArgvLine = Vec<String>;
+
+/// The host's compress command (none for raw) and read command, each
+/// program checked to exist on this host.
+fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> Result<(Option<ArgvLine>, ArgvLine), AgentError> {
+    let p = path.to_string_lossy().into_owned();
+    let s = stored.to_string_lossy().into_owned();
+    let line = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let (compress, decompress) = match codec {
+        Codec::Raw => (None, line(&["cat", &s])),
+        Codec::Lzo => (Some(line(&["lzop", "-c", &p])), line(&["lzop", "-dc", &s])),
+        Codec::Gzip => (Some(line(&["gzip", "-c", "-6", &p])), line(&["gunzip", "-c", &s])),
+        Codec::Zstd => (Some(line(&["zstd", "-c", "-3", "-q", &p])), line(&["zstd", "-dc", "-q", &s])),
+    };
+    for prog in compress.iter().chain([&decompress]).map(|l| l[0].as_str()) {
+        if cmd::which(prog).is_none() {
+            return Err(unsupported(format!("{prog} is not installed on this host")));
+        }
+    }
+    Ok((compress, decompress))
+}
+
+/// Deterministic content in fixed 1 MiB chunks (so the bytes depend only on
+/// kind, seed and size), with progress and cancel checks along the way.
+struct ContentReader<'a> {
+    kind: ContentKind,
+    rng: Rng,
+    left: u64,
+    total: u64,
+    chunk: Vec<u8>,
+    pos: usize,
+    ctx: &'a StepCtx<'a>,
+}
+
+impl<'a> ContentReader<'a> {
+    const CHUNK: usize = 1 << 20;
+
+    fn new(kind: ContentKind, seed: u64, size: u64, ctx: &'a StepCtx<'a>) -> Self {
+        ContentReader { kind, rng: Rng::new(seed), left: size, total: size, chunk: Vec::new(), pos: 0, ctx }
+    }
+}
+
+impl Read for ContentReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.chunk.len() {
+            if self.left == 0 || buf.is_empty() {
+                return Ok(0);
+            }
+            if self.ctx.check_cancel().is_err() {
+                return Err(io::Error::other("cancelled"));
+            }
+            self.ctx.progress(self.total - self.left, self.total, "preparing");
+            let n = self.left.min(Self::CHUNK as u64) as usize;
+            self.chunk.resize(n, 0);
+            content::fill(self.kind, &mut self.rng, &mut self.chunk);
+            self.left -= n as u64;
+            self.pos = 0;
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Cancellation beats whatever error it caused.
+fn io_failed(ctx: &StepCtx, what: String, e: io::Error) -> AgentError {
+    ctx.check_cancel().err().unwrap_or_else(|| failed(format!("{what}: {e}")))
+}
+
+fn prepare(
+    args: &ColdReadArgs,
+    path: &Path,
+    stored: &Path,
+    compress: Option<&[String]>,
+    ctx: &StepCtx,
+) -> Result<(), AgentError> {
+    let mut src = ContentReader::new(args.content, args.seed, args.size.0, ctx);
+    let builtin = args.tool == CodecTool::Builtin && args.codec != Codec::Raw;
+    // The agent's codec writes the compressed file straight from the content;
+    // the host's tool compresses the plain file, which is then removed.
+    let first = if builtin { stored } else { path };
+    let f = File::create(first).map_err(|e| failed(format!("create {}: {e}", first.display())))?;
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let codec = if builtin { args.codec } else { Codec::Raw };
+    codec::encode(codec, &mut src, &mut w).map_err(|e| io_failed(ctx, format!("write {}", first.display()), e))?;
+    let f = w.into_inner().map_err(|e| failed(format!("write {}: {}", first.display(), e.error())))?;
+    drop(f);
+    if let Some(argv) = compress {
+        let out = File::create(stored).map_err(|e| failed(format!("create {}: {e}", stored.display())))?;
+        let child = spawn(argv, Stdio::from(out))?;
+        let (status, stderr) = finish(child, ctx)?;
+        if !status.success() {
+            return Err(failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+        }
+        std::fs::remove_file(path).map_err(|e| failed(format!("remove {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+fn spawn(argv: &[String], stdout: Stdio) -> Result<Child, AgentError> {
+    let prog = cmd::which(&argv[0]).ok_or_else(|| unsupported(format!("{} is not installed on this host", argv[0])))?;
+    Command::new(prog)
+        .args(&argv[1..])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("cannot run {}: {e}", argv[0])))
+}
+
+/// Read a child's stderr in a thread from the start, so a chatty tool never
+/// blocks on a full pipe while the agent reads its stdout.
+fn drain_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let mut err_pipe = child.stderr.take().expect("stderr is piped");
+    std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err_pipe.read_to_end(&mut s);
+        String::from_utf8_lossy(&s).into_owned()
+    })
+}
+
+/// Wait for a child (whose stdout is taken care of) checking for a cancel,
+/// which kills it. Untimed waits only: the polling costs up to 20 ms.
+fn finish(mut child: Child, ctx: &StepCtx) -> Result<(std::process::ExitStatus, String), AgentError> {
+    let stderr = drain_stderr(&mut child);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if ctx.check_cancel().is_err() => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(AgentError::new(ErrorCode::Cancelled, "cancelled"));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(failed(format!("wait: {e}"))),
+        }
+    };
+    Ok((status, stderr.join().unwrap_or_default()))
+}
+
+fn last_line(stderr: &str, status: std::process::ExitStatus) -> String {
+    stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| status.to_string())
+}
+
+/// The timed region of the agent's own reader: the file in `bs` reads,
+/// decoded on the way, counted and dropped.
+fn read_builtin(codec: Codec, stored: &Path, bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
+    let f = File::open(stored).map_err(|e| failed(format!("open {}: {e}", stored.display())))?;
+    let what = || format!("read {}", stored.display());
+    let mut dec = codec::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
+    let mut buf = vec![0u8; bs];
+    let mut produced = 0u64;
+    loop {
+        ctx.check_cancel()?;
+        let n = match dec.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_failed(ctx, what(), e)),
+        };
+        if n == 0 {
+            return Ok(produced);
+        }
+        produced += n as u64;
+        ctx.progress(produced, total, "reading");
+    }
+}
+
+/// The timed region of a host tool: its stdout drained by the agent, the
+/// tool waited for (so its CPU time is in the children's rusage).
+fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
+    let mut child = spawn(argv, Stdio::piped())?;
+    let stderr = drain_stderr(&mut child);
+    let mut pipe = child.stdout.take().expect("stdout is piped");
+    // A bigger pipe means fewer switches between the tool and the agent, as
+    // a shell pipeline into a reader with a large buffer would have.
+    let _ = rustix::pipe::fcntl_setpipe_size(&pipe, bs.clamp(64 << 10, 1 << 20));
+    let mut buf = vec![0u8; bs];
+    let mut produced = 0u64;
+    let drained = loop {
+        if ctx.check_cancel().is_err() {
+            break Err(AgentError::new(ErrorCode::Cancelled, "cancelled"));
+        }
+        match pipe.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                produced += n as u64;
+                ctx.progress(produced, total, "reading");
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(failed(format!("read from {}: {e}", argv[0]))),
+        }
+    };
+    if let Err(e) = drained {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    drop(pipe);
+    // The tool closed its output: it is exiting. A blocking wait, so the
+    // clock stops when it is gone and not at the next poll.
+    let status = child.wait().map_err(|e| failed(format!("wait for {}: {e}", argv[0])))?;
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
+        return Err(failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+    }
+    Ok(produced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compressed_copies_get_the_codec_extension() {
+        let p = Path::new("/m/cold.dat");
+        assert_eq!(stored_path(p, Codec::Raw), p);
+        assert_eq!(stored_path(p, Codec::Lzo), Path::new("/m/cold.dat.lzo"));
+        assert_eq!(stored_path(p, Codec::Gzip), Path::new("/m/cold.dat.gz"));
+        assert_eq!(stored_path(p, Codec::Zstd), Path::new("/m/cold.dat.zst"));
+    }
+
+    #[test]
+    fn content_does_not_depend_on_how_it_is_read() {
+        let out = crate::outbox::Outbox::new(Box::new(io::sink()));
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = StepCtx::new(1, &out, &cancel);
+        let size = 3 * ContentReader::CHUNK as u64 + 5;
+        let mut a = Vec::new();
+        ContentReader::new(ContentKind::Text, 4, size, &ctx).read_to_end(&mut a).unwrap();
+        let mut b = Vec::new();
+        let mut r = ContentReader::new(ContentKind::Text, 4, size, &ctx);
+        let mut small = [0u8; 777];
+        loop {
+            let n = r.read(&mut small).unwrap();
+            if n == 0 {
+                break;
+            }
+            b.extend_from_slice(&small[..n]);
+        }
+        assert_eq!(a.len() as u64, size);
+        assert!(a == b);
+    }
 }
