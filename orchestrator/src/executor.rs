@@ -103,9 +103,32 @@ impl CellRunner<'_> {
         if let Err(e) = self.store.set_cell_status(cell_id, "running", None) {
             return store_err(e);
         }
-        let mut outcome = self.setup_and_measure(cell, cell_id).await;
-        // Whatever the play's teardown forgot, the next cell starts on a fresh
-        // filesystem: every host of the cell releases all it still has.
+        let mut outcome = CellOutcome::Ok;
+        // Setup once for all repetitions, or (fresh: repetition) before each,
+        // for experiments whose measured step changes the setup (add a device).
+        let rounds: Vec<std::ops::RangeInclusive<u32>> =
+            if cell.fresh_each_repetition { (1..=cell.repeat).map(|r| r..=r).collect() } else { vec![1..=cell.repeat] };
+        let last = rounds.len() - 1;
+        for (i, reps) in rounds.into_iter().enumerate() {
+            outcome = self.setup_and_measure(cell, cell_id, reps).await;
+            if i == last || !matches!(outcome, CellOutcome::Ok) {
+                break;
+            }
+            self.teardown(cell, cell_id, &mut outcome).await;
+            if !matches!(outcome, CellOutcome::Ok) {
+                break;
+            }
+        }
+        self.teardown(cell, cell_id, &mut outcome).await;
+        if let Err(e) = self.store.set_cell_status(cell_id, outcome.status(), outcome.reason().as_deref()) {
+            return store_err(e);
+        }
+        outcome
+    }
+
+    /// The play's teardown, then a release of whatever is still set up on
+    /// each host of the cell, so the next starts on a fresh filesystem.
+    async fn teardown(&self, cell: &Cell, cell_id: i64, outcome: &mut CellOutcome) {
         let release_all: Vec<PlannedStep> = self
             .agents
             .iter()
@@ -132,18 +155,14 @@ impl CellRunner<'_> {
                         format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
                     );
                     if matches!(outcome, CellOutcome::Ok) || matches!(bad, CellOutcome::HostLost { .. }) {
-                        outcome = bad;
+                        *outcome = bad;
                     }
                 }
             }
         }
-        if let Err(e) = self.store.set_cell_status(cell_id, outcome.status(), outcome.reason().as_deref()) {
-            return store_err(e);
-        }
-        outcome
     }
 
-    async fn setup_and_measure(&self, cell: &Cell, cell_id: i64) -> CellOutcome {
+    async fn setup_and_measure(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> CellOutcome {
         for (i, s) in cell.setup.iter().enumerate() {
             if self.interrupted() {
                 return CellOutcome::Skipped("interrupted".into());
@@ -159,7 +178,7 @@ impl CellRunner<'_> {
                 Err(e) => return classify(s, e),
             }
         }
-        for rep in 1..=cell.repeat {
+        for rep in reps {
             for s in &cell.before_each {
                 if self.interrupted() {
                     return CellOutcome::Skipped("interrupted".into());

@@ -7,7 +7,7 @@
 
 use crate::inventory::{Inventory, Vars};
 use crate::matrix::{self, Point};
-use crate::playbook::{Assign, Play, Step};
+use crate::playbook::{Assign, Fresh, Play, Step};
 use crate::profiles;
 use crate::template::Templates;
 use crate::yaml::{did_you_mean, ConfigError};
@@ -34,6 +34,8 @@ pub struct Cell {
     pub teardown: Vec<PlannedStep>,
     /// Known before running: this host cannot make the cell (and why).
     pub unsupported: Option<String>,
+    /// Setup and teardown around every repetition, not once per cell.
+    pub fresh_each_repetition: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -306,6 +308,7 @@ impl<'a> PlayCtx<'a> {
                 benchmark,
                 teardown,
                 unsupported,
+                fresh_each_repetition: play.fresh == Fresh::Repetition,
             });
         }
         Ok(cells)

@@ -179,7 +179,7 @@ fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState)
 }
 
 /// `/proc/filesystems`, after asking modprobe (as root) for a module not yet loaded.
-fn kernel_supports(st: &HostState, fstype: &str) -> Result<(), AgentError> {
+pub(crate) fn kernel_supports(st: &HostState, fstype: &str) -> Result<(), AgentError> {
     let listed = || facts::kernel_filesystems(&st.view).iter().any(|f| f == fstype);
     if listed() {
         return Ok(());
@@ -296,7 +296,7 @@ impl safety::DeviceProbe for RealDevice<'_> {
 }
 
 /// The filesystem's own description of itself, recorded with the cell.
-fn fs_dump(fstype: &str, dev: &Path, mountpoint: &Path) -> Option<String> {
+pub(crate) fn fs_dump(fstype: &str, dev: &Path, mountpoint: &Path) -> Option<String> {
     let argv: Vec<String> = match fstype {
         "ext2" | "ext3" | "ext4" => vec!["dumpe2fs".into(), "-h".into(), dev.to_string_lossy().into()],
         "xfs" => vec!["xfs_info".into(), mountpoint.to_string_lossy().into()],

@@ -36,6 +36,7 @@ pub struct Play {
     /// that runs on each host on its own.
     pub roles: Vec<String>,
     pub assign: Assign,
+    pub fresh: Fresh,
     pub setup: Vec<Step>,
     pub before_each: Vec<Step>,
     pub benchmark: Vec<Step>,
@@ -50,6 +51,16 @@ pub struct Matrix {
     pub exclude: Vec<Node>,
     /// Extra points added after the product.
     pub include: Vec<Node>,
+}
+
+/// How often a cell's setup runs: once (the default: a fresh filesystem per
+/// cell), or before every repetition, when the measured step itself changes
+/// what setup made (adding a device to a volume).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fresh {
+    #[default]
+    Cell,
+    Repetition,
 }
 
 /// Which assignments of hosts to roles a play runs.

@@ -1,7 +1,7 @@
 //! The playbook grammar. Every key is checked here, with file:line:column and
 //! a suggestion for a near miss; values are checked when rendered.
 
-use super::{Assign, Matrix, Play, Playbook, Step};
+use super::{Assign, Fresh, Matrix, Play, Playbook, Step};
 use crate::profiles;
 use crate::template::Templates;
 use crate::yaml::{self, did_you_mean, unknown_key, ConfigError, Node, Value};
@@ -17,6 +17,7 @@ const PLAY_KEYS: &[&str] = &[
     "repeat",
     "roles",
     "assign",
+    "fresh",
     "setup",
     "before_each",
     "benchmark",
@@ -65,6 +66,7 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
         repeat: None,
         roles: Vec::new(),
         assign: Assign::All,
+        fresh: Fresh::Cell,
         setup: Vec::new(),
         before_each: Vec::new(),
         benchmark: Vec::new(),
@@ -96,6 +98,13 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
             "matrix" => p.matrix = matrix(v)?,
             "repeat" => p.repeat = Some(repeat(v)?),
             "roles" => p.roles = roles(v)?,
+            "fresh" => {
+                p.fresh = match v.as_str() {
+                    Some("cell") => Fresh::Cell,
+                    Some("repetition") => Fresh::Repetition,
+                    _ => return Err(v.error("`fresh` is `cell` (setup once per cell) or `repetition` (before each)")),
+                }
+            }
             "assign" => {
                 p.assign = match v.as_str() {
                     Some("all") => Assign::All,

@@ -370,6 +370,7 @@ mod tests {
             benchmark: vec![],
             teardown: vec![],
             unsupported: None,
+            fresh_each_repetition: false,
         }
     }
 
