@@ -15,7 +15,8 @@ BENCHRIG=target/debug/benchrig
 db=$(mktemp -d)/bench.db
 trap 'rm -rf "$(dirname "$db")"' EXIT
 
-declare -A ADDR=([old]=10.77.0.11 [fast1]=10.77.0.12 [fast2]=10.77.0.13)
+declare -A ADDR=([old]=10.77.0.11 [fast1]=10.77.0.12 [fast2]=10.77.0.13 [hdd]=10.77.0.14 [soc]=10.77.0.15)
+HOSTS=(old fast1 fast2 hdd soc)
 
 # Median and p95 of a list of milliseconds on stdin.
 stats() { sort -n | awk '{v[NR]=$1} END {m=v[int((NR+1)/2)]; p=v[int(NR*0.95+0.5)]; printf "%.2f %.2f", m, p}'; }
@@ -33,7 +34,7 @@ ssh_true() {   # ssh_true HOST → "median p95" of `ssh host true` over a Contro
 
 echo "benchrig ping (agent round trips, $N each) vs ssh true through a ControlMaster ($SSH_N each)"
 printf '%-6s %-7s %14s %14s %16s %16s %10s\n' HOST ARCH NOOP_P50_MS NOOP_P95_MS SSH_TRUE_P50_MS SSH_TRUE_P95_MS SPEEDUP
-for h in old fast1 fast2; do
+for h in "${HOSTS[@]}"; do
     line=$(BENCHRIG_DB=$db $BENCHRIG -q ping -i $INV -l "$h" -n "$N" | awk -v h="$h" '$1 == h')
     read -r _ arch _ _ _ noop50 noop95 <<<"$line"
     read -r ssh50 ssh95 <<<"$(ssh_true "$h")"
@@ -43,7 +44,7 @@ done
 
 echo
 echo "deploy + facts, all hosts at once"
-for h in old fast1 fast2; do rm -f "$LAB/hosts/$h/home/.cache/benchrig/"benchrig-agent-*; done
+for h in "${HOSTS[@]}"; do rm -f "$LAB/hosts/$h/home/.cache/benchrig/"benchrig-agent-*; done
 t0=$(date +%s%N); BENCHRIG_DB=$db $BENCHRIG -q facts -i $INV >/dev/null; t1=$(date +%s%N)
 awk -v a="$t0" -v b="$t1" 'BEGIN{printf "cold (agents uploaded): %.2f s\n", (b-a)/1e9}'
 t0=$(date +%s%N); BENCHRIG_DB=$db $BENCHRIG -q facts -i $INV >/dev/null; t1=$(date +%s%N)

@@ -79,8 +79,9 @@ fn cold_read(h: &mut Host, codec: &str, tool: &str, content: &str, size: u64) ->
         "gzip" => ".gz",
         _ => ".zst",
     };
-    // Only the copy that is read stays on disk, as in the experiment.
-    assert_eq!(files(&h.mnt()), vec![format!("lib.so{ext}")], "{codec} {tool}");
+    // Only the copy that is read stays on disk, as in the experiment (with
+    // the stamp that lets the next repetition reuse it).
+    assert_eq!(files(&h.mnt()), vec![format!("lib.so{ext}"), format!("lib.so{ext}.stamp")], "{codec} {tool}");
     let stored = std::fs::metadata(h.mnt().join(format!("lib.so{ext}"))).unwrap().len();
     let info = &out.info;
     assert_eq!(info["bytes"], size, "{codec} {tool}");
@@ -441,4 +442,17 @@ fn raw_on_an_image_scratch_attaches_and_detaches_it() {
     assert!(data[..4096].iter().any(|&x| x != 0));
     let out = std::process::Command::new("losetup").arg("-j").arg(&img).output().unwrap();
     assert!(out.stdout.is_empty(), "still attached: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_repetition_reads_the_file_made_for_the_first() {
+    let mut h = host();
+    let args = |content: &str| serde_json::json!({"action": "cold_read", "args": {"codec": "gzip", "content": content, "size": 300_000, "file": "r.dat"}});
+    let first = h.run(args("text")).unwrap();
+    let again = h.run(args("text")).unwrap();
+    let other = h.run(args("binary")).unwrap();
+    assert_eq!(first.info["prepared_earlier"], false);
+    assert_eq!(again.info["prepared_earlier"], true);
+    assert_eq!(other.info["prepared_earlier"], false, "different content, made anew");
+    assert_eq!(first.info["compressed_bytes"], again.info["compressed_bytes"]);
 }

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::Value as Json;
 
-const LAB: &str = "needs the simulated lab (ci/test.sh)";
+const LAB_HOSTS: [&str; 5] = ["old", "fast1", "fast2", "hdd", "soc"];
 
 fn sha256_file(path: &std::path::Path) -> String {
     sh(&format!("sha256sum {} | cut -d' ' -f1", path.display()))
@@ -16,14 +16,13 @@ fn sha256_file(path: &std::path::Path) -> String {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
-    let _ = LAB;
     let b = Bench::new();
     let inv = lab_inventory();
     let out = b.run(&["facts", "-i", inv.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0));
     let facts: Json = serde_json::from_str(&stdout(&out)).unwrap();
     let hosts: Vec<&String> = facts.as_object().unwrap().keys().collect();
-    assert_eq!(hosts, ["old", "fast1", "fast2"]);
+    assert_eq!(hosts, ["old", "fast1", "fast2", "hdd", "soc"]);
     assert_eq!(facts["old"]["arch"], "i686");
     assert_eq!(facts["fast1"]["arch"], "x86_64");
     let i686 = sha256_file(&repo().join("target/i686-unknown-linux-musl/release/benchrig-agent"));
@@ -34,7 +33,10 @@ fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
     let quota = facts["old"]["cpu"]["quota"].as_f64().unwrap();
     assert!((0.05..0.2).contains(&quota), "old host CPU quota {quota}");
     assert!(facts["old"]["block_devices"].as_array().unwrap().iter().any(|d| d["rotational"] == true));
-    for h in ["old", "fast1", "fast2"] {
+    let soc_quota = facts["soc"]["cpu"]["quota"].as_f64().unwrap();
+    assert!((0.1..0.2).contains(&soc_quota), "soc CPU quota {soc_quota}");
+    assert!(facts["hdd"]["cpu"]["quota"].is_null(), "hdd has the whole CPU");
+    for h in LAB_HOSTS {
         assert!(facts[h]["filesystems"].as_array().unwrap().iter().any(|f| f == "xfs"));
         assert!(facts[h]["tools"]
             .as_array()
@@ -87,8 +89,8 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
     let run = s.resolve_run("e2e").unwrap();
     assert_eq!(run.status, "ok");
     let cells = s.cells(run.id).unwrap();
-    // 3 hosts × 3 filesystems × 2 block sizes, every one ok.
-    assert_eq!(cells.len(), 18);
+    // 5 hosts × 3 filesystems × 2 block sizes, every one ok.
+    assert_eq!(cells.len(), 30);
     assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
     let samples = s.samples(run.id).unwrap();
     for c in &cells {
@@ -112,10 +114,10 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
     assert!(show.contains("fs=xfs bs=4k") && show.contains("old"), "{show}");
     let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "e2e", "-f", "json"]))).unwrap();
     assert_eq!(report["run"]["status"], "ok");
-    assert_eq!(report["cells"].as_array().unwrap().len(), 18 * 2, "one entry per cell and measured step");
+    assert_eq!(report["cells"].as_array().unwrap().len(), 30 * 2, "one entry per cell and measured step");
     assert_eq!(report["hosts"][0]["facts"]["arch"], "i686");
     // Nothing is left mounted in the hosts (their mount namespaces are private).
-    for h in ["old", "fast1", "fast2"] {
+    for h in LAB_HOSTS {
         assert_eq!(lab(&["ssh", h, "grep -c benchrig/work/mnt /proc/mounts || true"]), "0", "{h} kept a mount");
     }
 }
@@ -203,10 +205,9 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
     assert_eq!(run.status, "unreachable");
     let hosts = s.hosts(run.id).unwrap();
     let status = |h: &str| hosts.iter().find(|x| x.name == h).unwrap().status.clone();
-    assert_eq!(
-        (status("old").as_str(), status("fast1").as_str(), status("fast2").as_str()),
-        ("ok", "ok", "unreachable")
-    );
+    for h in LAB_HOSTS {
+        assert_eq!(status(h), if h == "fast2" { "unreachable" } else { "ok" }, "{h}");
+    }
     let cells = s.cells(run.id).unwrap();
     assert!(cells.iter().filter(|c| c.host != "fast2").all(|c| c.status == "ok"));
     let fast2: Vec<_> = cells.iter().filter(|c| c.host == "fast2").collect();
