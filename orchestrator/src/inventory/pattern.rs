@@ -44,7 +44,8 @@ fn split(pattern: &str) -> Vec<String> {
     let mut out = Vec::new();
     for part in pattern.split(',') {
         let part = part.trim();
-        if part.starts_with('~') || part.matches(':').count() > 2 && !part.contains('[') {
+        // A regex, or an IPv6 address, is one term whatever its colons.
+        if part.starts_with('~') || part.trim_start_matches(['!', '&']).parse::<std::net::Ipv6Addr>().is_ok() {
             out.push(part.to_string());
             continue;
         }
@@ -140,6 +141,7 @@ mod tests {
         assert_eq!(select(&inv, "!fast:all").unwrap(), ["old1", "db.lab"], "exclusions apply last");
         assert_eq!(select(&inv, "old1,fast2").unwrap(), ["old1", "fast2"]);
         assert_eq!(select(&inv, "!fast").unwrap(), ["old1", "db.lab"], "only exclusions start from all");
+        assert_eq!(select(&inv, "old1:fast1:fast2:db.lab").unwrap(), ["old1", "fast1", "fast2", "db.lab"]);
     }
 
     #[test]
