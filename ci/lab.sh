@@ -277,6 +277,14 @@ disks_up() {
             ln -sfn "$loop" "$LAB/dev/$h-$d"
             # Best effort: lets tools see HDD-like vs SSD-like disks.
             echo "${H_ROT[$h]}" >"/sys/block/${loop#/dev/}/queue/rotational" 2>/dev/null || true
+            # Requests the size a real disk gets (loop devices default to
+            # 2.5 MB readahead and 1.25 MB requests): with 128 KB, a file
+            # costs one request per 128 KB and the IOPS limit acts like seeks;
+            # otherwise a few MB pass in one request, inside blk-throttle's
+            # first-slice allowance, at memory speed.
+            # (max_sectors_kb first: setting it resets read_ahead_kb.)
+            echo 128 >"/sys/block/${loop#/dev/}/queue/max_sectors_kb" 2>/dev/null || true
+            echo 128 >"/sys/block/${loop#/dev/}/queue/read_ahead_kb" 2>/dev/null || true
         done
     done
 }

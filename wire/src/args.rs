@@ -95,7 +95,7 @@ pub enum ContentKind {
     /// Text-like: words and lines; compresses about 3:1 with gzip.
     #[default]
     Text,
-    /// Like an executable or library: code-like runs, tables, padding; about 1.5:1 (gzip -6).
+    /// Like an executable or library: repeated code, tables, padding, strings; about 2.4:1 (gzip -6).
     Binary,
     /// Incompressible.
     Random,
