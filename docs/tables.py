@@ -30,15 +30,15 @@ def main():
     a = ap.parse_args()
     db = sqlite3.connect(a.db)
     run = db.execute("select id from runs where name = ? order by id desc limit 1", (a.run,)).fetchone()[0]
-    q = """select c.host, c.play, c.params, c.status, c.reason, s.value, s.unit from cells c
+    q = """select c.host, c.play, c.params, c.status, c.reason, s.value, s.unit, s.step from cells c
            left join samples s on s.cell_id = c.id and s.metric = ? and (? is null or s.step = ?)
            where c.run_id = ? and (? is null or c.play like ?)"""
     data, units, status, ns = {}, set(), {}, set()
     rows_keys = a.rows.split(",")
-    for host, play, params, st, reason, value, unit in db.execute(q, (a.metric, a.step, a.step, run, a.play, f"%{a.play}%" if a.play else None)):
+    for host, play, params, st, reason, value, unit, step in db.execute(q, (a.metric, a.step, a.step, run, a.play, f"%{a.play}%" if a.play else None)):
         if a.hosts and host not in a.hosts.split(","):
             continue
-        p = json.loads(params); p["host"] = host
+        p = json.loads(params); p["host"] = host; p["step"] = step
         row = tuple(str(p.get(k, "")) for k in rows_keys)
         col = str(p.get(a.col, ""))
         if value is None:

@@ -86,11 +86,15 @@ fn format_and_mount(
         mount_argv.extend(["-o".into(), profile.mount_options.join(",")]);
     }
     mount_argv.extend([real_path.to_string_lossy().into_owned(), mountpoint.to_string_lossy().into_owned()]);
+    let log_before = kernel_log().and_then(|l| l.last().and_then(|x| log_time(x)));
     let out = cmd::run(&mount_argv).map_err(failed)?;
     if !out.ok() {
-        let reason = out.reason();
-        // Only the kernel lacking the filesystem is "unsupported"; a bad option is a mistake to fix.
-        return Err(if reason.contains("unknown filesystem type") {
+        // mount(8) only says "wrong fs type, bad option, bad superblock";
+        // the kernel's log says which (XFS: "V4 format not supported").
+        let reason = log_before.and_then(|n| kernel_says(&dev.name, n)).unwrap_or_else(|| out.reason());
+        // Only the kernel lacking the filesystem or the format is
+        // "unsupported"; a bad option is a mistake to fix.
+        return Err(if reason.contains("unknown filesystem type") || reason.contains("not supported") {
             unsupported(format!("mount -t {fstype} refused: {reason}"))
         } else {
             failed(format!("`{}` failed: {reason}", mount_argv.join(" ")))
@@ -176,6 +180,27 @@ fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState)
     out.info.insert("profile".into(), profile.name.clone().into());
     out.info.insert("device".into(), json!(device));
     Ok(out)
+}
+
+/// The kernel log (`dmesg`, root only), a line each.
+fn kernel_log() -> Option<Vec<String>> {
+    let out = cmd::run(&["dmesg"]).ok().filter(|o| o.ok())?;
+    Some(out.stdout.lines().map(str::to_string).collect())
+}
+
+/// A log line's timestamp (`[ 9501.033223] ...`): the ring buffer drops old
+/// lines, so counting lines cannot tell new from old.
+fn log_time(line: &str) -> Option<f64> {
+    line.strip_prefix('[')?.split(']').next()?.trim().parse().ok()
+}
+
+/// What the kernel logged about a device after time `since`.
+fn kernel_says(dev: &str, since: f64) -> Option<String> {
+    let tag = format!("({dev})");
+    let log = kernel_log()?;
+    let line = log.iter().rev().take_while(|l| log_time(l).is_none_or(|t| t > since)).find(|l| l.contains(&tag))?;
+    // "[ 9501.03] XFS (loop2): Deprecated V4 ..." → "XFS (loop2): Deprecated V4 ..."
+    Some(line.split_once("] ").map(|(_, m)| m).unwrap_or(line).trim().to_string())
 }
 
 /// `/proc/filesystems`, after asking modprobe (as root) for a module not yet loaded.
@@ -311,4 +336,15 @@ pub(crate) fn fs_dump(fstype: &str, dev: &Path, mountpoint: &Path) -> Option<Str
     }
     text.truncate(cut);
     Some(text)
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::log_time;
+
+    #[test]
+    fn kernel_log_timestamps() {
+        assert_eq!(log_time("[ 9501.033223] XFS (loop2): Deprecated V4"), Some(9501.033223));
+        assert_eq!(log_time("no stamp"), None);
+    }
 }

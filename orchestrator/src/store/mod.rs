@@ -90,6 +90,8 @@ pub struct SampleRow {
     pub better: String,
     pub dev_read_bytes: Option<i64>,
     pub dev_write_bytes: Option<i64>,
+    /// What the step recorded besides metrics (bytes moved, cold method, ...).
+    pub info: Option<Json>,
 }
 
 /// A benchmark step's identity within its cell, for samples.
@@ -329,7 +331,7 @@ impl Store {
         let db = self.db();
         let mut st = db.prepare(
             "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
-                    s.dev_read_bytes, s.dev_write_bytes
+                    s.dev_read_bytes, s.dev_write_bytes, s.info
              FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id",
         )?;
         let rows = st.query_map([run], |r| {
@@ -345,6 +347,7 @@ impl Store {
                 better: r.get(8)?,
                 dev_read_bytes: r.get(9)?,
                 dev_write_bytes: r.get(10)?,
+                info: r.get::<_, Option<String>>(11)?.and_then(|i| serde_json::from_str(&i).ok()),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
