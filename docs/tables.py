@@ -40,7 +40,7 @@ def main():
             continue
         p = json.loads(params); p["host"] = host; p["step"] = step
         row = tuple(str(p.get(k, "")) for k in rows_keys)
-        col = str(p.get(a.col, ""))
+        col = " ".join(f"{k}={p.get(k, '')}" for k in a.col.split(",")) if "," in a.col else str(p.get(a.col, ""))
         if value is None:
             status[(row, col)] = st if st != "ok" else "-"
             continue
