@@ -27,6 +27,7 @@ def main():
     ap.add_argument("db"); ap.add_argument("run"); ap.add_argument("metric")
     ap.add_argument("rows"); ap.add_argument("col")
     ap.add_argument("--step"); ap.add_argument("--hosts"); ap.add_argument("--play")
+    ap.add_argument("--where", action="append", default=[], help="param=value (repeatable)")
     a = ap.parse_args()
     db = sqlite3.connect(a.db)
     run = db.execute("select id from runs where name = ? order by id desc limit 1", (a.run,)).fetchone()[0]
@@ -39,6 +40,8 @@ def main():
         if a.hosts and host not in a.hosts.split(","):
             continue
         p = json.loads(params); p["host"] = host; p["step"] = step
+        if any(str(p.get(k)) != v for k, v in (w.split("=", 1) for w in a.where)):
+            continue
         row = tuple(str(p.get(k, "")) for k in rows_keys)
         col = " ".join(f"{k}={p.get(k, '')}" for k in a.col.split(",")) if "," in a.col else str(p.get(a.col, ""))
         if value is None:
