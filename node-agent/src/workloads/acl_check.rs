@@ -87,14 +87,7 @@ pub fn run(args: &AclCheckArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     info.insert("allowed".into(), checked.allowed.into());
     info.insert("denied".into(), checked.denied.into());
     info.insert("cold".into(), cold_info(cold));
-    info.insert(
-        "op".into(),
-        match args.op {
-            AclOp::Access => "access",
-            AclOp::Open => "open",
-        }
-        .into(),
-    );
+    info.insert("op".into(), serde_json::json!(args.op));
     info.insert("uid".into(), args.uid.into());
     info.insert("gid".into(), args.gid.into());
     info.insert("latency_max_us".into(), us(*sorted.last().unwrap() as f64).into());

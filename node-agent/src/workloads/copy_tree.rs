@@ -94,14 +94,7 @@ pub fn run(args: &CopyTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     info.insert("symlinks".into(), n.symlinks.into());
     info.insert("skipped".into(), n.skipped.into());
     info.insert("xattrs".into(), n.xattrs.into());
-    info.insert(
-        "preserve".into(),
-        match args.preserve {
-            Preserve::None => "none",
-            Preserve::Xattrs => "xattrs",
-        }
-        .into(),
-    );
+    info.insert("preserve".into(), serde_json::json!(args.preserve));
     info.insert("sync".into(), args.sync.into());
     Ok(out)
 }

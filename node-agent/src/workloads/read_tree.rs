@@ -59,14 +59,7 @@ pub fn run(args: &ReadTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     info.insert("archive_bytes".into(), a.archive_bytes.into());
     info.insert("files".into(), a.files.into());
     info.insert("dirs".into(), a.dirs.into());
-    info.insert(
-        "reader".into(),
-        match args.reader {
-            TreeReader::Builtin => "builtin",
-            TreeReader::GnuTar => "gnu_tar",
-        }
-        .into(),
-    );
+    info.insert("reader".into(), serde_json::json!(args.reader));
     info.insert("cold".into(), cold_info(cold));
     Ok(out)
 }
