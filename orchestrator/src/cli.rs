@@ -63,6 +63,21 @@ pub struct PlaybookArgs {
     /// Extra variables: key=value, a YAML/JSON mapping, or @file. Always win. Repeatable.
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
+    /// Only steps (or plays) with these tags (comma-separated, repeatable; `all`, `tagged`, `untagged`).
+    #[arg(short = 't', long = "tags")]
+    pub tags: Vec<String>,
+    /// Leave out steps with these tags (wins over --tags).
+    #[arg(long = "skip-tags")]
+    pub skip_tags: Vec<String>,
+    /// Only list the hosts each play would run on.
+    #[arg(long)]
+    pub list_hosts: bool,
+    /// Only list each play's steps (after --tags / --skip-tags) with their tags.
+    #[arg(long)]
+    pub list_tasks: bool,
+    /// Only check the playbook, the inventory and the plan; touch no host.
+    #[arg(long)]
+    pub syntax_check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -78,12 +93,6 @@ pub struct RunArgs {
 pub struct PlanArgs {
     #[command(flatten)]
     pub play: PlaybookArgs,
-    /// Only list the hosts each play would run on.
-    #[arg(long)]
-    pub list_hosts: bool,
-    /// Only check the playbook's syntax and keys.
-    #[arg(long)]
-    pub syntax_check: bool,
 }
 
 #[derive(Args, Debug)]

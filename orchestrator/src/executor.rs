@@ -10,6 +10,8 @@ use crate::reporter::Reporter;
 use crate::store::{StepRef, Store};
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
 use benchrig_wire::steps::{Action, StepOutput, UnmountArgs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +47,10 @@ impl CellOutcome {
     }
 }
 
+fn store_failed(e: crate::store::StoreError) -> CellOutcome {
+    CellOutcome::Failed(format!("storing results: {e}"))
+}
+
 pub struct CellRunner<'a> {
     /// The agent of every host the cell uses.
     pub agents: Vec<(&'a str, &'a AgentClient)>,
@@ -68,16 +74,21 @@ fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
 }
 
 impl CellRunner<'_> {
-    async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, RequestError> {
+    /// Send one step to its host's agent; a failure comes back classified.
+    async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, CellOutcome> {
         let req =
             Request::Run(StepRequest { cell: cell.key.clone(), name: step.name.clone(), action: step.action.clone() });
         let host = step.host.as_str();
-        let agent = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a).ok_or_else(|| {
-            RequestError::Lost(format!("no session to {host} (a bug: the cell's hosts were not all opened)"))
-        })?;
+        let Some(agent) = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a) else {
+            return Err(CellOutcome::HostLost {
+                host: host.into(),
+                reason: format!("no session to {host} (a bug: the cell's hosts were not all opened)"),
+            });
+        };
+        let (cancel, timed_out) = self.cancel_for(step, cancellable);
         let reporter = self.reporter;
         let reply = agent
-            .request(req, cancellable.then(|| self.cancel.clone()), |ev| {
+            .request(req, cancel, |ev| {
                 if let Event::Log { level, message } = ev {
                     match level {
                         LogLevel::Warn => reporter.line(host, format!("warning: {message}")),
@@ -86,10 +97,57 @@ impl CellRunner<'_> {
                     }
                 }
             })
-            .await?;
+            .await;
         match reply {
-            Reply::Step(out) => Ok(out),
-            other => Err(RequestError::Lost(format!("unexpected answer to a step: {other:?}"))),
+            Ok(Reply::Step(out)) => Ok(out),
+            Ok(other) => Err(classify(step, RequestError::Lost(format!("unexpected answer to a step: {other:?}")))),
+            Err(RequestError::Agent(a)) if a.code == ErrorCode::Cancelled && timed_out.load(Ordering::SeqCst) => {
+                let secs = step.timeout.unwrap_or_default().as_secs();
+                Err(CellOutcome::Failed(format!("{}: timed out after {secs} s (cancelled)", step.name)))
+            }
+            Err(e) => Err(classify(step, e)),
+        }
+    }
+
+    /// What cancels a step: the run's Ctrl-C (when `cancellable`) and the
+    /// step's `timeout`, which also raises the returned flag.
+    fn cancel_for(&self, step: &PlannedStep, cancellable: bool) -> (Option<watch::Receiver<bool>>, Arc<AtomicBool>) {
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let Some(limit) = step.timeout else { return (cancellable.then(|| self.cancel.clone()), timed_out) };
+        let (tx, rx) = watch::channel(false);
+        let mut run_cancel = self.cancel.clone();
+        let flag = timed_out.clone();
+        tokio::spawn(async move {
+            let interrupted = async {
+                while cancellable && run_cancel.changed().await.is_ok() {
+                    if *run_cancel.borrow() {
+                        return;
+                    }
+                }
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(limit) => {
+                    flag.store(true, Ordering::SeqCst);
+                    let _ = tx.send(true);
+                }
+                _ = interrupted => { let _ = tx.send(true); }
+                // The step ended first: nothing to cancel.
+                _ = tx.closed() => {}
+            }
+        });
+        (Some(rx), timed_out)
+    }
+
+    /// A failed step marked `ignore_errors` is reported and the cell goes
+    /// on (`None`); any other ending (and a lost host, always) stops it.
+    fn tolerate(&self, s: &PlannedStep, bad: CellOutcome) -> Option<CellOutcome> {
+        match bad {
+            CellOutcome::Failed(why) if s.ignore_errors => {
+                self.reporter.line(&s.host, format!("  ignored: {why}"));
+                None
+            }
+            other => Some(other),
         }
     }
 
@@ -99,16 +157,35 @@ impl CellRunner<'_> {
 
     /// Run a cell to its end and record it; the outcome says how it ended.
     pub async fn run(&self, cell: &Cell, cell_id: i64) -> CellOutcome {
-        let store_err = |e: crate::store::StoreError| CellOutcome::Failed(format!("storing results: {e}"));
-        if let Err(e) = self.store.set_cell_status(cell_id, "running", None) {
-            return store_err(e);
+        if let Err(bad) = self.start(cell_id) {
+            return bad;
         }
+        let outcome = self.visit(cell, cell_id, 1..=cell.repeat).await;
+        self.finish(cell_id, outcome)
+    }
+
+    /// Mark a cell as running (before its first visit).
+    pub fn start(&self, cell_id: i64) -> Result<(), CellOutcome> {
+        self.store.set_cell_status(cell_id, "running", None).map_err(store_failed)
+    }
+
+    /// Record how a cell ended (after its last visit, or a failed one).
+    pub fn finish(&self, cell_id: i64, outcome: CellOutcome) -> CellOutcome {
+        match self.store.set_cell_status(cell_id, outcome.status(), outcome.reason().as_deref()) {
+            Ok(()) => outcome,
+            Err(e) => store_failed(e),
+        }
+    }
+
+    /// Some of a cell's repetitions between a setup and a teardown: all of
+    /// them at once, or (`cell_order: interleaved`) one per visit.
+    pub async fn visit(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> CellOutcome {
         let mut outcome = CellOutcome::Ok;
-        // Setup once for all repetitions, or (fresh: repetition) before each,
+        // Setup once for these repetitions, or (fresh: repetition) before each,
         // for experiments whose measured step changes the setup (add a device).
         let rounds: Vec<std::ops::RangeInclusive<u32>> =
-            if cell.fresh_each_repetition { (1..=cell.repeat).map(|r| r..=r).collect() } else { vec![1..=cell.repeat] };
-        let last = rounds.len() - 1;
+            if cell.fresh_each_repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
+        let last = rounds.len().saturating_sub(1);
         for (i, reps) in rounds.into_iter().enumerate() {
             outcome = self.setup_and_measure(cell, cell_id, reps).await;
             if i == last || !matches!(outcome, CellOutcome::Ok) {
@@ -120,9 +197,6 @@ impl CellRunner<'_> {
             }
         }
         self.teardown(cell, cell_id, &mut outcome).await;
-        if let Err(e) = self.store.set_cell_status(cell_id, outcome.status(), outcome.reason().as_deref()) {
-            return store_err(e);
-        }
         outcome
     }
 
@@ -132,11 +206,7 @@ impl CellRunner<'_> {
         let release_all: Vec<PlannedStep> = self
             .agents
             .iter()
-            .map(|(h, _)| PlannedStep {
-                name: "release".into(),
-                action: Action::Unmount(UnmountArgs { device: None }),
-                host: h.to_string(),
-            })
+            .map(|(h, _)| PlannedStep::internal("release", Action::Unmount(UnmountArgs { device: None }), h))
             .collect();
         for (i, s) in cell.teardown.iter().chain(&release_all).enumerate() {
             // A host that is gone cannot tear down; the others still do.
@@ -148,8 +218,8 @@ impl CellRunner<'_> {
                     let _ =
                         self.store.add_cell_info(cell_id, &format!("teardown[{i}] {}@{}", s.name, s.host), &out.info);
                 }
-                Err(e) => {
-                    let bad = classify(s, e);
+                Err(bad) => {
+                    let Some(bad) = self.tolerate(s, bad) else { continue };
                     self.reporter.line(
                         &s.host,
                         format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
@@ -172,10 +242,14 @@ impl CellRunner<'_> {
                     if let Err(e) =
                         self.store.add_cell_info(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), &out.info)
                     {
-                        return CellOutcome::Failed(format!("storing results: {e}"));
+                        return store_failed(e);
                     }
                 }
-                Err(e) => return classify(s, e),
+                Err(bad) => {
+                    if let Some(bad) = self.tolerate(s, bad) {
+                        return bad;
+                    }
+                }
             }
         }
         for rep in reps {
@@ -183,8 +257,10 @@ impl CellRunner<'_> {
                 if self.interrupted() {
                     return CellOutcome::Skipped("interrupted".into());
                 }
-                if let Err(e) = self.step(cell, s, true).await {
-                    return classify(s, e);
+                if let Err(bad) = self.step(cell, s, true).await {
+                    if let Some(bad) = self.tolerate(s, bad) {
+                        return bad;
+                    }
                 }
             }
             let mut shown = Vec::new();
@@ -194,11 +270,14 @@ impl CellRunner<'_> {
                 }
                 let out = match self.step(cell, s, true).await {
                     Ok(out) => out,
-                    Err(e) => return classify(s, e),
+                    Err(bad) => match self.tolerate(s, bad) {
+                        Some(bad) => return bad,
+                        None => continue,
+                    },
                 };
                 let step = StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep };
                 if let Err(e) = self.store.add_samples(cell_id, &step, &out) {
-                    return CellOutcome::Failed(format!("storing results: {e}"));
+                    return store_failed(e);
                 }
                 if let Some(m) = out.metrics.first() {
                     shown.push(format!("{} {:.1} {}", s.name, m.value, m.unit));

@@ -13,6 +13,7 @@ pub mod profiles;
 pub mod report;
 pub mod reporter;
 pub mod run;
+pub mod schedule;
 pub mod selection;
 pub mod stats;
 pub mod store;

@@ -19,11 +19,15 @@ fn main() {
 async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
     match cmd {
         Command::Run(a) => {
+            if let Some(done) = commands::plan::listing(&a.play) {
+                return done;
+            }
             let extra_vars = benchrig::extra_vars::parse(&a.play.extra_vars).map_err(anyhow::Error::msg)?;
             let result = run::run(RunOptions {
                 playbook: a.play.playbook,
                 inventory: a.play.hosts.inventory,
                 limit: a.play.hosts.limit,
+                tags: benchrig::playbook::TagFilter::new(&a.play.tags, &a.play.skip_tags),
                 extra_vars,
                 forks: a.play.hosts.forks,
                 db: a.play.hosts.db,

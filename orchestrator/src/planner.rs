@@ -38,15 +38,36 @@ pub struct Cell {
     pub fresh_each_repetition: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct PlannedStep {
     pub name: String,
     pub action: Action,
     /// The host whose agent runs it (in a role play, its role's host).
     pub host: String,
+    /// A failure is reported and the cell goes on.
+    pub ignore_errors: bool,
+    /// Cancelled and failed when it runs longer.
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl PlannedStep {
+    /// A step benchrig adds itself (the release after a cell).
+    pub fn internal(name: &str, action: Action, host: &str) -> Self {
+        PlannedStep { name: name.into(), action, host: host.into(), ignore_errors: false, timeout: None }
+    }
 }
 
 impl Cell {
+    /// Every step by phase, as stored with the cell.
+    pub fn steps_json(&self) -> Json {
+        json!({
+            "setup": self.setup,
+            "before_each": self.before_each,
+            "benchmark": self.benchmark,
+            "teardown": self.teardown,
+        })
+    }
+
     pub fn describe(&self) -> String {
         if self.params.is_empty() {
             "(no parameters)".into()
@@ -220,10 +241,14 @@ impl<'a> PlayCtx<'a> {
             let mut play_level = serde_json::Map::new();
             if !roles.is_empty() {
                 play_level.insert("roles".into(), Json::Object(roles.clone()));
-                // As Ansible's hostvars: each member's variables, and its facts once known.
-                let hostvars: serde_json::Map<String, Json> = members
-                    .iter()
-                    .map(|(_, h)| {
+            }
+            if play.uses_hostvars {
+                // As Ansible's hostvars: every host's variables, and its facts once known.
+                let hostvars: serde_json::Map<String, Json> = self
+                    .inventory
+                    .hosts
+                    .keys()
+                    .map(|h| {
                         let mut v = self.inventory.host_vars(h);
                         if let Some(f) = self.facts_of(h) {
                             v.insert("facts".into(), json!(f));
@@ -282,11 +307,22 @@ impl<'a> PlayCtx<'a> {
                         if s.role.as_deref().is_some_and(|r| Some(r) != m.role) {
                             continue;
                         }
-                        let (action, why) = build_action(s, ctx, m, play, t)?;
-                        if unsupported.is_none() {
-                            unsupported = why;
+                        for (name, ctx) in loop_items(s, ctx, t)? {
+                            if !conditions_hold(s, &ctx, t)? {
+                                continue;
+                            }
+                            let (action, why) = build_action(s, &ctx, m, play, t)?;
+                            if unsupported.is_none() {
+                                unsupported = why;
+                            }
+                            out.push(PlannedStep {
+                                name,
+                                action,
+                                host: m.host.to_string(),
+                                ignore_errors: s.ignore_errors,
+                                timeout: s.timeout.map(std::time::Duration::from_secs),
+                            });
                         }
-                        out.push(PlannedStep { name: s.display_name(), action, host: m.host.to_string() });
                     }
                 }
                 Ok(out)
@@ -313,6 +349,42 @@ impl<'a> PlayCtx<'a> {
         }
         Ok(cells)
     }
+}
+
+/// A step's runs: once, or once per `loop` item with the item in the
+/// context under `loop_var`; each with the name it is reported under.
+fn loop_items(s: &Step, ctx: &Json, t: &Templates) -> Result<Vec<(String, Json)>, ConfigError> {
+    let Some(node) = &s.r#loop else { return Ok(vec![(s.display_name(), ctx.clone())]) };
+    let items = match t.render(&node.to_json(), ctx).map_err(|e| node.error(e))? {
+        Json::Array(items) => items,
+        other => return Err(node.error(format!("`loop` must give a list, got {other}"))),
+    };
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let label = match &item {
+                Json::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let mut c = ctx.clone();
+            c[s.loop_var.as_str()] = item;
+            (format!("{} ({label})", s.display_name()), c)
+        })
+        .collect())
+}
+
+/// Whether every `when` of a step holds in this context.
+fn conditions_hold(s: &Step, ctx: &Json, t: &Templates) -> Result<bool, ConfigError> {
+    for c in &s.when {
+        let holds = match &c.value {
+            crate::yaml::Value::Bool(b) => *b,
+            _ => t.condition(c.as_str().unwrap_or_default(), ctx).map_err(|e| c.error(e))?,
+        };
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Render a step's arguments for a cell and build its action; for a
@@ -594,5 +666,66 @@ mod tests {
             v.insert("scratch_devices".into(), json!([{"path": "/dev/sdb", "name": bad}]));
             assert!(scratch_devices("h", &v).unwrap_err().contains("must be letters"), "{bad}");
         }
+    }
+
+    const LOOPS: &str = r#"
+- hosts: all
+  matrix:
+    fs: [ext4, xfs]
+  benchmark:
+    - name: read
+      seq_read: {target: "{{ item }}"}
+      loop: "{{ scratch_devices | map(attribute='name') | list }}"
+      when: fs == 'xfs'
+    - name: write
+      seq_write: {size: "{{ sz }}", target: "{{ d }}"}
+      loop: [hdd1]
+      loop_control: {loop_var: d}
+      when:
+        - true
+        - "sz != '1M'"
+      ignore_errors: true
+      timeout: 5
+      vars_are_not_step_keys_so_this_is_removed: 0
+"#;
+
+    #[test]
+    fn loop_and_when_expand_and_filter_steps() {
+        let pb = LOOPS.replace("      vars_are_not_step_keys_so_this_is_removed: 0\n", "");
+        let mut extra = Vars::new();
+        extra.insert("sz".into(), json!("4M"));
+        let cells = plan(&pb, extra, None).unwrap();
+        let names = |c: &Cell| c.benchmark.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&cells[0]), ["write (hdd1)"], "fs=ext4: the read's `when` is false");
+        assert_eq!(names(&cells[1]), ["read (hdd0)", "read (hdd1)", "write (hdd1)"]);
+        let w = &cells[1].benchmark[2];
+        assert!(w.ignore_errors);
+        assert_eq!(w.timeout, Some(std::time::Duration::from_secs(5)));
+        let Action::SeqRead(r) = &cells[1].benchmark[1].action else { panic!() };
+        assert_eq!(r.target.as_deref(), Some("hdd1"));
+        let mut extra = Vars::new();
+        extra.insert("sz".into(), json!("1M"));
+        let cells = plan(&pb, extra, None).unwrap();
+        assert!(cells[0].benchmark.is_empty(), "every `when` must hold");
+    }
+
+    #[test]
+    fn an_undefined_variable_in_when_or_loop_is_an_error_naming_it() {
+        let pb = LOOPS.replace("      vars_are_not_step_keys_so_this_is_removed: 0\n", "");
+        let e = plan(&pb, Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("undefined variable `sz`"), "{e}");
+        let e = plan("- hosts: all\n  benchmark:\n    - {noop: , when: nofs == 1}\n", Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("`nofs`") && e.message.contains("when: nofs == 1"), "{e}");
+        assert_eq!(e.line, 3);
+        let e = plan("- hosts: all\n  benchmark:\n    - {noop: , loop: '{{ 3 }}'}\n", Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("must give a list"), "{e}");
+    }
+
+    #[test]
+    fn hostvars_and_groups_reach_templates() {
+        let pb = "- hosts: all\n  benchmark:\n    - seq_write: {size: \"{{ hostvars['h1'].size }}\"}\n      when: \"'h1' in groups['lab']\"\n";
+        let cells = plan(pb, Vars::new(), None).unwrap();
+        let Action::SeqWrite(w) = &cells[0].benchmark[0].action else { panic!() };
+        assert_eq!(w.size.0, 8 << 20);
     }
 }

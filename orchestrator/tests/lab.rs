@@ -477,3 +477,99 @@ fn what_the_agent_writes_is_what_the_host_tools_read() {
     let cold = samples.iter().find(|x| x.step == "cold" && x.metric == "throughput").unwrap();
     assert!(cold.dev_read_bytes.unwrap() >= 6 << 20, "{cold:?}");
 }
+
+/// The inventory of the lab with `group_vars/` beside it, as a lab keeps them.
+fn lab_inventory_with_group_vars(b: &Bench) -> std::path::PathBuf {
+    let dir = b.dir.path().join("inv");
+    std::fs::create_dir_all(dir.join("group_vars")).unwrap();
+    std::fs::copy(lab_inventory(), dir.join("simlab.yml")).unwrap();
+    let data = repo().join("orchestrator/tests/data/habits");
+    std::fs::copy(data.join("group_vars/fast.yml"), dir.join("group_vars/fast.yml")).unwrap();
+    dir.join("simlab.yml")
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_errors() {
+    let b = Bench::new();
+    let inv = lab_inventory_with_group_vars(&b);
+    let inv = inv.to_str().unwrap();
+    let pb = repo().join("orchestrator/tests/data/habits/playbook.yml");
+    let pb = pb.to_str().unwrap();
+
+    // The group variable `size` reaches the `fast` hosts and no others.
+    assert_eq!(b.run(&["plan", pb, "-i", inv, "-l", "fast"]).status.code(), Some(0));
+    let out = b.run(&["plan", pb, "-i", inv, "-l", "hdd"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("undefined variable `size`"), "{}", stderr(&out));
+    // Tags: `never` steps are listed only when asked for.
+    let tasks = stdout(&b.run(&["run", pb, "-i", inv, "-l", "fast", "--list-tasks"]));
+    assert!(tasks.contains("benchmark: each device  TAGS: [loops]") && !tasks.contains("debug only"), "{tasks}");
+    let tasks = stdout(&b.run(&["run", pb, "-i", inv, "-l", "fast", "--list-tasks", "-t", "debug"]));
+    assert!(tasks.contains("debug only") && !tasks.contains("each device"), "{tasks}");
+
+    // -l picks the fast hosts, -e beats their group variable.
+    let out = b.run(&["run", pb, "-i", inv, "-l", "fast", "-e", "size=6M", "--name", "habits"]);
+    assert_eq!(out.status.code(), Some(2), "the second play fails on purpose");
+    let log = format!("{}{}", stdout(&out), stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("habits").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    let hosts: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.host.as_str()).collect();
+    assert_eq!(hosts.into_iter().collect::<Vec<_>>(), ["fast1", "fast2"]);
+
+    let first: Vec<_> = cells.iter().filter(|c| c.play_index == 0).collect();
+    assert_eq!(first.len(), 4);
+    for c in &first {
+        assert_eq!(c.status, "ok", "{c:?}");
+        let steps = c.steps.as_ref().expect("steps stored with the cell");
+        let bench = steps["benchmark"].as_array().unwrap();
+        assert_eq!(bench[0]["action"]["args"]["size"], 6 << 20, "-e size=6M wins: {bench:?}");
+        let names: Vec<&str> = bench.iter().map(|s| s["name"].as_str().unwrap()).collect();
+        let devices: Vec<String> = if c.host == "fast1" { (0..4).collect() } else { vec![0, 1] }
+            .into_iter()
+            .map(|i| format!("each device (ssd{i})"))
+            .collect();
+        let mut expected = vec!["write".to_string()];
+        if c.params["fs"] == "btrfs" {
+            expected.push("btrfs only".into());
+        }
+        expected.extend(devices);
+        expected.push("too slow".into());
+        assert_eq!(names, expected, "when, loop and never-tags on {}", c.key);
+    }
+    // serial: 1 — fast1's cells all ended before fast2's began.
+    let t = |s: &Option<String>| {
+        time::OffsetDateTime::parse(s.as_deref().unwrap(), &time::format_description::well_known::Rfc3339).unwrap()
+    };
+    let fast1_end = first.iter().filter(|c| c.host == "fast1").map(|c| t(&c.finished)).max().unwrap();
+    let fast2_start = first.iter().filter(|c| c.host == "fast2").map(|c| t(&c.started)).min().unwrap();
+    assert!(fast1_end <= fast2_start, "serial: 1 ran the hosts together");
+    // cell_order: interleaved — repetition 1 of both cells before repetition 2 of either.
+    let samples = s.samples(run).unwrap();
+    let fast1: Vec<i64> = first.iter().filter(|c| c.host == "fast1").map(|c| c.id).collect();
+    let order: Vec<(i64, i64)> = samples
+        .iter()
+        .filter(|x| fast1.contains(&x.cell_id) && x.step == "write" && x.metric == "throughput")
+        .map(|x| (x.cell_id, x.repetition))
+        .collect();
+    assert_eq!(order, [(fast1[0], 1), (fast1[1], 1), (fast1[0], 2), (fast1[1], 2)]);
+    // timeout + ignore_errors: the step was cancelled, the cell went on, no sleep is left.
+    assert!(log.contains("too slow: timed out after 2 s"), "{log}");
+    assert_eq!(sh("pgrep -fx 'sleep 60' | wc -l"), "0");
+
+    // any_errors_fatal: the first failure stops the play and the playbook.
+    let second: Vec<_> = cells.iter().filter(|c| c.play_index == 1).collect();
+    assert_eq!(second.len(), 4);
+    for c in &second {
+        let (status, reason) = (c.status.as_str(), c.reason.as_deref().unwrap_or_default());
+        if c.params["attempt"] == 1 {
+            assert_eq!(status, "failed", "{c:?}");
+        } else {
+            assert!(status == "skipped" && reason.contains("any_errors_fatal"), "{c:?}");
+        }
+    }
+    let third: Vec<_> = cells.iter().filter(|c| c.play_index == 2).collect();
+    assert_eq!(third.len(), 2);
+    assert!(third.iter().all(|c| c.status == "skipped"), "{third:?}");
+}

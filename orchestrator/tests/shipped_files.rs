@@ -27,7 +27,7 @@ fn every_playbook_plans_on_every_inventory() {
     let extra = benchrig::inventory::Vars::new();
     for pb in files("playbooks") {
         for inv in files("inventories").into_iter().filter(|p| p.extension().is_some_and(|e| e == "yml")) {
-            match benchrig::run::check(&pb, std::slice::from_ref(&inv), None, &extra) {
+            match benchrig::run::check(&pb, std::slice::from_ref(&inv), None, &extra, &Default::default()) {
                 Ok(checked) => assert!(!checked.hosts.is_empty()),
                 // A play with two roles cannot run on a one-host inventory; it must say so.
                 Err(e) if e.to_string().contains("roles") && e.to_string().contains("only 1 host") => {}
@@ -35,7 +35,7 @@ fn every_playbook_plans_on_every_inventory() {
             }
         }
         // And on the embedded default (this machine).
-        if let Err(e) = benchrig::run::check(&pb, &[], None, &extra) {
+        if let Err(e) = benchrig::run::check(&pb, &[], None, &extra, &Default::default()) {
             assert!(e.to_string().contains("only 1 host"), "{} on localhost: {e:#}", pb.display());
         }
     }

@@ -75,6 +75,10 @@ pub struct CellRow {
     pub status: String,
     pub reason: Option<String>,
     pub info: Option<Json>,
+    /// The planned steps, rendered (`Cell::steps_json`); none in runs stored before they were.
+    pub steps: Option<Json>,
+    pub started: Option<String>,
+    pub finished: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -169,8 +173,8 @@ impl Store {
     pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
         let db = self.db();
         db.execute(
-            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')",
+            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
             params![
                 run,
                 c.host,
@@ -178,7 +182,8 @@ impl Store {
                 c.play_name,
                 c.key,
                 serde_json::to_string(&c.params).unwrap_or_default(),
-                c.repeat
+                c.repeat,
+                c.steps_json().to_string()
             ],
         )?;
         Ok(db.last_insert_rowid())
@@ -306,11 +311,13 @@ impl Store {
     pub fn cells(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
         let db = self.db();
         let mut st = db.prepare(
-            "SELECT id, host, play_index, play, key, params, repeat, status, reason, info FROM cells WHERE run_id = ?1 ORDER BY id",
+            "SELECT id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished
+             FROM cells WHERE run_id = ?1 ORDER BY id",
         )?;
         let rows = st.query_map([run], |r| {
             let params: String = r.get(5)?;
             let info: Option<String> = r.get(9)?;
+            let steps: Option<String> = r.get(10)?;
             Ok(CellRow {
                 id: r.get(0)?,
                 host: r.get(1)?,
@@ -322,6 +329,9 @@ impl Store {
                 status: r.get(7)?,
                 reason: r.get(8)?,
                 info: info.and_then(|i| serde_json::from_str(&i).ok()),
+                steps: steps.and_then(|i| serde_json::from_str(&i).ok()),
+                started: r.get(11)?,
+                finished: r.get(12)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
