@@ -177,6 +177,29 @@ impl CellRunner<'_> {
         }
     }
 
+    /// One visit of a scheduled cell: marked running at its first, its
+    /// status recorded at its last or when it does not end ok. The flag
+    /// says whether the cell has ended.
+    pub async fn run_visit(
+        &self,
+        cell: &Cell,
+        cell_id: i64,
+        first: bool,
+        reps: std::ops::RangeInclusive<u32>,
+    ) -> (CellOutcome, bool) {
+        if first {
+            if let Err(bad) = self.start(cell_id) {
+                return (self.finish(cell_id, bad), true);
+            }
+        }
+        let last = *reps.end() >= cell.repeat;
+        let outcome = self.visit(cell, cell_id, reps).await;
+        if matches!(outcome, CellOutcome::Ok) && !last {
+            return (outcome, false);
+        }
+        (self.finish(cell_id, outcome), true)
+    }
+
     /// Some of a cell's repetitions between a setup and a teardown: all of
     /// them at once, or (`cell_order: interleaved`) one per visit.
     pub async fn visit(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> CellOutcome {

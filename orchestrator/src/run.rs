@@ -319,17 +319,7 @@ async fn connect(host: String, sh: Arc<Shared>) {
 /// recorded as skipped, with the reason.
 async fn run_plain_play_in_batches(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
     let play = &sh.checked.playbook.plays[pi];
-    let seed = match play.cell_order {
-        CellOrder::Shuffled(Some(seed)) => seed,
-        CellOrder::Shuffled(None) => {
-            let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos()
-                as u64;
-            sh.reporter
-                .note(format!("play `{}`: cells shuffled with seed {seed} (`seed: {seed}` replays it)", play.name));
-            seed
-        }
-        _ => 0,
-    };
+    let seed = play_seed(play, sh);
     for batch in schedule::batches(hosts, &play.serial) {
         if let Some(why) = sh.halted() {
             for h in &batch {
@@ -356,6 +346,22 @@ async fn run_plain_play_in_batches(pi: usize, hosts: &[String], sh: &Arc<Shared>
     }
 }
 
+/// The seed of a play's shuffle: the playbook's, or one picked now and
+/// reported so the order can be replayed.
+fn play_seed(play: &playbook::Play, sh: &Shared) -> u64 {
+    match play.cell_order {
+        CellOrder::Shuffled(Some(seed)) => seed,
+        CellOrder::Shuffled(None) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let seed = now.as_nanos() as u64;
+            sh.reporter
+                .note(format!("play `{}`: cells shuffled with seed {seed} (`seed: {seed}` replays it)", play.name));
+            seed
+        }
+        _ => 0,
+    }
+}
+
 /// A play without roles on one host: plan with its facts, run its cells
 /// in the play's `cell_order`. True when a cell failed here.
 async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> bool {
@@ -379,38 +385,22 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
         sh.reporter.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
     let mut failed_here = false;
-    // Each cell's id once stored, and whether it has ended.
-    let mut ids: Vec<Option<i64>> = vec![None; total];
-    let mut ended = vec![false; total];
+    let mut book = CellBook::new(total);
     let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
     for visit in schedule::visits(&repeats, play.cell_order, seed) {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
-        if ended[n] {
-            continue;
-        }
-        let first = ids[n].is_none();
-        let cell_id = match ids[n] {
-            Some(id) => id,
-            None => {
-                let Some(id) = store_cell(&sh, cell) else {
-                    (slot.failed, failed_here, ended[n]) = (true, true, true);
-                    continue;
-                };
-                ids[n] = Some(id);
-                id
-            }
-        };
+        let Some((cell_id, first)) = book.open(&sh, n, cell) else { continue };
         let down = slot.down.as_ref().map(|d| format!("host {host} unreachable: {d}"));
         if let Some(why) = skip_reason(&sh, cell, down) {
             let _ = sh.store.set_cell_status(cell_id, why.0, Some(&why.1));
             if why.0 == "unsupported" {
                 sh.reporter.line(&host, format!("cell {}/{total} {}: unsupported: {}", n + 1, cell.describe(), why.1));
             }
-            ended[n] = true;
+            book.end(n);
             continue;
         }
-        sh.reporter.line(&host, format!("cell {}/{total} {}", n + 1, cell.describe()));
-        let outcome = {
+        sh.reporter.line(&host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), book.visit_note(&visit, cell)));
+        let (outcome, ended) = {
             let session = slot.session.as_ref().expect("checked by skip_reason");
             let runner = CellRunner {
                 agents: vec![(host.as_str(), &session.agent)],
@@ -418,41 +408,77 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
                 reporter: sh.reporter,
                 cancel: sh.cancel.clone(),
             };
-            let started = if first { runner.start(cell_id) } else { Ok(()) };
-            match started {
-                Err(bad) => runner.finish(cell_id, bad),
-                Ok(()) => {
-                    let outcome = runner.visit(cell, cell_id, visit.reps.clone()).await;
-                    if matches!(outcome, CellOutcome::Ok) && *visit.reps.end() < cell.repeat {
-                        outcome
-                    } else {
-                        ended[n] = true;
-                        runner.finish(cell_id, outcome)
-                    }
-                }
-            }
+            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
         };
+        if ended {
+            book.end(n);
+        }
         failed_here |= matches!(outcome, CellOutcome::Failed(_) | CellOutcome::HostLost { .. });
         settle(&sh, outcome, &mut [(&host, slot)]).await;
         if failed_here && play.any_errors_fatal {
             sh.halt(format!("play `{}` has any_errors_fatal and a cell failed on {host}", play.name));
         }
     }
-    // What a stop (or an interrupt) left unrun.
-    let why = sh.halted().unwrap_or_else(|| "interrupted".into());
-    for (n, id) in ids.iter().enumerate().filter(|(n, _)| !ended[*n]) {
-        match id {
-            Some(id) => {
-                let _ = sh.store.set_cell_status(*id, "skipped", Some(&why));
-            }
-            None => {
-                if let Some(id) = store_cell(&sh, &cells[n]) {
-                    let _ = sh.store.set_cell_status(id, "skipped", Some(&why));
-                }
+    book.skip_unended(&sh, &cells);
+    if book.unstored {
+        (slot.failed, failed_here) = (true, true);
+    }
+    failed_here
+}
+
+/// Where each cell of a play stands while its visits run: stored yet (and
+/// its id), ended yet.
+struct CellBook {
+    ids: Vec<Option<i64>>,
+    ended: Vec<bool>,
+    /// A cell could not be stored (so did not run).
+    unstored: bool,
+}
+
+impl CellBook {
+    fn new(cells: usize) -> Self {
+        CellBook { ids: vec![None; cells], ended: vec![false; cells], unstored: false }
+    }
+
+    /// Cell `n`'s id and whether this is its first visit; `None` when it
+    /// has ended (or cannot be stored, which ends it).
+    fn open(&mut self, sh: &Shared, n: usize, cell: &Cell) -> Option<(i64, bool)> {
+        if self.ended[n] {
+            return None;
+        }
+        if let Some(id) = self.ids[n] {
+            return Some((id, false));
+        }
+        let Some(id) = store_cell(sh, cell) else {
+            (self.ended[n], self.unstored) = (true, true);
+            return None;
+        };
+        self.ids[n] = Some(id);
+        Some((id, true))
+    }
+
+    fn end(&mut self, n: usize) {
+        self.ended[n] = true;
+    }
+
+    /// " (rep 2/3)" when the cell's repetitions are spread over visits.
+    fn visit_note(&self, visit: &schedule::Visit, cell: &Cell) -> String {
+        if visit.reps.clone().count() as u32 == cell.repeat {
+            String::new()
+        } else {
+            format!(" (rep {}/{})", visit.reps.start(), cell.repeat)
+        }
+    }
+
+    /// What a stop (or an interrupt) left unrun is recorded as skipped.
+    fn skip_unended(&self, sh: &Shared, cells: &[Cell]) {
+        let why = sh.halted().unwrap_or_else(|| "interrupted".into());
+        for (n, cell) in cells.iter().enumerate().filter(|(n, _)| !self.ended[*n]) {
+            if let Some(id) = self.ids[n].or_else(|| store_cell(sh, cell)) {
+                let _ = sh.store.set_cell_status(id, "skipped", Some(&why));
             }
         }
     }
-    failed_here
 }
 
 /// A play with roles: every cell spans the hosts of one assignment; each
@@ -480,8 +506,11 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         }
     };
     let total = cells.len();
-    for (n, cell) in cells.iter().enumerate() {
-        let Some(cell_id) = store_cell(sh, cell) else { continue };
+    let mut book = CellBook::new(total);
+    let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
+    for visit in schedule::visits(&repeats, play.cell_order, play_seed(play, sh)) {
+        let (n, cell) = (visit.cell, &cells[visit.cell]);
+        let Some((cell_id, first)) = book.open(sh, n, cell) else { continue };
         // This cell's hosts, in the order of their first step.
         let mut mine: Vec<&str> = Vec::new();
         for s in cell.setup.iter().chain(&cell.before_each).chain(&cell.benchmark).chain(&cell.teardown) {
@@ -494,21 +523,27 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         let down = involved.iter().find_map(|(h, s)| s.down.as_ref().map(|d| format!("host {h} unreachable: {d}")));
         if let Some((status, why)) = skip_reason(sh, cell, down) {
             let _ = sh.store.set_cell_status(cell_id, status, Some(&why));
+            book.end(n);
             continue;
         }
-        sh.reporter.line(&cell.host, format!("cell {}/{total} {}", n + 1, cell.describe()));
-        let outcome = {
+        sh.reporter
+            .line(&cell.host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), book.visit_note(&visit, cell)));
+        let (outcome, ended) = {
             let agents: Vec<(&str, &crate::agent_client::AgentClient)> =
                 involved.iter().map(|(h, s)| (h.as_str(), &s.session.as_ref().expect("not down").agent)).collect();
             let runner = CellRunner { agents, store: &sh.store, reporter: sh.reporter, cancel: sh.cancel.clone() };
-            runner.run(cell, cell_id).await
+            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
         };
+        if ended {
+            book.end(n);
+        }
         if play.any_errors_fatal && matches!(outcome, CellOutcome::Failed(_) | CellOutcome::HostLost { .. }) {
             sh.halt(format!("play `{}` has any_errors_fatal and cell {} failed", play.name, cell.describe()));
         }
         let mut pairs: Vec<(&str, &mut Slot)> = involved.iter_mut().map(|(h, s)| (h.as_str(), &mut **s)).collect();
         settle(sh, outcome, &mut pairs).await;
     }
+    book.skip_unended(sh, &cells);
 }
 
 fn store_cell(sh: &Shared, cell: &Cell) -> Option<i64> {

@@ -68,15 +68,18 @@ pub enum Batch {
     Percent(f64),
 }
 
-/// The order a host runs a play's cells and repetitions in. Sequential runs
-/// each cell's repetitions back to back; interleaved runs repetition 1 of
-/// every cell, then repetition 2, ..., so slow drift (a warming disk, a
-/// filling SSD) spreads over all cells instead of biasing the last ones;
-/// shuffled does the same in a random order per round from a recorded seed.
+/// The order a host runs a play's cells and repetitions in. Interleaved
+/// (the default) runs repetition 1 of every cell, then repetition 2, ...,
+/// so slow drift (a warming disk, a filling SSD, a neighbour's cron job)
+/// spreads over all cells instead of passing for a difference between
+/// them; shuffled does the same in a random order per round from a recorded
+/// seed. Each visit has its own setup and teardown. Sequential runs each
+/// cell's repetitions back to back on one setup, for a setup too costly to
+/// repeat.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CellOrder {
-    #[default]
     Sequential,
+    #[default]
     Interleaved,
     /// The seed, when the playbook fixes it; else the run picks and records one.
     Shuffled(Option<u64>),
@@ -92,9 +95,9 @@ pub struct Matrix {
     pub include: Vec<Node>,
 }
 
-/// How often a cell's setup runs: once (the default: a fresh filesystem per
-/// cell), or before every repetition, when the measured step itself changes
-/// what setup made (adding a device to a volume).
+/// How often a cell's setup runs within one visit (see [`CellOrder`]):
+/// once (the default), or before every repetition, when the measured step
+/// itself changes what setup made (adding a device to a volume).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Fresh {
     #[default]

@@ -168,10 +168,10 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         p.vars.extend(vars_file(f, dir)?);
     }
     if !p.roles.is_empty() {
-        if let Some((key, at)) = ["serial", "cell_order"].iter().find_map(|k| Some((k, node.get(k)?))) {
-            return Err(at.error(format!(
-                "`{key}` is for plays without roles; a role play runs its cells one after another across its hosts"
-            )));
+        if let Some(at) = node.get("serial") {
+            return Err(at.error(
+                "`serial` is for plays without roles; a role play runs its cells one after another across its hosts",
+            ));
         }
     }
     if !saw_hosts {
@@ -435,7 +435,7 @@ fn serial(v: &Node) -> Result<Vec<Batch>, ConfigError> {
 
 fn cell_order(order: Option<&Node>, seed: Option<u64>, play: &Node) -> Result<CellOrder, ConfigError> {
     let order = match order.map(|o| (o, o.as_str())) {
-        None => CellOrder::Sequential,
+        None => CellOrder::default(),
         Some((_, Some("sequential"))) => CellOrder::Sequential,
         Some((_, Some("interleaved"))) => CellOrder::Interleaved,
         Some((_, Some("shuffled"))) => CellOrder::Shuffled(seed),
