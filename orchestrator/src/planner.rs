@@ -46,8 +46,13 @@ pub struct PlannedStep {
     pub host: String,
     /// A failure is reported and the cell goes on.
     pub ignore_errors: bool,
-    /// Cancelled and failed when it runs longer.
+    /// Cancelled and failed when it runs longer (stored in seconds).
+    #[serde(serialize_with = "seconds")]
     pub timeout: Option<std::time::Duration>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Option<std::time::Duration>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_some(&d.map(|d| d.as_secs_f64()))
 }
 
 impl PlannedStep {

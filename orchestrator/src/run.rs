@@ -385,7 +385,7 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
         sh.reporter.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
     let mut failed_here = false;
-    let mut book = CellBook::new(total);
+    let mut book = CellBook::new(total, play.cell_order, seed);
     let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
     for visit in schedule::visits(&repeats, play.cell_order, seed) {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
@@ -429,6 +429,8 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
 /// Where each cell of a play stands while its visits run: stored yet (and
 /// its id), ended yet.
 struct CellBook {
+    /// Stored with every cell: its play's order (and the shuffle's seed).
+    schedule: serde_json::Map<String, serde_json::Value>,
     ids: Vec<Option<i64>>,
     ended: Vec<bool>,
     /// A cell could not be stored (so did not run).
@@ -436,8 +438,14 @@ struct CellBook {
 }
 
 impl CellBook {
-    fn new(cells: usize) -> Self {
-        CellBook { ids: vec![None; cells], ended: vec![false; cells], unstored: false }
+    fn new(cells: usize, order: CellOrder, seed: u64) -> Self {
+        let schedule = match order {
+            CellOrder::Sequential => serde_json::json!({"cell_order": "sequential"}),
+            CellOrder::Interleaved => serde_json::json!({"cell_order": "interleaved"}),
+            CellOrder::Shuffled(_) => serde_json::json!({"cell_order": "shuffled", "seed": seed}),
+        };
+        let schedule = schedule.as_object().cloned().unwrap_or_default();
+        CellBook { schedule, ids: vec![None; cells], ended: vec![false; cells], unstored: false }
     }
 
     /// Cell `n`'s id and whether this is its first visit; `None` when it
@@ -454,6 +462,7 @@ impl CellBook {
             return None;
         };
         self.ids[n] = Some(id);
+        let _ = sh.store.add_cell_info(id, "schedule", &self.schedule);
         Some((id, true))
     }
 
@@ -506,9 +515,10 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         }
     };
     let total = cells.len();
-    let mut book = CellBook::new(total);
+    let seed = play_seed(play, sh);
+    let mut book = CellBook::new(total, play.cell_order, seed);
     let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
-    for visit in schedule::visits(&repeats, play.cell_order, play_seed(play, sh)) {
+    for visit in schedule::visits(&repeats, play.cell_order, seed) {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
         let Some((cell_id, first)) = book.open(sh, n, cell) else { continue };
         // This cell's hosts, in the order of their first step.

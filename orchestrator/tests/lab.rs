@@ -98,7 +98,7 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
         let n = samples.iter().filter(|x| x.cell_id == c.id).count();
         assert_eq!(n, 8, "cell {} on {}", c.key, c.host);
         let info = c.info.as_ref().expect("setup recorded");
-        let setup = info.as_object().unwrap().values().next().unwrap();
+        let setup = info.as_object().unwrap().iter().find(|(k, _)| k.starts_with("setup[0]")).unwrap().1;
         assert!(setup["mkfs_command"].as_str().unwrap().starts_with("mkfs."));
         assert!(setup["mkfs_version"].is_string());
     }
@@ -537,6 +537,7 @@ fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_erro
         expected.extend(devices);
         expected.push("too slow".into());
         assert_eq!(names, expected, "when, loop and never-tags on {}", c.key);
+        assert_eq!(bench.last().unwrap()["timeout"], 2.0);
     }
     // serial: 1 — fast1's cells all ended before fast2's began.
     let t = |s: &Option<String>| {
@@ -554,6 +555,7 @@ fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_erro
         .map(|x| (x.cell_id, x.repetition))
         .collect();
     assert_eq!(order, [(fast1[0], 1), (fast1[1], 1), (fast1[0], 2), (fast1[1], 2)]);
+    assert_eq!(first[0].info.as_ref().unwrap()["schedule"], serde_json::json!({"cell_order": "interleaved"}));
     // timeout + ignore_errors: the step was cancelled, the cell went on, no sleep is left.
     assert!(log.contains("too slow: timed out after 2 s"), "{log}");
     assert_eq!(sh("pgrep -fx 'sleep 60' | wc -l"), "0");

@@ -40,3 +40,17 @@ fn every_playbook_plans_on_every_inventory() {
         }
     }
 }
+
+/// The playbook README.md shows under "Writing playbooks" parses as it is.
+#[test]
+fn the_readme_playbook_example_parses() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let section = readme.split("## Writing playbooks").nth(1).expect("the section");
+    let example = section.split("```yaml\n").nth(1).and_then(|b| b.split("```").next()).expect("a yaml block");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sizes.yml"), "size: 2G\n").unwrap();
+    let pb = dir.path().join("example.yml");
+    std::fs::write(&pb, example).unwrap();
+    let parsed = benchrig::playbook::load(&pb).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parsed.plays[0].benchmark.len(), 2);
+}

@@ -25,7 +25,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         let base = |id: String, step: Json, workload: Json, metrics: Vec<Json>| {
             json!({
                 "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
-                "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info,
+                "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
                 "metrics": metrics,
             })
         };
