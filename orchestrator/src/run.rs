@@ -684,3 +684,30 @@ fn record_cells(host: &str, pi: usize, slot: &Slot, sh: &Shared, status: &str, r
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_play_that_becomes_makes_its_hosts_agents_become_unless_the_host_says_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = dir.path().join("inv.yml");
+        std::fs::write(
+            &inv,
+            "all:\n  hosts:\n    a: {ansible_connection: local}\n    b: {ansible_connection: local, ansible_become: false}\n    c: {ansible_connection: local}\n",
+        )
+        .unwrap();
+        let pb = dir.path().join("pb.yml");
+        std::fs::write(
+            &pb,
+            "- hosts: a:b\n  become: true\n  benchmark: [{noop: }]\n- hosts: c\n  benchmark: [{noop: }]\n",
+        )
+        .unwrap();
+        let checked = check(&pb, &[inv], None, &Vars::new(), &TagFilter::default()).unwrap();
+        let a = checked.connection_vars("a");
+        assert_eq!((a["ansible_become"].clone(), a["ansible_become_user"].clone()), (true.into(), "root".into()));
+        assert_eq!(checked.connection_vars("b")["ansible_become"], false, "the host's own variable wins");
+        assert!(!checked.connection_vars("c").contains_key("ansible_become"));
+    }
+}

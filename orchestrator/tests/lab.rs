@@ -575,3 +575,23 @@ fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_erro
     assert_eq!(third.len(), 2);
     assert!(third.iter().all(|c| c.status == "skipped"), "{third:?}");
 }
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn max_fail_percentage_stops_the_playbook_after_a_failed_batch() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("orchestrator/tests/data/habits/max-fail.yml");
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "maxfail"]);
+    assert_eq!(out.status.code(), Some(2));
+    let s = b.store();
+    let cells = s.cells(s.resolve_run("maxfail").unwrap().id).unwrap();
+    let got: Vec<(i64, &str, &str)> =
+        cells.iter().map(|c| (c.play_index, c.host.as_str(), c.status.as_str())).collect();
+    assert_eq!(
+        got,
+        [(0, "fast1", "failed"), (0, "fast2", "skipped"), (1, "fast1", "skipped"), (1, "fast2", "skipped")],
+        "{cells:?}"
+    );
+    assert!(cells[1].reason.as_deref().unwrap().contains("over max_fail_percentage 0%"), "{cells:?}");
+}
