@@ -32,6 +32,8 @@ pub enum Command {
     Show(ShowArgs),
     /// A run's report in a machine- or human-readable format.
     Report(ReportArgs),
+    /// Compare two runs metric by metric: improved, regressed, unchanged, not comparable.
+    Compare(CompareArgs),
     /// Unmount, detach and remove what benchrig left on hosts.
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
@@ -154,4 +156,32 @@ pub struct PingArgs {
     /// Round trips per host.
     #[arg(short = 'n', long, default_value_t = 200)]
     pub count: usize,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    /// A markdown table, for a pull request or a CI job summary.
+    Md,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline run (id, name or `last`).
+    pub base: String,
+    /// The run to judge against it.
+    pub new: String,
+    /// Ignore changes smaller than this many percent of the baseline's mean.
+    #[arg(long, default_value_t = 0.0)]
+    pub threshold: f64,
+    /// Significance level of the two-sided tests.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Exit with 3 when a metric regressed significantly beyond the threshold.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    #[arg(short = 'f', long = "format", value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    #[command(flatten)]
+    pub db: DbArgs,
 }

@@ -1,6 +1,7 @@
 pub mod agent_client;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod deploy;
 pub mod executor;
 pub mod extra_vars;
@@ -15,6 +16,7 @@ pub mod reporter;
 pub mod run;
 pub mod schedule;
 pub mod selection;
+pub mod significance;
 pub mod stats;
 pub mod store;
 pub mod summary;

@@ -595,3 +595,23 @@ fn max_fail_percentage_stops_the_playbook_after_a_failed_batch() {
     );
     assert!(cells[1].reason.as_deref().unwrap().contains("over max_fail_percentage 0%"), "{cells:?}");
 }
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn compare_finds_a_planted_regression_and_nothing_in_noise() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
+    let pb = pb.to_str().unwrap();
+    for (name, speed) in [("base", "100"), ("same", "100"), ("slower", "80")] {
+        let out = b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", name]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let out = b.run(&["compare", "base", "slower", "--fail-on-regression", "--threshold", "5"]);
+    assert_eq!(out.status.code(), Some(3), "a 20% drop must fail the job");
+    assert!(stdout(&out).contains("1 regressed, 0 improved"), "{}", stdout(&out));
+    let out = b.run(&["compare", "base", "same", "--fail-on-regression", "--threshold", "5", "-f", "md"]);
+    assert_eq!(out.status.code(), Some(0));
+    let md = stdout(&out);
+    assert!(md.contains("0 regressed, 0 improved") && md.contains("| HOST | PLAY |"), "{md}");
+    assert!(md.lines().any(|l| l.contains("| speed |") && l.ends_with("| unchanged |")), "{md}");
+}
