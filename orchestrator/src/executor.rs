@@ -160,7 +160,7 @@ impl CellRunner<'_> {
         if let Err(bad) = self.start(cell_id) {
             return bad;
         }
-        let outcome = self.visit(cell, cell_id, 1..=cell.repeat).await;
+        let (outcome, _) = self.visit(cell, cell_id, 1..=cell.repeat).await;
         self.finish(cell_id, outcome)
     }
 
@@ -193,25 +193,26 @@ impl CellRunner<'_> {
             }
         }
         let last = *reps.end() >= cell.repeat;
-        let outcome = self.visit(cell, cell_id, reps).await;
-        if matches!(outcome, CellOutcome::Ok) && !last {
+        let (outcome, enough) = self.visit(cell, cell_id, reps).await;
+        if matches!(outcome, CellOutcome::Ok) && !last && !enough {
             return (outcome, false);
         }
         (self.finish(cell_id, outcome), true)
     }
 
     /// Some of a cell's repetitions between a setup and a teardown: all of
-    /// them at once, or (`cell_order: interleaved`) one per visit.
-    pub async fn visit(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> CellOutcome {
-        let mut outcome = CellOutcome::Ok;
+    /// them at once, or (`cell_order: interleaved`) one per visit. The flag
+    /// says an adaptive cell has enough repetitions.
+    pub async fn visit(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> (CellOutcome, bool) {
+        let (mut outcome, mut enough) = (CellOutcome::Ok, false);
         // Setup once for these repetitions, or (fresh: repetition) before each,
         // for experiments whose measured step changes the setup (add a device).
         let rounds: Vec<std::ops::RangeInclusive<u32>> =
             if cell.fresh_each_repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
         let last = rounds.len().saturating_sub(1);
         for (i, reps) in rounds.into_iter().enumerate() {
-            outcome = self.setup_and_measure(cell, cell_id, reps).await;
-            if i == last || !matches!(outcome, CellOutcome::Ok) {
+            (outcome, enough) = self.setup_and_measure(cell, cell_id, reps).await;
+            if i == last || enough || !matches!(outcome, CellOutcome::Ok) {
                 break;
             }
             self.teardown(cell, cell_id, &mut outcome).await;
@@ -220,7 +221,7 @@ impl CellRunner<'_> {
             }
         }
         self.teardown(cell, cell_id, &mut outcome).await;
-        outcome
+        (outcome, enough)
     }
 
     /// The play's teardown, then a release of whatever is still set up on
@@ -255,62 +256,113 @@ impl CellRunner<'_> {
         }
     }
 
-    async fn setup_and_measure(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> CellOutcome {
+    /// Setup, the warm-up repetitions, then the recorded ones. The flag
+    /// says the cell's policy is satisfied (its intervals are narrow enough).
+    async fn setup_and_measure(
+        &self,
+        cell: &Cell,
+        cell_id: i64,
+        reps: std::ops::RangeInclusive<u32>,
+    ) -> (CellOutcome, bool) {
         for (i, s) in cell.setup.iter().enumerate() {
             if self.interrupted() {
-                return CellOutcome::Skipped("interrupted".into());
+                return (CellOutcome::Skipped("interrupted".into()), false);
             }
             match self.step(cell, s, true).await {
                 Ok(out) => {
                     if let Err(e) =
                         self.store.add_cell_info(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), &out.info)
                     {
-                        return store_failed(e);
+                        return (store_failed(e), false);
                     }
                 }
                 Err(bad) => {
                     if let Some(bad) = self.tolerate(s, bad) {
-                        return bad;
+                        return (bad, false);
                     }
                 }
+            }
+        }
+        // Warm-up on every fresh setup: measured, shown, never recorded.
+        for _ in 0..cell.policy.warmup {
+            if let Err(bad) = self.repetition(cell, cell_id, None).await {
+                return (bad, false);
             }
         }
         for rep in reps {
-            for s in &cell.before_each {
-                if self.interrupted() {
-                    return CellOutcome::Skipped("interrupted".into());
-                }
-                if let Err(bad) = self.step(cell, s, true).await {
-                    if let Some(bad) = self.tolerate(s, bad) {
-                        return bad;
-                    }
-                }
+            if let Err(bad) = self.repetition(cell, cell_id, Some(rep)).await {
+                return (bad, false);
             }
-            let mut shown = Vec::new();
-            for (index, s) in cell.benchmark.iter().enumerate() {
-                if self.interrupted() {
-                    return CellOutcome::Skipped("interrupted".into());
-                }
-                let out = match self.step(cell, s, true).await {
-                    Ok(out) => out,
-                    Err(bad) => match self.tolerate(s, bad) {
-                        Some(bad) => return bad,
-                        None => continue,
-                    },
-                };
-                let step = StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep };
-                if let Err(e) = self.store.add_samples(cell_id, &step, &out) {
-                    return store_failed(e);
-                }
-                if let Some(m) = out.metrics.first() {
-                    shown.push(format!("{} {:.1} {}", s.name, m.value, m.unit));
-                }
-            }
-            if !shown.is_empty() {
-                self.reporter
-                    .line(&cell.host, format!("  {} rep {rep}/{}: {}", cell.describe(), cell.repeat, shown.join(", ")));
+            if rep >= cell.policy.min && self.enough(cell, cell_id, rep) {
+                return (CellOutcome::Ok, true);
             }
         }
-        CellOutcome::Ok
+        (CellOutcome::Ok, false)
+    }
+
+    /// One repetition: `before_each`, then the measured steps, whose
+    /// samples are stored under `rep` (a warm-up, `None`, stores nothing).
+    async fn repetition(&self, cell: &Cell, cell_id: i64, rep: Option<u32>) -> Result<(), CellOutcome> {
+        for s in &cell.before_each {
+            if self.interrupted() {
+                return Err(CellOutcome::Skipped("interrupted".into()));
+            }
+            if let Err(bad) = self.step(cell, s, true).await {
+                self.tolerate(s, bad).map_or(Ok(()), Err)?;
+            }
+        }
+        let mut shown = Vec::new();
+        for (index, s) in cell.benchmark.iter().enumerate() {
+            if self.interrupted() {
+                return Err(CellOutcome::Skipped("interrupted".into()));
+            }
+            let out = match self.step(cell, s, true).await {
+                Ok(out) => out,
+                Err(bad) => {
+                    self.tolerate(s, bad).map_or(Ok(()), Err)?;
+                    continue;
+                }
+            };
+            if let Some(rep) = rep {
+                let step = StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep };
+                self.store.add_samples(cell_id, &step, &out).map_err(store_failed)?;
+            }
+            if let Some(m) = out.metrics.first() {
+                shown.push(format!("{} {:.1} {}", s.name, m.value, m.unit));
+            }
+        }
+        if !shown.is_empty() {
+            let which = rep.map(|r| format!("rep {r}/{}", cell.repeat)).unwrap_or_else(|| "warm-up".into());
+            self.reporter.line(&cell.host, format!("  {} {which}: {}", cell.describe(), shown.join(", ")));
+        }
+        Ok(())
+    }
+
+    /// Whether an adaptive cell may stop after `rep`: every metric's CI95
+    /// half-width is under `ci_pct` of its mean. Recorded with the cell
+    /// when it stops, and when `max` comes first.
+    fn enough(&self, cell: &Cell, cell_id: i64, rep: u32) -> bool {
+        let Some(target) = cell.policy.ci_pct else { return false };
+        let Ok(samples) = self.store.cell_samples(cell_id) else { return false };
+        let wanted = |metric: &str| cell.policy.metrics.is_empty() || cell.policy.metrics.iter().any(|m| m == metric);
+        let widest = crate::summary::group(&samples)
+            .iter()
+            .filter(|(k, _)| wanted(&k.3))
+            .map(|(_, v)| v)
+            .map(|v| {
+                crate::stats::Summary::of(v).and_then(|s| if s.sd == 0.0 { Some(0.0) } else { s.ci_half_width_pct() })
+            })
+            .try_fold(0.0f64, |w, x| x.map(|x| w.max(x)));
+        let done = widest.is_some_and(|w| w < target);
+        if done || rep >= cell.repeat {
+            let why = match widest {
+                Some(w) if done => format!("every metric's CI95 within ±{w:.2}% < ±{target}%"),
+                Some(w) => format!("max reached; widest CI95 ±{w:.2}%, target ±{target}%"),
+                None => "max reached; no interval yet".into(),
+            };
+            let info = serde_json::json!({"recorded": rep, "why": why});
+            let _ = self.store.add_cell_info(cell_id, "repetitions", info.as_object().expect("an object"));
+        }
+        done
     }
 }

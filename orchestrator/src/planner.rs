@@ -27,7 +27,9 @@ pub struct Cell {
     pub play_index: usize,
     pub play_name: String,
     pub params: Point,
+    /// Repetitions at most (all of them unless `policy` stops early).
     pub repeat: u32,
+    pub policy: RepeatPolicy,
     pub setup: Vec<PlannedStep>,
     pub before_each: Vec<PlannedStep>,
     pub benchmark: Vec<PlannedStep>,
@@ -36,6 +38,56 @@ pub struct Cell {
     pub unsupported: Option<String>,
     /// Setup and teardown around every repetition, not once per cell.
     pub fresh_each_repetition: bool,
+}
+
+/// When a cell may stop repeating before `repeat`, and how many unrecorded
+/// warm-up repetitions open each visit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RepeatPolicy {
+    /// Never stop before this many recorded repetitions.
+    pub min: u32,
+    /// Stop once the CI95 half-width of every metric (of `metrics`, when
+    /// given) is under this percent of its mean.
+    pub ci_pct: Option<f64>,
+    pub metrics: Vec<String>,
+    pub warmup: u32,
+}
+
+impl RepeatPolicy {
+    pub fn fixed(n: u32) -> Self {
+        RepeatPolicy { min: n, ci_pct: None, metrics: Vec::new(), warmup: 0 }
+    }
+}
+
+/// `repeat` rendered for a cell: a count, or `{min, max, ci_pct, warmup}`.
+fn repeat_policy(node: &crate::yaml::Node, ctx: &Json, t: &Templates) -> Result<(u32, RepeatPolicy), ConfigError> {
+    let v = t.render(&node.to_json(), ctx).map_err(|e| node.error(e))?;
+    let whole = |v: &Json, what: &str, least: u64| -> Result<u32, ConfigError> {
+        let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
+        match n {
+            Some(n) if (least..=u32::MAX as u64).contains(&n) => Ok(n as u32),
+            _ => Err(node.error(format!("{what} must be a whole number of at least {least}, got {v}"))),
+        }
+    };
+    let Json::Object(m) = &v else {
+        let n = whole(&v, "`repeat`", 1)?;
+        return Ok((n, RepeatPolicy::fixed(n)));
+    };
+    let max = whole(&m["max"], "`repeat.max`", 1)?;
+    let min = m.get("min").map(|x| whole(x, "`repeat.min`", 1)).transpose()?.unwrap_or(2.min(max));
+    if min > max {
+        return Err(node.error(format!("`repeat.min` ({min}) is more than `repeat.max` ({max})")));
+    }
+    // A CI needs two samples: below that there is nothing to judge.
+    let min = if m.contains_key("ci_pct") { min.max(2.min(max)) } else { min };
+    let warmup = m.get("warmup").map(|x| whole(x, "`repeat.warmup`", 0)).transpose()?.unwrap_or(0);
+    let ci_pct = m.get("ci_pct").and_then(Json::as_f64);
+    let metrics = m
+        .get("metrics")
+        .and_then(Json::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    Ok((max, RepeatPolicy { min: if ci_pct.is_some() { min } else { max }, ci_pct, metrics, warmup }))
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -293,16 +345,9 @@ impl<'a> PlayCtx<'a> {
                     c
                 })
                 .collect();
-            let repeat = match &play.repeat {
-                None => 1,
-                Some(node) => {
-                    let v = t.render(&node.to_json(), &cell_ctx[0]).map_err(|e| node.error(e))?;
-                    let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
-                    match n {
-                        Some(n) if (1..=u32::MAX as u64).contains(&n) => n as u32,
-                        _ => return Err(node.error(format!("`repeat` must be a whole number of at least 1, got {v}"))),
-                    }
-                }
+            let (repeat, policy) = match &play.repeat {
+                None => (1, RepeatPolicy::fixed(1)),
+                Some(node) => repeat_policy(node, &cell_ctx[0], t)?,
             };
             let mut unsupported = None;
             let mut steps = |list: &[Step]| -> Result<Vec<PlannedStep>, ConfigError> {
@@ -344,6 +389,7 @@ impl<'a> PlayCtx<'a> {
                 play_name: play.name.clone(),
                 params,
                 repeat,
+                policy,
                 setup,
                 before_each,
                 benchmark,
@@ -732,5 +778,29 @@ mod tests {
         let cells = plan(pb, Vars::new(), None).unwrap();
         let Action::SeqWrite(w) = &cells[0].benchmark[0].action else { panic!() };
         assert_eq!(w.size.0, 8 << 20);
+    }
+
+    #[test]
+    fn adaptive_repeat_policies() {
+        let pb = |r: &str| format!("- hosts: all\n  repeat: {r}\n  benchmark:\n    - noop:\n");
+        let one = |r: &str| {
+            let c = plan(&pb(r), Vars::new(), None).unwrap();
+            (c[0].repeat, c[0].policy.clone())
+        };
+        assert_eq!(one("4"), (4, RepeatPolicy::fixed(4)));
+        let p = |min, ci_pct, metrics: &[&str], warmup| RepeatPolicy {
+            min,
+            ci_pct,
+            metrics: metrics.iter().map(|m| m.to_string()).collect(),
+            warmup,
+        };
+        assert_eq!(
+            one("{min: 3, max: 10, ci_pct: 2.5, metrics: [speed], warmup: 1}"),
+            (10, p(3, Some(2.5), &["speed"], 1))
+        );
+        assert_eq!(one("{max: 10, ci_pct: 1}"), (10, p(2, Some(1.0), &[], 0)));
+        assert_eq!(one("{max: 6, warmup: 2}"), (6, p(6, None, &[], 2)), "no target: all of them");
+        let e = plan(&pb("{min: 5, max: 3, ci_pct: 1}"), Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("more than `repeat.max`"), "{e}");
     }
 }

@@ -615,3 +615,29 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
     assert!(md.contains("0 regressed, 0 improved") && md.contains("| HOST | PLAY |"), "{md}");
     assert!(md.lines().any(|l| l.contains("| speed |") && l.ends_with("| unchanged |")), "{md}");
 }
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_recorded() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
+    let out = b.run(&["run", pb.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    // Interleaved: each visit is a fresh setup, and each opens with its warm-up (4 + 8 visits).
+    assert_eq!(stderr(&out).matches("warm-up:").count(), 12, "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("last").unwrap().id;
+    let samples = s.samples(run).unwrap();
+    let cells = s.cells(run).unwrap();
+    let reps = |noise: i64| -> Vec<i64> {
+        let id = cells.iter().find(|c| c.params["noise"] == noise).unwrap().id;
+        samples.iter().filter(|x| x.cell_id == id && x.metric == "speed").map(|x| x.repetition).collect()
+    };
+    // Always 100: a CI95 of ±0% once the minimum of 4 is in.
+    assert_eq!(reps(1), [1, 2, 3, 4]);
+    let steady = cells.iter().find(|c| c.params["noise"] == 1).unwrap();
+    assert_eq!(steady.info.as_ref().unwrap()["repetitions"]["recorded"], 4, "{steady:?}");
+    // 100..299 (sd ~29% of the mean): ±5% needs some 130 samples, so all 8
+    // run (four draws within ±6 of each other, the chance of stopping, is ~0.1%).
+    assert_eq!(reps(200), (1..=8).collect::<Vec<_>>());
+}

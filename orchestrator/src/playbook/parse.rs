@@ -218,11 +218,39 @@ fn check_role(s: &Step, roles: &[String]) -> Result<(), ConfigError> {
     })
 }
 
+/// `repeat: 5`, a template giving a number, or adaptive:
+/// `repeat: {min: 3, max: 10, ci_pct: 2, metrics: [throughput], warmup: 1}`.
 fn repeat(v: &Node) -> Result<Node, ConfigError> {
+    let count = |v: &Node, what: &str, least: i64| match &v.value {
+        Value::Int(n) if *n >= least => Ok(()),
+        Value::Str(s) if Templates::is_template(s) => Ok(()),
+        _ => Err(v.error(format!("{what} must be a whole number of at least {least} (or a template giving one)"))),
+    };
     match &v.value {
-        Value::Int(n) if *n >= 1 => Ok(v.clone()),
-        Value::Str(s) if Templates::is_template(s) => Ok(v.clone()),
-        _ => Err(v.error("`repeat` must be a whole number of at least 1 (or a template giving one)")),
+        Value::Map(m) => {
+            for (k, val) in m {
+                match k.as_str().unwrap_or_default() {
+                    "min" | "max" => count(val, &format!("`repeat.{}`", k.as_str().unwrap_or_default()), 1)?,
+                    "warmup" => count(val, "`repeat.warmup`", 0)?,
+                    "metrics" => {
+                        for m in val.expect_seq("`repeat.metrics`")? {
+                            m.expect_str("a metric name")?;
+                        }
+                    }
+                    "ci_pct" => match &val.value {
+                        Value::Int(n) if *n > 0 => {}
+                        Value::Float(f) if *f > 0.0 => {}
+                        _ => return Err(val.error("`repeat.ci_pct` is a percentage above 0 (2 = ±2% of the mean)")),
+                    },
+                    _ => return Err(unknown_key(k, "`repeat`", &["min", "max", "ci_pct", "metrics", "warmup"])),
+                }
+            }
+            if v.get("max").is_none() {
+                return Err(v.error("adaptive `repeat` needs `max` (and usually `min` and `ci_pct`)"));
+            }
+            Ok(v.clone())
+        }
+        _ => count(v, "`repeat`", 1).map(|()| v.clone()),
     }
 }
 
@@ -657,6 +685,9 @@ mod tests {
         let e = err("- hosts: all\n  benchmark:\n    - {noop: , ignore_erors: true}\n");
         assert_eq!(e.hint.as_deref(), Some("did you mean `ignore_errors`?"));
         assert!(err("- hosts: all\n  serial: 0\n").message.contains("`serial`"));
+        assert_eq!(err("- hosts: all\n  repeat: {max: 3, ci_pc: 2}\n").hint.as_deref(), Some("did you mean `ci_pct`?"));
+        assert!(err("- hosts: all\n  repeat: {min: 3}\n").message.contains("needs `max`"));
+        assert!(err("- hosts: all\n  repeat: {max: 3, ci_pct: 0}\n").message.contains("above 0"));
         assert!(err("- hosts: all\n  serial: '150%'\n").message.contains("`serial`"));
         assert!(err("- hosts: all\n  become: yes please\n").message.contains("`true` or `false`"));
         assert!(err("- hosts: all\n  max_fail_percentage: 101\n").message.contains("0 to 100"));

@@ -338,13 +338,22 @@ impl Store {
     }
 
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
+        self.samples_where("c.run_id = ?1", run)
+    }
+
+    /// One cell's samples so far (adaptive repetition reads them).
+    pub fn cell_samples(&self, cell: i64) -> Result<Vec<SampleRow>, StoreError> {
+        self.samples_where("s.cell_id = ?1", cell)
+    }
+
+    fn samples_where(&self, condition: &str, id: i64) -> Result<Vec<SampleRow>, StoreError> {
         let db = self.db();
-        let mut st = db.prepare(
+        let mut st = db.prepare(&format!(
             "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
                     s.dev_read_bytes, s.dev_write_bytes, s.info
-             FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id",
-        )?;
-        let rows = st.query_map([run], |r| {
+             FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
+        ))?;
+        let rows = st.query_map([id], |r| {
             Ok(SampleRow {
                 cell_id: r.get(0)?,
                 step_index: r.get(1)?,
@@ -378,6 +387,7 @@ mod tests {
             play_name: "q".into(),
             params: [("fs".to_string(), serde_json::json!("ext4"))].into_iter().collect(),
             repeat: 2,
+            policy: crate::planner::RepeatPolicy::fixed(2),
             setup: vec![],
             before_each: vec![],
             benchmark: vec![],
