@@ -135,6 +135,12 @@ pub struct ShowArgs {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     Json,
+    /// Markdown tables per play, and warnings.
+    Md,
+    /// One row per sample.
+    Csv,
+    /// A test case per cell: failed cells (and regressions, with --baseline) fail.
+    Junit,
 }
 
 #[derive(Args, Debug)]
@@ -145,6 +151,12 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// For junit: a run to compare with; a cell with a regressed metric fails.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// With --baseline: ignore changes under this many percent.
+    #[arg(long, default_value_t = 0.0)]
+    pub threshold: f64,
     #[command(flatten)]
     pub db: DbArgs,
 }

@@ -641,3 +641,46 @@ fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_reco
     // run (four draws within ±6 of each other, the chance of stopping, is ~0.1%).
     assert_eq!(reps(200), (1..=8).collect::<Vec<_>>());
 }
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn every_report_format_parses_back() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
+    let pb = pb.to_str().unwrap();
+    for (name, speed) in [("base", "100"), ("slower", "80")] {
+        assert_eq!(b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", name]).status.code(), Some(0));
+    }
+    // CSV: a row per sample (5 repetitions × speed and time), numbers that read back.
+    let csv_text = stdout(&b.run(&["report", "slower", "-f", "csv"]));
+    let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 10, "{csv_text}");
+    let headers = rd.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let speeds: Vec<f64> =
+        rows.iter().filter(|r| &r[col("metric")] == "speed").map(|r| r[col("value")].parse().unwrap()).collect();
+    assert_eq!(speeds.len(), 5);
+    assert!(speeds.iter().all(|v| (80.0..=82.0).contains(v)), "{speeds:?}");
+    // JUnit: one case per cell; with the baseline, the regression fails it.
+    for (baseline, failures) in [(None, 0), (Some("base"), 1)] {
+        let mut args = vec!["report", "slower", "-f", "junit"];
+        if let Some(base) = baseline {
+            args.extend(["--baseline", base, "--threshold", "5"]);
+        }
+        let xml = stdout(&b.run(&args));
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+        assert_eq!(cases.len(), 1, "{xml}");
+        let failed: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
+        assert_eq!(failed.len(), failures, "{xml}");
+        if failures > 0 {
+            assert!(failed[0].attribute("message").unwrap().contains("measure speed: -"), "{xml}");
+        }
+    }
+    // Markdown: a header row, a separator, one row per metric.
+    let md = stdout(&b.run(&["report", "slower", "-f", "md"]));
+    let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(table.len(), 4, "{md}");
+    assert!(table[0].starts_with("| host | cell |") && table.iter().any(|l| l.contains("| speed |")), "{md}");
+}

@@ -6,17 +6,19 @@ use crate::compare::{compare, Options, Row, RunData, Verdict};
 use crate::store::Store;
 use crate::summary::{fmt_num, table};
 
+/// A run (id, name or `last`) as `compare` takes it.
+pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
+    let r = store.resolve_run(spec)?;
+    Ok((r.id, RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? }))
+}
+
 /// The exit code of `--fail-on-regression` when a metric regressed.
 pub const REGRESSED: i32 = 3;
 
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
-    let load = |spec: &str| -> anyhow::Result<(i64, RunData)> {
-        let r = store.resolve_run(spec)?;
-        Ok((r.id, RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? }))
-    };
-    let (base_id, base) = load(&args.base)?;
-    let (new_id, new) = load(&args.new)?;
+    let (base_id, base) = load(&store, &args.base)?;
+    let (new_id, new) = load(&store, &args.new)?;
     let rows = compare(&base, &new, Options { threshold_pct: args.threshold, alpha: args.alpha });
     let count = |v: &str| rows.iter().filter(|r| r.verdict.word() == v).count();
     let summary = format!(

@@ -46,6 +46,20 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
     let r = store.resolve_run(&args.run)?;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&crate::report::json::build(&store, r.id)?)? + "\n",
+        ReportFormat::Md => crate::report::md::render(&crate::report::json::build(&store, r.id)?),
+        ReportFormat::Csv => crate::report::csv::build(&store, r.id)?,
+        ReportFormat::Junit => {
+            let rows = match &args.baseline {
+                Some(base) => {
+                    let base = crate::commands::compare::load(&store, base)?.1;
+                    let new = crate::commands::compare::load(&store, &r.id.to_string())?.1;
+                    let opts = crate::compare::Options { threshold_pct: args.threshold, ..Default::default() };
+                    crate::compare::compare(&base, &new, opts)
+                }
+                None => Vec::new(),
+            };
+            crate::report::junit::build(&store, r.id, &rows)?
+        }
     };
     match &args.output {
         Some(path) => {

@@ -23,6 +23,8 @@ pub enum StoreError {
     NoSuchRun(String),
     #[error("database {path} was written by a newer benchrig (schema {found}, this one knows {known})")]
     TooNew { path: String, found: i64, known: i64 },
+    #[error("writing the report: {0}")]
+    Export(String),
 }
 
 pub fn now() -> String {
