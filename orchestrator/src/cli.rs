@@ -32,6 +32,10 @@ pub enum Command {
     Show(ShowArgs),
     /// A run's report in a machine- or human-readable format.
     Report(ReportArgs),
+    /// Write a run with everything stored about it as JSON (for `import` elsewhere).
+    Export(ExportArgs),
+    /// Add an exported run to this database (under a new id).
+    Import(ImportArgs),
     /// Compare two runs metric by metric: improved, regressed, unchanged, not comparable.
     Compare(CompareArgs),
     /// Unmount, detach and remove what benchrig left on hosts.
@@ -194,6 +198,26 @@ pub struct CompareArgs {
     pub fail_on_regression: bool,
     #[arg(short = 'f', long = "format", value_enum, default_value = "table")]
     pub format: CompareFormat,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Run id, run name, or `last`.
+    pub run: String,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Files written by `benchrig export` (`-` for standard input).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub db: DbArgs,
 }

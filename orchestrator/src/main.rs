@@ -45,6 +45,8 @@ async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
         Command::Runs(a) => commands::runs::list(a),
         Command::Show(a) => commands::runs::show(a),
         Command::Report(a) => commands::runs::report(a),
+        Command::Export(a) => commands::runs::export(a),
+        Command::Import(a) => commands::runs::import(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Cleanup(a) => commands::cleanup::run(a, reporter).await,
         Command::Ping(a) => commands::ping::run(a, reporter).await,

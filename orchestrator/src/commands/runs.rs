@@ -1,6 +1,6 @@
-//! `benchrig runs`, `benchrig show RUN`, `benchrig report RUN`.
+//! `benchrig runs`, `show RUN`, `report RUN`, `export RUN`, `import FILE`.
 
-use crate::cli::{DbArgs, ReportArgs, ReportFormat, ShowArgs};
+use crate::cli::{DbArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs};
 use crate::store::Store;
 use crate::summary::table;
 
@@ -61,11 +61,37 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
             crate::report::junit::build(&store, r.id, &rows)?
         }
     };
-    match &args.output {
+    write_out(args.output.as_deref(), &text)
+}
+
+fn write_out(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<i32> {
+    match output {
         Some(path) => {
             std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
         }
         None => print!("{text}"),
+    }
+    Ok(0)
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    let r = store.resolve_run(&args.run)?;
+    write_out(args.output.as_deref(), &(serde_json::to_string(&store.export_run(r.id)?)? + "\n"))
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    for f in &args.files {
+        let text = if f.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin())?
+        } else {
+            std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?
+        };
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
+        let id = store.import_run(&doc).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        println!("{}: imported as run {id}", f.display());
     }
     Ok(0)
 }

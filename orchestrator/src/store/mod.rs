@@ -5,6 +5,7 @@
 //! benchmarks they record, so contention is not worth a pool.
 
 mod schema;
+mod transfer;
 
 use benchrig_wire::facts::Facts;
 use benchrig_wire::steps::StepOutput;
@@ -454,6 +455,45 @@ mod tests {
         assert_eq!(cells[0].info.as_ref().unwrap()["setup 1"]["mkfs_command"], "mkfs.ext4 -F /dev/loop0");
         let samples = s.samples(run).unwrap();
         assert_eq!((samples[0].value, samples[0].dev_read_bytes), (412.5, Some(4096)));
+
+        // Export, import into another database (twice into the same: refused), export again: equal but for ids.
+        let doc = s.export_run(run).unwrap();
+        let other = Store::open(&dir.path().join("central.db")).unwrap();
+        other
+            .create_run(&NewRun {
+                name: None,
+                playbook: "o",
+                playbook_text: "",
+                inventory: "",
+                limit: None,
+                extra_vars: &ev,
+            })
+            .unwrap();
+        let imported = other.import_run(&doc).unwrap();
+        assert_eq!(imported, 2, "a new id in the central database");
+        let e = other.import_run(&doc).unwrap_err();
+        assert!(e.to_string().contains("already in the database as run 2"), "{e}");
+        let again = other.export_run(imported).unwrap();
+        let strip = |mut d: Json| {
+            d["run"]["id"] = Json::Null;
+            for k in ["hosts", "cells", "samples"] {
+                for row in d[k].as_array_mut().unwrap() {
+                    for id in ["id", "run_id", "cell_id"] {
+                        if row.get(id).is_some() {
+                            row[id] = Json::Null;
+                        }
+                    }
+                }
+            }
+            d
+        };
+        assert_eq!(strip(again), strip(doc.clone()));
+        assert_eq!(other.samples(imported).unwrap()[0].value, 412.5);
+        let mut broken = doc;
+        broken["samples"][0]["cell_id"] = serde_json::json!(999);
+        broken["run"]["started"] = serde_json::json!("another time");
+        assert!(other.import_run(&broken).unwrap_err().to_string().contains("cell 999"));
+        assert_eq!(other.runs().unwrap().len(), 2, "a refused import leaves nothing behind");
     }
 
     #[test]
