@@ -202,16 +202,29 @@ impl fmt::Display for ConfigError {
     }
 }
 
+/// How deeply collections may nest. Far past any playbook or inventory (a
+/// group in an inventory's tree costs two levels), and shallow enough for a
+/// small stack: serde-saphyr deserializes recursively, tens of KiB of stack
+/// a level in a debug build, and its default of 64 overflowed a 2 MiB thread
+/// stack at about 55 levels (`[[[[...`, found by fuzzing).
+pub const MAX_DEPTH: usize = 32;
+
 /// Parse a YAML document, keeping every node's position.
 pub fn parse_str(name: &str, text: &str) -> Result<Node, ConfigError> {
     let src = Arc::new(SourceFile { name: name.to_string(), text: text.to_string() });
-    let options = serde_saphyr::options! { with_snippet: false };
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_DEPTH;
+    budget.flow_nesting_limit = MAX_DEPTH;
+    let options = serde_saphyr::options! { with_snippet: false, budget: Some(budget) };
     let raw: Spanned<Raw> = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
         let (line, col) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((0, 0));
         let loc = Loc { src: src.clone(), line, col };
         let msg = e.to_string();
         // saphyr prefixes its own "line N column M: "; we print the location ourselves.
         let msg = msg.split_once(": ").filter(|(p, _)| p.starts_with("line ")).map(|(_, m)| m).unwrap_or(&msg);
+        if msg.starts_with("budget breached: Depth") || msg.starts_with("recursion limit exceeded") {
+            return ConfigError::at(&loc, format!("invalid YAML: nested more than {MAX_DEPTH} levels deep"));
+        }
         ConfigError::at(&loc, format!("invalid YAML: {}", msg.lines().next().unwrap_or_default()))
     })?;
     Ok(convert(raw, &src))
@@ -382,6 +395,27 @@ mod tests {
         let shown = e.to_string();
         assert!(shown.starts_with("bad.yml:2:"), "{shown}");
         assert!(shown.contains("| - b"), "{shown}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Found by fuzzing: 60 nested `[` overflowed a 2 MiB thread stack in a debug build.
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                assert!(parse_str("ok.yml", &deep(MAX_DEPTH)).is_ok());
+                for n in [MAX_DEPTH + 1, 60, 100, 300, 100_000] {
+                    let e = parse_str("deep.yml", &deep(n)).unwrap_err();
+                    assert_eq!((e.line, e.col), (1, MAX_DEPTH as u32 + 1), "{n}: {e}");
+                    assert!(e.message.contains("nested more than 32 levels"), "{n}: {e}");
+                }
+                let block: String = (0..100).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+                assert!(parse_str("deep.yml", &block).unwrap_err().message.contains("nested more than"));
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 
     #[test]

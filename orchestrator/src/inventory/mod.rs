@@ -6,8 +6,8 @@
 mod ini;
 mod localhost;
 pub mod pattern;
-mod pyliteral;
-mod ranges;
+pub mod pyliteral;
+pub mod ranges;
 mod vars_dirs;
 mod yaml_format;
 
@@ -102,6 +102,22 @@ impl Inventory {
             _ => ini::load(self, &name, &text)?,
         }
         Ok(())
+    }
+
+    /// One inventory source given as text, read as [`Inventory::load`] reads a
+    /// file of that name (YAML for .yml/.yaml/.json, INI otherwise), without
+    /// `group_vars/` or `host_vars/`. Pure: for tests and fuzzing.
+    pub fn parse_str(name: &str, text: &str) -> Result<Inventory, InventoryError> {
+        let mut inv = Inventory::default();
+        inv.ensure_group("all");
+        inv.ensure_group("ungrouped");
+        inv.sources.push(name.to_string());
+        match Path::new(name).extension().and_then(|e| e.to_str()) {
+            Some("yml" | "yaml" | "json") => yaml_format::load(&mut inv, name, text)?,
+            _ => ini::load(&mut inv, name, text)?,
+        }
+        inv.finish();
+        Ok(inv)
     }
 
     pub fn ensure_group(&mut self, name: &str) -> &mut Group {
