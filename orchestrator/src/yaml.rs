@@ -225,6 +225,11 @@ pub fn parse_str(name: &str, text: &str) -> Result<Node, ConfigError> {
         if msg.starts_with("budget breached: Depth") || msg.starts_with("recursion limit exceeded") {
             return ConfigError::at(&loc, format!("invalid YAML: nested more than {MAX_DEPTH} levels deep"));
         }
+        // saphyr's limits on size and alias expansion ("billion laughs").
+        if let Some(breach) = msg.strip_prefix("budget breached: ") {
+            let breach = breach.split(" at line ").next().unwrap_or(breach);
+            return ConfigError::at(&loc, format!("invalid YAML: too large once aliases are expanded ({breach})"));
+        }
         ConfigError::at(&loc, format!("invalid YAML: {}", msg.lines().next().unwrap_or_default()))
     })?;
     Ok(convert(raw, &src))
@@ -416,6 +421,17 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut bomb = String::from("l0: &l0 [lol, lol]\n");
+        for d in 1..10 {
+            bomb += &format!("l{d}: &l{d} [{}]\n", vec![format!("*l{}", d - 1); 10].join(", "));
+        }
+        let e = parse_str("bomb.yml", &bomb).unwrap_err();
+        assert!(e.message.starts_with("invalid YAML: too large once aliases are expanded ("), "{e}");
+        assert!(!e.message.contains(" at line "), "{e}");
     }
 
     #[test]
