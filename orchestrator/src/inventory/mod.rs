@@ -20,6 +20,25 @@ pub use localhost::embedded_localhost;
 
 pub type Vars = Map<String, Json>;
 
+/// The most hosts an inventory may have. Far past any lab; without it a few
+/// lines of large ranges (`a[0:9999]`, `b[0:9999]`, ...) made millions of
+/// hosts, and grouping them is quadratic.
+pub const MAX_HOSTS: usize = 10_000;
+
+impl Inventory {
+    /// An error when adding `names` would take the inventory past [`MAX_HOSTS`].
+    fn check_room(&self, names: &[String]) -> Result<(), String> {
+        let new = names.iter().filter(|h| !self.hosts.contains_key(*h)).count();
+        if self.hosts.len() + new > MAX_HOSTS {
+            return Err(format!(
+                "an inventory may have at most {MAX_HOSTS} hosts; this line would make it {}",
+                self.hosts.len() + new
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Host {
     pub name: String,
