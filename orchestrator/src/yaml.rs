@@ -225,12 +225,30 @@ pub fn parse_str(name: &str, text: &str) -> Result<Node, ConfigError> {
         if msg.starts_with("budget breached: Depth") || msg.starts_with("recursion limit exceeded") {
             return ConfigError::at(&loc, format!("invalid YAML: nested more than {MAX_DEPTH} levels deep"));
         }
+        // ... and often suffixes " at line N, column M" (or more locations) too.
+        let msg = msg.lines().next().unwrap_or_default();
+        let msg = msg.split(" at line ").next().unwrap_or(msg);
         // saphyr's limits on size and alias expansion ("billion laughs").
         if let Some(breach) = msg.strip_prefix("budget breached: ") {
-            let breach = breach.split(" at line ").next().unwrap_or(breach);
             return ConfigError::at(&loc, format!("invalid YAML: too large once aliases are expanded ({breach})"));
         }
-        ConfigError::at(&loc, format!("invalid YAML: {}", msg.lines().next().unwrap_or_default()))
+        if let Some(key) = msg.strip_prefix("duplicate mapping key: ") {
+            let key = key.split(", set DuplicateKeyPolicy").next().unwrap_or(key);
+            return ConfigError::at(&loc, format!("invalid YAML: duplicate key `{key}`"));
+        }
+        // saphyr points at the scalar or block the tab broke, often a line
+        // before the tab itself: point at the first tab indenting a line.
+        if msg.contains("found a tab") || msg.contains("tabs") {
+            let tab = text.lines().enumerate().skip(line.saturating_sub(1) as usize).find_map(|(i, l)| {
+                let lead = &l[..l.len() - l.trim_start_matches([' ', '\t']).len()];
+                lead.find('\t').map(|c| (i as u32 + 1, c as u32 + 1))
+            });
+            if let Some((line, col)) = tab {
+                return ConfigError::at(&Loc { src: src.clone(), line, col }, "invalid YAML: a tab in indentation")
+                    .with_hint("YAML indents with spaces only");
+            }
+        }
+        ConfigError::at(&loc, format!("invalid YAML: {msg}"))
     })?;
     Ok(convert(raw, &src))
 }
@@ -436,7 +454,23 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_an_error() {
-        assert!(parse_str("d.yml", "a: 1\na: 2\n").is_err());
+        let e = parse_str("d.yml", "a: 1\na: 2\n").unwrap_err();
+        assert_eq!((e.line, e.col, e.message.as_str()), (2, 1, "invalid YAML: duplicate key `a`"));
+    }
+
+    #[test]
+    fn a_tab_is_pointed_at_where_it_is() {
+        // saphyr reports the scalar before the tab (1:10 here).
+        let e = parse_str("t.yml", "- hosts: all\n\trepeat: 3\n").unwrap_err();
+        assert_eq!((e.line, e.col, e.message.as_str()), (2, 1, "invalid YAML: a tab in indentation"), "{e}");
+        let e = parse_str("t.yml", "a:\n  b: 1\n  \tc: 2\n").unwrap_err();
+        assert_eq!((e.line, e.col), (3, 3), "{e}");
+    }
+
+    #[test]
+    fn saphyr_locations_are_not_repeated_in_the_message() {
+        let e = parse_str("i.yml", "- a:\n    - b\n   - c\n").unwrap_err();
+        assert!(!e.message.contains(" at line "), "{e}");
     }
 
     #[test]

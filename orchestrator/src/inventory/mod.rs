@@ -70,7 +70,8 @@ pub struct Inventory {
 
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
-    #[error("{0}")]
+    // Transparent: with `{0}` and `#[from]` anyhow's `{:#}` printed the error twice.
+    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("inventory {path}: {message}")]
     Source { path: String, message: String },

@@ -87,11 +87,11 @@ fn matches(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
     }
     let is_regex = term.starts_with('~');
     let matcher: Box<dyn Fn(&str) -> bool> = if is_regex {
-        let re = regex::Regex::new(&term[1..]).map_err(|e| PatternError::Regex(term.into(), e.to_string()))?;
+        let re = regex::Regex::new(&term[1..]).map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
         Box::new(move |s| re.is_match(s))
     } else if term.contains(['*', '?', '[']) {
         let re =
-            regex::Regex::new(&glob_to_regex(term)).map_err(|e| PatternError::Regex(term.into(), e.to_string()))?;
+            regex::Regex::new(&glob_to_regex(term)).map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
         Box::new(move |s| re.is_match(s))
     } else {
         let t = term.to_string();
@@ -107,6 +107,14 @@ fn matches(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
         out.extend(inv.hosts.keys().filter(|h| matcher(h)).cloned());
     }
     Ok(out)
+}
+
+/// The regex crate's own words on one line (its message draws the pattern
+/// with a caret over several lines, which reads badly inside ours).
+fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().last().unwrap_or_default();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 fn glob_to_regex(glob: &str) -> String {
