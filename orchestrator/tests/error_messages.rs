@@ -48,6 +48,7 @@ fn error_messages_are_as_expected() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/broken");
     let update = std::env::var_os("UPDATE_EXPECTED").is_some();
     let mut failures = Vec::new();
+    let quoted = regex::Regex::new(r"(?m)^\d+ \| .*\n +\| +\^").unwrap();
     for (file, what) in CASES {
         let (code, stderr) = run(file);
         let case = file.rsplit_once('.').map_or(*file, |(stem, _)| stem);
@@ -58,7 +59,6 @@ fn error_messages_are_as_expected() {
         }
         // file:line:column, then the quoted line under a gutter.
         let located = regex::Regex::new(&format!(r"^error: {}:\d+:\d+: ", regex::escape(file))).unwrap();
-        let quoted = regex::Regex::new(r"(?m)^\d+ \| .*\n +\| +\^").unwrap();
         if !located.is_match(&stderr) || !quoted.is_match(&stderr) {
             failures.push(format!("{file} ({what}): the message lacks file:line:column or the quoted line:\n{stderr}"));
         }
