@@ -1,7 +1,7 @@
 //! Property-based fuzzing of everything that reads text a person wrote:
 //! YAML into located nodes, playbooks, YAML and INI inventories, Python
-//! literals, host ranges, host patterns, `-e` extra vars and matrix
-//! expansion. Each target must return `Ok` or `Err` for any input: never
+//! literals, host ranges, host patterns, `-e` extra vars, matrix
+//! expansion and templates. Each target must return `Ok` or `Err` for any input: never
 //! panic (proptest catches it, shrinks it and saves the seed in
 //! `proptest-regressions/`), never hang (a watchdog aborts a case that runs
 //! longer than `FUZZ_CASE_TIMEOUT_SECS`, 30 by default, printing its input),
@@ -228,6 +228,15 @@ fn extra_vars_target(text: &str) {
     }
     guarded("extra_vars::parse", text, || {
         let _ = extra_vars::parse(&[text.to_string()]);
+    });
+}
+
+fn template_target(text: &str) {
+    static T: OnceLock<benchrig::template::Templates> = OnceLock::new();
+    let t = T.get_or_init(benchrig::template::Templates::new);
+    let ctx = json!({"size": "16M", "n": 3, "fs": ["ext4", "xfs"], "d": [{"name": "hdd0"}], "m": {"k": 1}});
+    guarded("template::render_str", text, || {
+        let _ = t.render_str(text, &ctx);
     });
 }
 
@@ -635,6 +644,60 @@ fn host_pattern() -> impl Strategy<Value = String> {
         .prop_map(|v| v.into_iter().map(|(t, s)| format!("{t}{s}")).collect::<String>())
 }
 
+/// Jinja-ish text as playbook values hold it, runaway loops and repetition included.
+fn template_text() -> impl Strategy<Value = String> {
+    let token = prop::sample::select(
+        &[
+            "{{ ",
+            " }}",
+            "{% ",
+            " %}",
+            "for i in range(",
+            "100000",
+            "10",
+            ")",
+            " %}x{% endfor",
+            "endfor",
+            "if n",
+            "endif",
+            "set a = ",
+            "n",
+            "size",
+            "fs",
+            "d[0].name",
+            "m.k",
+            "nope",
+            " * ",
+            " + ",
+            " ~ ",
+            "[1]",
+            "'a'",
+            "(",
+            "[",
+            "]",
+            "|",
+            " | length",
+            " | default(3)",
+            " | combine(m)",
+            " | regex_replace('(a+)+b', '\\1')",
+            " | to_json",
+            " | from_json",
+            " | list",
+            " | join(',')",
+            " | sort",
+            "999999999",
+            "-1",
+            "0",
+            ",",
+            ":",
+            "{",
+            "}",
+            "\"",
+        ][..],
+    );
+    prop::collection::vec(token, 0..24).prop_map(|v| v.concat())
+}
+
 /// Matrix axes as a rendered play gives them: lists of any length, or scalars.
 fn matrix_axes() -> impl Strategy<Value = Vec<(String, Json)>> {
     let value = prop_oneof![any::<i64>().prop_map(Json::from), "[a-z0-9]{0,4}".prop_map(Json::from), Just(json!(null))];
@@ -764,6 +827,11 @@ proptest! {
         pyliteral_target(&text);
         // As an INI host's inline value, too.
         inventory_target("fuzz.ini", &format!("h v={}", text.replace([' ', '\n'], "")));
+    }
+
+    #[test]
+    fn template_grammar(text in template_text()) {
+        template_target(&text);
     }
 
     #[test]
