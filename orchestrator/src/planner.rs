@@ -328,7 +328,8 @@ impl<'a> PlayCtx<'a> {
         let render_all = |nodes: &[crate::yaml::Node]| -> Result<Vec<Json>, ConfigError> {
             nodes.iter().map(|n| t.render(&n.to_json(), primary).map_err(|e| n.error(e))).collect()
         };
-        let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?);
+        let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?)
+            .map_err(|e| ConfigError::at(play.matrix.axes.first().map_or(&play.loc, |(_, n)| &n.loc), e))?;
 
         let mut cells = Vec::with_capacity(points.len());
         for point in points {

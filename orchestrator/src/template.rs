@@ -13,6 +13,17 @@ pub struct Templates {
     env: Environment<'static>,
 }
 
+/// Fuel for one render (minijinja's `fuel` feature): about a million
+/// instructions or 64 MiB of data. A playbook's template is a line of
+/// arithmetic or a filter or two; this stops nested `{% for %}` loops and
+/// `'x' * 10**9` from running or allocating without end.
+const FUEL: u64 = 1_000_000;
+
+/// The most items (list elements and mapping entries, at every level) a
+/// value may have. Repeating a list (`[1] * 10**9`) is lazy in minijinja and
+/// costs no fuel; turning it into JSON would allocate every item.
+pub const MAX_ITEMS: usize = 1_000_000;
+
 impl Default for Templates {
     fn default() -> Self {
         Self::new()
@@ -23,6 +34,7 @@ impl Templates {
     pub fn new() -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(FUEL));
         env.add_filter("to_json", |v: Value| -> Result<String, minijinja::Error> {
             serde_json::to_string(&v)
                 .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))
@@ -139,6 +151,10 @@ impl Templates {
             if v.is_undefined() {
                 return Err(self.undefined_message(s, s, ctx));
             }
+            let mut budget = MAX_ITEMS;
+            if !within(&v, &mut budget) {
+                return Err(format!("`{s}` gives a value of more than {MAX_ITEMS} items"));
+            }
             return serde_json::to_value(&v).map_err(|e| format!("`{s}`: {e}"));
         }
         self.env.render_str(s, ctxv).map(Json::String).map_err(|e| self.explain_undefined(e, s, ctx))
@@ -201,6 +217,27 @@ fn json_err(e: serde_json::Error) -> minijinja::Error {
     minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
 }
 
+/// Does `v` have at most `budget` items, counting every level? Iterates
+/// lazily, so a huge lazy sequence is refused without being built.
+fn within(v: &Value, budget: &mut usize) -> bool {
+    use minijinja::value::ValueKind;
+    let is_map = match v.kind() {
+        ValueKind::Map => true,
+        ValueKind::Seq | ValueKind::Iterable => false,
+        _ => return true,
+    };
+    let Ok(items) = v.try_iter() else { return true };
+    for item in items {
+        let Some(left) = budget.checked_sub(1) else { return false };
+        *budget = left;
+        let child = if is_map { v.get_item(&item).unwrap_or_default() } else { item };
+        if !within(&child, budget) {
+            return false;
+        }
+    }
+    true
+}
+
 fn describe(e: &minijinja::Error, s: &str) -> String {
     let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
     format!("template `{s}`: {}{detail}", e.kind())
@@ -253,6 +290,22 @@ mod tests {
         assert_eq!(t().render_str("{{ (j | from_json).k }}", &ctx).unwrap(), json!([1]));
         assert_eq!(t().render_str("{{ a | to_json }}", &ctx).unwrap(), json!("{\"x\":1}"));
         assert_eq!(t().render_str("{{ 'yes' | bool }}", &ctx).unwrap(), json!(true));
+    }
+
+    #[test]
+    fn runaway_templates_are_errors() {
+        // These allocated gigabytes (the list one aborted the process) or looped ~forever.
+        let ctx = json!({});
+        for s in [
+            "{{ [1] * 100000000 }}",
+            "{{ [[1] * 10000] * 10000 }}",
+            "{{ 'a' * 1000000000 }}",
+            "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+        ] {
+            assert!(t().render_str(s, &ctx).is_err(), "{s}");
+        }
+        assert_eq!(t().render_str("{{ [1] * 1000 }}", &ctx).unwrap().as_array().unwrap().len(), 1000);
+        assert_eq!(t().render_str("{{ range(100) | sum }}", &ctx).unwrap(), json!(4950));
     }
 
     #[test]

@@ -6,8 +6,8 @@
 mod ini;
 mod localhost;
 pub mod pattern;
-mod pyliteral;
-mod ranges;
+pub mod pyliteral;
+pub mod ranges;
 mod vars_dirs;
 mod yaml_format;
 
@@ -19,6 +19,25 @@ use std::path::{Path, PathBuf};
 pub use localhost::embedded_localhost;
 
 pub type Vars = Map<String, Json>;
+
+/// The most hosts an inventory may have. Far past any lab; without it a few
+/// lines of large ranges (`a[0:9999]`, `b[0:9999]`, ...) made millions of
+/// hosts, and grouping them is quadratic.
+pub const MAX_HOSTS: usize = 10_000;
+
+impl Inventory {
+    /// An error when adding `names` would take the inventory past [`MAX_HOSTS`].
+    fn check_room(&self, names: &[String]) -> Result<(), String> {
+        let new = names.iter().filter(|h| !self.hosts.contains_key(*h)).count();
+        if self.hosts.len() + new > MAX_HOSTS {
+            return Err(format!(
+                "an inventory may have at most {MAX_HOSTS} hosts; this line would make it {}",
+                self.hosts.len() + new
+            ));
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Host {
@@ -51,7 +70,8 @@ pub struct Inventory {
 
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
-    #[error("{0}")]
+    // Transparent: with `{0}` and `#[from]` anyhow's `{:#}` printed the error twice.
+    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("inventory {path}: {message}")]
     Source { path: String, message: String },
@@ -102,6 +122,22 @@ impl Inventory {
             _ => ini::load(self, &name, &text)?,
         }
         Ok(())
+    }
+
+    /// One inventory source given as text, read as [`Inventory::load`] reads a
+    /// file of that name (YAML for .yml/.yaml/.json, INI otherwise), without
+    /// `group_vars/` or `host_vars/`. Pure: for tests and fuzzing.
+    pub fn parse_str(name: &str, text: &str) -> Result<Inventory, InventoryError> {
+        let mut inv = Inventory::default();
+        inv.ensure_group("all");
+        inv.ensure_group("ungrouped");
+        inv.sources.push(name.to_string());
+        match Path::new(name).extension().and_then(|e| e.to_str()) {
+            Some("yml" | "yaml" | "json") => yaml_format::load(&mut inv, name, text)?,
+            _ => ini::load(&mut inv, name, text)?,
+        }
+        inv.finish();
+        Ok(inv)
     }
 
     pub fn ensure_group(&mut self, name: &str) -> &mut Group {

@@ -73,6 +73,11 @@ fn matches(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
         let text = std::fs::read_to_string(file).map_err(|e| PatternError::File(file.into(), e.to_string()))?;
         let mut out = Vec::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            // As Ansible, a list's lines are patterns, not further lists; reading
+            // them as lists let a file naming itself recurse until the stack overflowed.
+            if line.starts_with('@') {
+                return Err(PatternError::File(file.into(), format!("`{line}`: a host list cannot name another list")));
+            }
             out.extend(matches(inv, line)?);
         }
         return Ok(out);
@@ -82,11 +87,11 @@ fn matches(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
     }
     let is_regex = term.starts_with('~');
     let matcher: Box<dyn Fn(&str) -> bool> = if is_regex {
-        let re = regex::Regex::new(&term[1..]).map_err(|e| PatternError::Regex(term.into(), e.to_string()))?;
+        let re = regex::Regex::new(&term[1..]).map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
         Box::new(move |s| re.is_match(s))
     } else if term.contains(['*', '?', '[']) {
         let re =
-            regex::Regex::new(&glob_to_regex(term)).map_err(|e| PatternError::Regex(term.into(), e.to_string()))?;
+            regex::Regex::new(&glob_to_regex(term)).map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
         Box::new(move |s| re.is_match(s))
     } else {
         let t = term.to_string();
@@ -102,6 +107,14 @@ fn matches(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
         out.extend(inv.hosts.keys().filter(|h| matcher(h)).cloned());
     }
     Ok(out)
+}
+
+/// The regex crate's own words on one line (its message draws the pattern
+/// with a caret over several lines, which reads badly inside ours).
+fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().last().unwrap_or_default();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 fn glob_to_regex(glob: &str) -> String {
@@ -160,5 +173,15 @@ mod tests {
         let f = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(f.path(), "fast1\n# comment\nold\n").unwrap();
         assert_eq!(select(&inv, &format!("@{}", f.path().display())).unwrap(), ["old1", "fast1"]);
+    }
+
+    #[test]
+    fn a_list_naming_itself_is_an_error_not_a_stack_overflow() {
+        let inv = lab();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let me = format!("@{}", f.path().display());
+        std::fs::write(f.path(), format!("fast1\n{me}\n")).unwrap();
+        let e = select(&inv, &me).unwrap_err();
+        assert!(e.to_string().contains("cannot name another list"), "{e}");
     }
 }
