@@ -141,6 +141,8 @@ pub enum ReportFormat {
     Json,
     /// Markdown tables per play, and warnings.
     Md,
+    /// One self-contained page: tables, SVG charts with CI95, hosts, warnings.
+    Html,
     /// One row per sample.
     Csv,
     /// A test case per cell: failed cells (and regressions, with --baseline) fail.

@@ -684,3 +684,27 @@ fn every_report_format_parses_back() {
     assert_eq!(table.len(), 4, "{md}");
     assert!(table[0].starts_with("| host | cell |") && table.iter().any(|l| l.contains("| speed |")), "{md}");
 }
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn the_html_report_is_one_file_with_a_chart_per_metric() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
+    assert_eq!(b.run(&["run", pb.to_str().unwrap(), "--name", "h"]).status.code(), Some(0));
+    let html = stdout(&b.run(&["report", "h", "-f", "html"]));
+    // Self-contained: nothing fetched from anywhere.
+    for external in ["<script", "<link", "src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!html.contains(external), "{external} in the report");
+    }
+    // `noise` is the one numeric axis: a line chart per metric (speed, time), each an SVG with
+    // a path per host series, and error bars; the warning list names the noisy cell.
+    let svgs: Vec<&str> = html.split("<svg").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+    assert_eq!(svgs.len(), 2, "{html}");
+    let x_label = regex::Regex::new(r"<text[^>]*>\s*noise\s*</text>").unwrap();
+    for svg in &svgs {
+        assert!(svg.contains("<polyline") || svg.contains("<path"), "no line drawn");
+        assert!(x_label.is_match(svg), "the x axis is named after the matrix axis");
+    }
+    assert!(html.contains("<h2>Hosts</h2>") && html.contains("localhost"));
+    assert!(html.contains("noise=200 measure speed: CV"), "{html}");
+}

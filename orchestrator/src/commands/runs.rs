@@ -47,6 +47,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&crate::report::json::build(&store, r.id)?)? + "\n",
         ReportFormat::Md => crate::report::md::render(&crate::report::json::build(&store, r.id)?),
+        ReportFormat::Html => crate::report::html::render(&crate::report::json::build(&store, r.id)?),
         ReportFormat::Csv => crate::report::csv::build(&store, r.id)?,
         ReportFormat::Junit => {
             let rows = match &args.baseline {
