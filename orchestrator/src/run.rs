@@ -18,6 +18,7 @@ use indexmap::IndexMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex, Semaphore};
+use tracing_indicatif::span_ext::IndicatifSpanExt;
 
 pub mod exit {
     pub const OK: i32 = 0;
@@ -394,8 +395,12 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
     let mut failed_here = false;
     let mut book = CellBook::new(total, play.cell_order, seed);
     let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
-    for visit in schedule::visits(&repeats, play.cell_order, seed) {
+    let visits = schedule::visits(&repeats, play.cell_order, seed);
+    let bar = crate::reporter::host_bar(&host, &play.name, visits.len());
+    for visit in visits {
+        bar.pb_inc(1);
         let (n, cell) = (visit.cell, &cells[visit.cell]);
+        bar.pb_set_message(&cell.describe());
         let Some((cell_id, first)) = book.open(&sh, n, cell) else { continue };
         let down = slot.down.as_ref().map(|d| format!("host {host} unreachable: {d}"));
         if let Some(why) = skip_reason(&sh, cell, down) {
