@@ -5,6 +5,7 @@ use benchrig::run::{self, exit, RunOptions};
 use clap::Parser;
 
 fn main() {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let reporter = Reporter { quiet: cli.quiet };
@@ -80,4 +81,24 @@ fn init_logging(verbose: u8, quiet: bool) {
     } else {
         tracing_subscriber::registry().with(fmt.with_writer(std::io::stderr).with_filter(filter)).init();
     }
+}
+
+/// `benchrig inventory --list | head` closes our stdout early: end quietly
+/// with the shell's "killed by SIGPIPE" status, as `cat` would, instead of
+/// a panic message. (SIGPIPE itself stays ignored: a dead ssh channel must
+/// be an error we handle, not a signal that kills the run.)
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
