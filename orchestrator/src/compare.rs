@@ -76,30 +76,44 @@ pub struct Row {
 
 type Key = (String, String, String, String, String);
 
-/// Values per (host, play, cell parameters, step, metric), and what each
-/// metric is (unit, better) and which cell it came from.
-fn index(run: &RunData) -> IndexMap<Key, (Vec<f64>, String, String, i64)> {
-    let mut out: IndexMap<Key, (Vec<f64>, String, String, i64)> = IndexMap::new();
+/// One metric of one cell in one run: its samples, what it is, where from.
+struct Metric {
+    values: Vec<f64>,
+    unit: String,
+    better: String,
+    cell: i64,
+}
+
+/// Metrics by (host, play, cell parameters, step, metric).
+fn index(run: &RunData) -> IndexMap<Key, Metric> {
+    let mut out: IndexMap<Key, Metric> = IndexMap::new();
     for s in &run.samples {
         let Some(c) = run.cells.iter().find(|c| c.id == s.cell_id) else { continue };
         let key = (c.host.clone(), c.play.clone(), describe_params(&c.params), s.step.clone(), s.metric.clone());
-        out.entry(key).or_insert_with(|| (Vec::new(), s.unit.clone(), s.better.clone(), c.id)).0.push(s.value);
+        out.entry(key)
+            .or_insert_with(|| Metric {
+                values: Vec::new(),
+                unit: s.unit.clone(),
+                better: s.better.clone(),
+                cell: c.id,
+            })
+            .values
+            .push(s.value);
     }
     out
 }
 
-pub fn compare(base: &RunData, new: &RunData, opts: Options) -> Vec<Row> {
-    let (b, n) = (index(base), index(new));
-    let mut rows = Vec::new();
-    for (key, (bv, unit, better, bcell)) in &b {
-        let row = |base: Option<Summary>, new: Option<Summary>, verdict| Row {
+impl Row {
+    /// A row with its identity and summaries, before any test.
+    fn new(key: &Key, what: &Metric, base: Option<Summary>, new: Option<Summary>, verdict: Verdict) -> Row {
+        Row {
             host: key.0.clone(),
             play: key.1.clone(),
             cell: key.2.clone(),
             step: key.3.clone(),
             metric: key.4.clone(),
-            unit: unit.clone(),
-            better: better.clone(),
+            unit: what.unit.clone(),
+            better: what.better.clone(),
             base,
             new,
             ratio: None,
@@ -108,42 +122,33 @@ pub fn compare(base: &RunData, new: &RunData, opts: Options) -> Vec<Row> {
             mwu_p: None,
             test: "-",
             verdict,
-        };
-        let Some((nv, _, _, ncell)) = n.get(key) else {
-            rows.push(row(Summary::of(bv), None, Verdict::NotComparable("not in NEW".into())));
+        }
+    }
+}
+
+pub fn compare(base: &RunData, new: &RunData, opts: Options) -> Vec<Row> {
+    let (b, n) = (index(base), index(new));
+    let mut rows = Vec::new();
+    for (key, bm) in &b {
+        let Some(nm) = n.get(key) else {
+            rows.push(Row::new(key, bm, Summary::of(&bm.values), None, Verdict::NotComparable("not in NEW".into())));
             continue;
         };
-        let (bs, ns) = (Summary::of(bv), Summary::of(nv));
-        if let Some(why) = config_difference(base, *bcell, new, *ncell) {
-            rows.push(row(bs, ns, Verdict::NotComparable(why)));
+        let (bs, ns) = (Summary::of(&bm.values), Summary::of(&nm.values));
+        if let Some(why) = config_difference(base, bm.cell, new, nm.cell) {
+            rows.push(Row::new(key, bm, bs, ns, Verdict::NotComparable(why)));
             continue;
         }
-        if bv.len() < 2 || nv.len() < 2 {
-            rows.push(row(bs, ns, Verdict::NotComparable("fewer than 2 samples".into())));
+        if bm.values.len() < 2 || nm.values.len() < 2 {
+            rows.push(Row::new(key, bm, bs, ns, Verdict::NotComparable("fewer than 2 samples".into())));
             continue;
         }
-        let mut r = row(bs.clone(), ns.clone(), Verdict::Unchanged);
-        judge(&mut r, bv, nv, opts);
+        let mut r = Row::new(key, bm, bs, ns, Verdict::Unchanged);
+        judge(&mut r, &bm.values, &nm.values, opts);
         rows.push(r);
     }
-    for (key, (nv, unit, better, _)) in n.iter().filter(|(k, _)| !b.contains_key(*k)) {
-        rows.push(Row {
-            host: key.0.clone(),
-            play: key.1.clone(),
-            cell: key.2.clone(),
-            step: key.3.clone(),
-            metric: key.4.clone(),
-            unit: unit.clone(),
-            better: better.clone(),
-            base: None,
-            new: Summary::of(nv),
-            ratio: None,
-            ratio_ci: None,
-            welch_p: None,
-            mwu_p: None,
-            test: "-",
-            verdict: Verdict::NotComparable("not in BASE".into()),
-        });
+    for (key, nm) in n.iter().filter(|(k, _)| !b.contains_key(*k)) {
+        rows.push(Row::new(key, nm, None, Summary::of(&nm.values), Verdict::NotComparable("not in BASE".into())));
     }
     rows
 }

@@ -40,22 +40,26 @@ fn top(values: impl Iterator<Item = f64>) -> f64 {
 
 /// Bars with CI95 error bars, one per label.
 pub fn bars(title: &str, unit: &str, bars: &[Bar]) -> String {
-    let mut svg = String::new();
     let width = (160 + 70 * bars.len() as u32).clamp(420, 1400);
+    svg((width, 380), |root| draw_bars(root, title, unit, bars))
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+/// An SVG document of this size, drawn by `draw` (a chart that cannot be
+/// drawn leaves an empty picture, not a failed report).
+fn svg(size: (u32, u32), draw: impl FnOnce(&Area) -> Drawn) -> String {
+    let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, 380)).into_drawing_area();
-        let _ = draw_bars(&root, title, unit, bars);
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let _ = draw(&root);
         let _ = root.present();
     }
     svg
 }
 
-fn draw_bars(
-    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
-    title: &str,
-    unit: &str,
-    bars: &[Bar],
-) -> Result<(), Box<dyn std::error::Error>> {
+fn draw_bars(root: &Area, title: &str, unit: &str, bars: &[Bar]) -> Drawn {
     root.fill(&WHITE)?;
     let y_max = top(bars.iter().map(|b| b.ci.map_or(b.mean, |c| c.1.max(b.mean))));
     let n = bars.len().max(1);
@@ -94,22 +98,10 @@ fn draw_bars(
 /// Lines over a numeric axis (device count, file size), one per series,
 /// with CI95 error bars at each point.
 pub fn lines(title: &str, x_name: &str, unit: &str, series: &[Series]) -> String {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (720, 400)).into_drawing_area();
-        let _ = draw_lines(&root, title, x_name, unit, series);
-        let _ = root.present();
-    }
-    svg
+    svg((720, 400), |root| draw_lines(root, title, x_name, unit, series))
 }
 
-fn draw_lines(
-    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
-    title: &str,
-    x_name: &str,
-    unit: &str,
-    series: &[Series],
-) -> Result<(), Box<dyn std::error::Error>> {
+fn draw_lines(root: &Area, title: &str, x_name: &str, unit: &str, series: &[Series]) -> Drawn {
     root.fill(&WHITE)?;
     let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let (x_min, x_max) = (xs().fold(f64::INFINITY, f64::min), xs().fold(f64::NEG_INFINITY, f64::max));

@@ -5,8 +5,8 @@
 //! every host's configuration and the warnings.
 
 use super::charts::{self, Bar, Series};
-use super::md::{ci_half, plays, status, text, warnings};
-use crate::summary::{describe_params, fmt_num};
+use super::md::{plays, table_rows, text, warnings};
+use crate::summary::describe_params;
 use serde_json::Value as Json;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
@@ -49,33 +49,21 @@ fn table(cells: &[&Json]) -> String {
     let mut out = String::from(
         "<table><tr><th>host</th><th>cell</th><th>step</th><th>metric</th><th>n</th><th>mean</th><th>±CI95</th><th>sd</th><th>unit</th><th>status</th></tr>\n",
     );
-    for c in cells {
-        let (host, cell, st) = (text(&c["host"]), describe_params(&c["params"]), status(c));
-        let class = if c["status"] == "ok" { "" } else { " class=\"bad\"" };
-        let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
-        if metrics.is_empty() {
-            out += &format!(
-                "<tr><td>{}</td><td>{}</td><td colspan=\"7\"></td><td{class}>{}</td></tr>\n",
-                esc(host),
-                esc(&cell),
-                esc(&st)
-            );
-        }
-        for m in &metrics {
-            out += &format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td{class}>{}</td></tr>\n",
-                esc(host),
-                esc(&cell),
-                esc(c["step"].as_str().unwrap_or("-")),
-                esc(text(&m["name"])),
-                m["n"],
-                fmt_num(m["mean"].as_f64().unwrap_or(f64::NAN)),
-                ci_half(m).map(fmt_num).unwrap_or_else(|| "-".into()),
-                m["sd"].as_f64().map(fmt_num).unwrap_or_else(|| "-".into()),
-                esc(text(&m["unit"])),
-                esc(&st)
-            );
-        }
+    for r in table_rows(cells.iter().copied()) {
+        let class = if r.ok { "" } else { " class=\"bad\"" };
+        out += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td{class}>{}</td></tr>\n",
+            esc(&r.host),
+            esc(&r.cell),
+            esc(&r.step),
+            esc(&r.metric),
+            esc(&r.n),
+            esc(&r.mean),
+            esc(&r.ci),
+            esc(&r.sd),
+            esc(&r.unit),
+            esc(&r.status)
+        );
     }
     out + "</table>\n"
 }

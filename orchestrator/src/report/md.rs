@@ -21,26 +21,9 @@ pub fn render(model: &Json) -> String {
             "\n### {}\n\n| host | cell | step | metric | n | mean | ±CI95 | unit | status |\n|---|---|---|---|--:|--:|--:|---|---|\n",
             esc(play)
         );
-        for c in cells.iter().filter(|c| c["play"] == play) {
-            let (host, cell, status) = (text(&c["host"]), describe_params(&c["params"]), status(c));
-            let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
-            if metrics.is_empty() {
-                out += &format!("| {} | {} | - | - | - | - | - | - | {} |\n", esc(host), esc(&cell), esc(&status));
-            }
-            for m in &metrics {
-                out += &format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    esc(host),
-                    esc(&cell),
-                    esc(c["step"].as_str().unwrap_or("-")),
-                    esc(text(&m["name"])),
-                    m["n"],
-                    fmt_num(m["mean"].as_f64().unwrap_or(f64::NAN)),
-                    ci_half(m).map(fmt_num).unwrap_or_else(|| "-".into()),
-                    esc(text(&m["unit"])),
-                    esc(&status)
-                );
-            }
+        for r in table_rows(cells.iter().filter(|c| c["play"] == play)) {
+            let row = [&r.host, &r.cell, &r.step, &r.metric, &r.n, &r.mean, &r.ci, &r.unit, &r.status];
+            out += &format!("| {} |\n", row.map(|x| esc(x)).join(" | "));
         }
     }
     let warnings = warnings(model);
@@ -48,6 +31,52 @@ pub fn render(model: &Json) -> String {
         out += "\n### Warnings\n\n";
         for w in warnings {
             out += &format!("- {}\n", esc(&w));
+        }
+    }
+    out
+}
+
+/// A line of a report's table: one metric of a cell (or a cell that has none).
+pub struct TableRow {
+    pub host: String,
+    pub cell: String,
+    pub step: String,
+    pub metric: String,
+    pub n: String,
+    pub mean: String,
+    /// Half the CI95's width.
+    pub ci: String,
+    pub sd: String,
+    pub unit: String,
+    pub status: String,
+    pub ok: bool,
+}
+
+pub fn table_rows<'a>(cells: impl Iterator<Item = &'a Json>) -> Vec<TableRow> {
+    let mut out = Vec::new();
+    for c in cells {
+        let row = |step: &str, metric: &str, m: Option<&Json>| {
+            let num = |k: &str| m.and_then(|m| m[k].as_f64()).map(fmt_num).unwrap_or_else(|| "-".into());
+            TableRow {
+                host: text(&c["host"]).to_string(),
+                cell: describe_params(&c["params"]),
+                step: step.to_string(),
+                metric: metric.to_string(),
+                n: m.map(|m| m["n"].to_string()).unwrap_or_else(|| "-".into()),
+                mean: num("mean"),
+                ci: m.and_then(ci_half).map(fmt_num).unwrap_or_else(|| "-".into()),
+                sd: num("sd"),
+                unit: m.map(|m| text(&m["unit"]).to_string()).unwrap_or_else(|| "-".into()),
+                status: status(c),
+                ok: c["status"] == "ok",
+            }
+        };
+        let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
+        if metrics.is_empty() {
+            out.push(row("-", "-", None));
+        }
+        for m in &metrics {
+            out.push(row(c["step"].as_str().unwrap_or("-"), text(&m["name"]), Some(m)));
         }
     }
     out
