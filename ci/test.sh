@@ -11,11 +11,16 @@ step() { printf '\n== %s\n' "$*"; }
 step "agents for every architecture"
 ci/build-agents.sh
 
-step "unit tests"
+step "a PostgreSQL server for the store's tests"
+BENCHRIG_TEST_POSTGRES=$(ci/postgres.sh up)
+export BENCHRIG_TEST_POSTGRES
+trap 'ci/postgres.sh down || true' EXIT
+
+step "unit tests (the store's on SQLite and on PostgreSQL)"
 cargo test --locked --workspace
 
 step "simulated lab up (twice: up is idempotent)"
-trap 'ci/lab.sh down || true' EXIT
+trap 'ci/lab.sh down || true; ci/postgres.sh down || true' EXIT
 ci/lab.sh up
 ci/lab.sh up >/dev/null
 ci/lab.sh status >/dev/null
@@ -28,6 +33,7 @@ ci/bench-roundtrip.sh
 
 step "lab down, and nothing left behind"
 trap - EXIT
+ci/postgres.sh down
 ci/lab.sh down
 ci/lab.sh down >/dev/null   # idempotent
 left=$(

@@ -55,7 +55,7 @@ pub struct HostsArgs {
     /// How many hosts to work on at once.
     #[arg(short = 'f', long = "forks", default_value_t = 50)]
     pub forks: usize,
-    /// Results database: a SQLite file.
+    /// Results database: a SQLite file, or a postgres:// URL.
     #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
     pub db: PathBuf,
 }
@@ -124,6 +124,7 @@ pub struct InventoryArgs {
 
 #[derive(Args, Debug)]
 pub struct DbArgs {
+    /// Results database: a SQLite file, or a postgres:// URL.
     #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
     pub db: PathBuf,
 }

@@ -708,3 +708,38 @@ fn the_html_report_is_one_file_with_a_chart_per_metric() {
     assert!(html.contains("<h2>Hosts</h2>") && html.contains("localhost"));
     assert!(html.contains("noise=200 measure speed: CV"), "{html}");
 }
+
+#[test]
+#[ignore = "needs the agent builds and a PostgreSQL server (ci/test.sh)"]
+fn runs_in_postgres_compare_and_move_to_sqlite_as_anywhere() {
+    let base = std::env::var("BENCHRIG_TEST_POSTGRES")
+        .expect("BENCHRIG_TEST_POSTGRES names the PostgreSQL server for this test (ci/test.sh starts one)");
+    let name = format!("benchrig_e2e_{}", std::process::id());
+    sh(&format!("psql '{base}' -qc 'DROP DATABASE IF EXISTS {name}' -c 'CREATE DATABASE {name}'"));
+    let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
+    let url = format!(
+        "{}/{name}{}",
+        &head[..head.rfind('/').unwrap()],
+        if query.is_empty() { "" } else { "?" }.to_owned() + query
+    );
+
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
+    let pb = pb.to_str().unwrap();
+    for (run, speed) in [("base", "100"), ("slower", "80")] {
+        let out = b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", run, "--db", &url]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let out = b.run(&["compare", "base", "slower", "--threshold", "5", "--fail-on-regression", "--db", &url]);
+    assert_eq!(out.status.code(), Some(3), "the regression is found in PostgreSQL too");
+    // From the shared database to a laptop's SQLite file, and the same report.
+    let export = b.dir.path().join("slower.json");
+    assert_eq!(b.run(&["export", "slower", "--db", &url, "-o", export.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(b.run(&["import", export.to_str().unwrap()]).status.code(), Some(0));
+    let from_pg = stdout(&b.run(&["report", "slower", "-f", "csv", "--db", &url]));
+    let from_sqlite = stdout(&b.run(&["report", "slower", "-f", "csv"]));
+    let rows = |t: &str| t.lines().skip(1).map(|l| l.split_once(',').unwrap().1.to_string()).collect::<Vec<_>>();
+    assert_eq!(rows(&from_pg), rows(&from_sqlite), "the same samples, but for the run id");
+    assert_eq!(rows(&from_pg).len(), 10);
+    sh(&format!("psql '{base}' -qc 'DROP DATABASE {name} WITH (FORCE)'"));
+}

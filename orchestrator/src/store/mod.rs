@@ -1,16 +1,20 @@
 //! Where results live: SQLite (WAL, every sample committed as it arrives),
-//! with the configuration that produced them.
+//! or PostgreSQL for runners sharing one database, with the configuration
+//! that produced them. The same statements serve both (`sql`).
 //!
 //! One connection behind a mutex: writes are tiny and rare next to the
 //! benchmarks they record, so contention is not worth a pool.
 
+mod postgres;
 mod schema;
+mod sql;
 mod transfer;
 
 use benchrig_wire::facts::Facts;
 use benchrig_wire::steps::StepOutput;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde_json::Value as Json;
+use sql::Db;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,6 +30,8 @@ pub enum StoreError {
     TooNew { path: String, found: i64, known: i64 },
     #[error("writing the report: {0}")]
     Export(String),
+    #[error("postgresql: {0}")]
+    Postgres(String),
 }
 
 pub fn now() -> String {
@@ -34,7 +40,7 @@ pub fn now() -> String {
 
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    conn: Arc<Mutex<Db>>,
 }
 
 pub struct NewRun<'a> {
@@ -110,33 +116,50 @@ pub struct StepRef<'a> {
 }
 
 impl Store {
+    /// A SQLite file, or a PostgreSQL database when `path` is a
+    /// `postgres://` (or `postgresql://`) URL.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let shown = path.display().to_string();
+        if shown.starts_with("postgres://") || shown.starts_with("postgresql://") {
+            let mut db = Db::Postgres(postgres::Pg::connect(&shown)?);
+            schema::migrate_pg(&mut db, &shown)?;
+            return Ok(Store { conn: Arc::new(Mutex::new(db)) });
+        }
         let conn = Connection::open(path).map_err(|source| StoreError::Open { path: shown.clone(), source })?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         schema::migrate(&conn, &shown)?;
-        Ok(Store { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Store { conn: Arc::new(Mutex::new(Db::Sqlite(conn))) })
     }
 
-    fn db(&self) -> MutexGuard<'_, Connection> {
+    fn db(&self) -> MutexGuard<'_, Db> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn create_run(&self, r: &NewRun) -> Result<i64, StoreError> {
-        let db = self.db();
-        db.execute(
+        self.db().insert(
             "INSERT INTO runs (name, playbook, playbook_text, inventory, limit_pattern, extra_vars, benchrig_version, started, status)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running')",
-            params![r.name, r.playbook, r.playbook_text, r.inventory, r.limit, r.extra_vars.to_string(), env!("CARGO_PKG_VERSION"), now()],
-        )?;
-        Ok(db.last_insert_rowid())
+            &[
+                r.name.into(),
+                r.playbook.into(),
+                r.playbook_text.into(),
+                r.inventory.into(),
+                r.limit.into(),
+                r.extra_vars.to_string().into(),
+                env!("CARGO_PKG_VERSION").into(),
+                now().into(),
+            ],
+        )
     }
 
     pub fn finish_run(&self, run: i64, status: &str) -> Result<(), StoreError> {
-        self.db().execute("UPDATE runs SET status = ?2, finished = ?3 WHERE id = ?1", params![run, status, now()])?;
+        self.db().execute(
+            "UPDATE runs SET status = ?2, finished = ?3 WHERE id = ?1",
+            &[run.into(), status.into(), now().into()],
+        )?;
         Ok(())
     }
 
@@ -144,7 +167,7 @@ impl Store {
         self.db().execute(
             "INSERT INTO hosts (run_id, name, status, reason) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (run_id, name) DO UPDATE SET status = excluded.status, reason = excluded.reason",
-            params![run, name, status, reason],
+            &[run.into(), name.into(), status.into(), reason.into()],
         )?;
         Ok(())
     }
@@ -152,44 +175,47 @@ impl Store {
     /// A host's facts for this run, and as the latest known facts for `plan`.
     pub fn set_host_facts(&self, run: Option<i64>, name: &str, facts: &Facts) -> Result<(), StoreError> {
         let json = serde_json::to_string(facts).unwrap_or_default();
-        let db = self.db();
+        let mut db = self.db();
         if let Some(run) = run {
             db.execute(
                 "UPDATE hosts SET facts = ?3, arch = ?4, agent_sha256 = ?5 WHERE run_id = ?1 AND name = ?2",
-                params![run, name, json, facts.arch, facts.agent.sha256],
+                &[
+                    run.into(),
+                    name.into(),
+                    json.clone().into(),
+                    facts.arch.as_str().into(),
+                    facts.agent.sha256.as_str().into(),
+                ],
             )?;
         }
         db.execute(
             "INSERT INTO host_facts (name, facts, updated) VALUES (?1, ?2, ?3)
              ON CONFLICT (name) DO UPDATE SET facts = excluded.facts, updated = excluded.updated",
-            params![name, json, now()],
+            &[name.into(), json.into(), now().into()],
         )?;
         Ok(())
     }
 
     pub fn cached_facts(&self, name: &str) -> Result<Option<Facts>, StoreError> {
-        let json: Option<String> =
-            self.db().query_row("SELECT facts FROM host_facts WHERE name = ?1", [name], |r| r.get(0)).optional()?;
-        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+        let row = self.db().query_one("SELECT facts FROM host_facts WHERE name = ?1", &[name.into()])?;
+        Ok(row.and_then(|r| r.opt_text(0)).and_then(|j| serde_json::from_str(&j).ok()))
     }
 
     pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
-        let db = self.db();
-        db.execute(
+        self.db().insert(
             "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
-            params![
-                run,
-                c.host,
-                c.play_index as i64,
-                c.play_name,
-                c.key,
-                serde_json::to_string(&c.params).unwrap_or_default(),
-                c.repeat,
-                c.steps_json().to_string()
+            &[
+                run.into(),
+                c.host.as_str().into(),
+                c.play_index.into(),
+                c.play_name.as_str().into(),
+                c.key.as_str().into(),
+                serde_json::to_string(&c.params).unwrap_or_default().into(),
+                c.repeat.into(),
+                c.steps_json().to_string().into(),
             ],
-        )?;
-        Ok(db.last_insert_rowid())
+        )
     }
 
     pub fn set_cell_status(&self, cell: i64, status: &str, reason: Option<&str>) -> Result<(), StoreError> {
@@ -199,7 +225,7 @@ impl Store {
         };
         self.db().execute(
             &format!("UPDATE cells SET status = ?2, reason = ?3, {stamp} = ?4 WHERE id = ?1"),
-            params![cell, status, reason, now()],
+            &[cell.into(), status.into(), reason.into(), now().into()],
         )?;
         Ok(())
     }
@@ -209,78 +235,79 @@ impl Store {
         if info.is_empty() {
             return Ok(());
         }
-        let db = self.db();
-        let current: Option<String> = db.query_row("SELECT info FROM cells WHERE id = ?1", [cell], |r| r.get(0))?;
-        let mut obj: serde_json::Map<String, Json> =
-            current.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
-        obj.insert(step.to_string(), Json::Object(info.clone()));
-        db.execute("UPDATE cells SET info = ?2 WHERE id = ?1", params![cell, Json::Object(obj).to_string()])?;
+        let mut db = self.db();
+        db.transaction(|db| {
+            let current = db.query_one("SELECT info FROM cells WHERE id = ?1", &[cell.into()])?;
+            let mut obj: serde_json::Map<String, Json> =
+                current.and_then(|r| r.json(0)).and_then(|j| j.as_object().cloned()).unwrap_or_default();
+            obj.insert(step.to_string(), Json::Object(info.clone()));
+            db.execute("UPDATE cells SET info = ?2 WHERE id = ?1", &[cell.into(), Json::Object(obj).to_string().into()])
+        })?;
         Ok(())
     }
 
     /// Every metric of one step's result, committed at once.
     pub fn add_samples(&self, cell: i64, step: &StepRef, out: &StepOutput) -> Result<(), StoreError> {
-        let mut db = self.db();
-        let tx = db.transaction()?;
         let usage = out.usage.clone().unwrap_or_default();
         // No device to count (a directory on tmpfs, say) is unknown, not zero I/O.
         let sum = |f: fn(&benchrig_wire::steps::DevIo) -> u64| {
             (!usage.devices.is_empty()).then(|| usage.devices.iter().map(f).sum::<u64>() as i64)
         };
         let ts = now();
-        for m in &out.metrics {
-            tx.execute(
-                "INSERT INTO samples (cell_id, step_index, step, workload, repetition, metric, value, unit, better,
-                    wall_s, user_s, sys_s, dev_read_bytes, dev_write_bytes, dev_read_ios, dev_write_ios, usage, info, ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
-                params![
-                    cell,
-                    step.index as i64,
-                    step.name,
-                    step.workload,
-                    step.repetition,
-                    m.name,
-                    m.value,
-                    m.unit,
-                    m.better.as_str(),
-                    usage.wall_s,
-                    usage.user_s,
-                    usage.sys_s,
-                    sum(|d| d.read_bytes),
-                    sum(|d| d.write_bytes),
-                    sum(|d| d.read_ios),
-                    sum(|d| d.write_ios),
-                    serde_json::to_string(&usage).unwrap_or_default(),
-                    Json::Object(out.info.clone()).to_string(),
-                    ts,
-                ],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db().transaction(|db| {
+            for m in &out.metrics {
+                db.execute(
+                    "INSERT INTO samples (cell_id, step_index, step, workload, repetition, metric, value, unit, better,
+                        wall_s, user_s, sys_s, dev_read_bytes, dev_write_bytes, dev_read_ios, dev_write_ios, usage, info, ts)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                    &[
+                        cell.into(),
+                        step.index.into(),
+                        step.name.into(),
+                        step.workload.into(),
+                        step.repetition.into(),
+                        m.name.as_str().into(),
+                        m.value.into(),
+                        m.unit.as_str().into(),
+                        m.better.as_str().into(),
+                        usage.wall_s.into(),
+                        usage.user_s.into(),
+                        usage.sys_s.into(),
+                        sum(|d| d.read_bytes).into(),
+                        sum(|d| d.write_bytes).into(),
+                        sum(|d| d.read_ios).into(),
+                        sum(|d| d.write_ios).into(),
+                        serde_json::to_string(&usage).unwrap_or_default().into(),
+                        Json::Object(out.info.clone()).to_string().into(),
+                        ts.as_str().into(),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     pub fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let db = self.db();
-        let mut st = db.prepare(
+        let rows = self.db().query(
             "SELECT r.id, r.name, r.playbook, r.started, r.finished, r.status,
                     (SELECT COUNT(*) FROM hosts h WHERE h.run_id = r.id),
                     (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.id)
              FROM runs r ORDER BY r.id",
+            &[],
         )?;
-        let rows = st.query_map([], |r| {
-            Ok(RunRow {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                playbook: r.get(2)?,
-                started: r.get(3)?,
-                finished: r.get(4)?,
-                status: r.get(5)?,
-                hosts: r.get(6)?,
-                cells: r.get(7)?,
+        Ok(rows
+            .into_iter()
+            .map(|r| RunRow {
+                id: r.int(0),
+                name: r.opt_text(1),
+                playbook: r.text(2),
+                started: r.text(3),
+                finished: r.opt_text(4),
+                status: r.text(5),
+                hosts: r.int(6),
+                cells: r.int(7),
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect())
     }
 
     /// A run by id, by name (the newest of that name), or `last`.
@@ -297,47 +324,43 @@ impl Store {
     }
 
     pub fn hosts(&self, run: i64) -> Result<Vec<HostRow>, StoreError> {
-        let db = self.db();
-        let mut st = db.prepare("SELECT name, status, reason, facts FROM hosts WHERE run_id = ?1 ORDER BY rowid")?;
-        let rows = st.query_map([run], |r| {
-            let facts: Option<String> = r.get(3)?;
-            Ok(HostRow {
-                name: r.get(0)?,
-                status: r.get(1)?,
-                reason: r.get(2)?,
-                facts: facts.and_then(|f| serde_json::from_str(&f).ok()),
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut db = self.db();
+        // In the order they were added (inventory order).
+        let order = if db.is_postgres() { "seq" } else { "rowid" };
+        let rows = db.query(
+            &format!("SELECT name, status, reason, facts FROM hosts WHERE run_id = ?1 ORDER BY {order}"),
+            &[run.into()],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| HostRow { name: r.text(0), status: r.text(1), reason: r.opt_text(2), facts: r.json(3) })
+            .collect())
     }
 
     pub fn cells(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
-        let db = self.db();
-        let mut st = db.prepare(
+        let rows = self.db().query(
             "SELECT id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished
              FROM cells WHERE run_id = ?1 ORDER BY id",
+            &[run.into()],
         )?;
-        let rows = st.query_map([run], |r| {
-            let params: String = r.get(5)?;
-            let info: Option<String> = r.get(9)?;
-            let steps: Option<String> = r.get(10)?;
-            Ok(CellRow {
-                id: r.get(0)?,
-                host: r.get(1)?,
-                play_index: r.get(2)?,
-                play: r.get(3)?,
-                key: r.get(4)?,
-                params: serde_json::from_str(&params).unwrap_or(Json::Null),
-                repeat: r.get(6)?,
-                status: r.get(7)?,
-                reason: r.get(8)?,
-                info: info.and_then(|i| serde_json::from_str(&i).ok()),
-                steps: steps.and_then(|i| serde_json::from_str(&i).ok()),
-                started: r.get(11)?,
-                finished: r.get(12)?,
+        Ok(rows
+            .into_iter()
+            .map(|r| CellRow {
+                id: r.int(0),
+                host: r.text(1),
+                play_index: r.int(2),
+                play: r.text(3),
+                key: r.text(4),
+                params: r.json(5).unwrap_or(Json::Null),
+                repeat: r.int(6),
+                status: r.text(7),
+                reason: r.opt_text(8),
+                info: r.json(9),
+                steps: r.json(10),
+                started: r.opt_text(11),
+                finished: r.opt_text(12),
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect())
     }
 
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
@@ -350,29 +373,31 @@ impl Store {
     }
 
     fn samples_where(&self, condition: &str, id: i64) -> Result<Vec<SampleRow>, StoreError> {
-        let db = self.db();
-        let mut st = db.prepare(&format!(
-            "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
-                    s.dev_read_bytes, s.dev_write_bytes, s.info
-             FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
-        ))?;
-        let rows = st.query_map([id], |r| {
-            Ok(SampleRow {
-                cell_id: r.get(0)?,
-                step_index: r.get(1)?,
-                step: r.get(2)?,
-                workload: r.get(3)?,
-                repetition: r.get(4)?,
-                metric: r.get(5)?,
-                value: r.get(6)?,
-                unit: r.get(7)?,
-                better: r.get(8)?,
-                dev_read_bytes: r.get(9)?,
-                dev_write_bytes: r.get(10)?,
-                info: r.get::<_, Option<String>>(11)?.and_then(|i| serde_json::from_str(&i).ok()),
+        let rows = self.db().query(
+            &format!(
+                "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
+                        s.dev_read_bytes, s.dev_write_bytes, s.info
+                 FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
+            ),
+            &[id.into()],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| SampleRow {
+                cell_id: r.int(0),
+                step_index: r.int(1),
+                step: r.text(2),
+                workload: r.text(3),
+                repetition: r.int(4),
+                metric: r.text(5),
+                value: r.real(6),
+                unit: r.text(7),
+                better: r.text(8),
+                dev_read_bytes: r.opt_int(9),
+                dev_write_bytes: r.opt_int(10),
+                info: r.json(11),
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect())
     }
 }
 
@@ -400,31 +425,62 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_run_round_trips() {
+    /// Where each test runs: a SQLite file, and a fresh PostgreSQL database
+    /// when `BENCHRIG_TEST_POSTGRES` names a server (`.ci/run` starts one).
+    /// Each call gives new, empty databases.
+    struct Places {
+        _dir: tempfile::TempDir,
+        urls: Vec<std::path::PathBuf>,
+        pg: Option<(String, String)>,
+    }
+
+    impl Drop for Places {
+        fn drop(&mut self) {
+            if let Some((base, name)) = &self.pg {
+                if let Ok(pg) = postgres::Pg::connect(base) {
+                    let _ = Db::Postgres(pg).execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), &[]);
+                }
+            }
+        }
+    }
+
+    fn places() -> Places {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("b.db")).unwrap();
+        let mut urls = vec![dir.path().join("b.db")];
+        let mut pg = None;
+        if let Ok(base) = std::env::var("BENCHRIG_TEST_POSTGRES") {
+            let name =
+                format!("benchrig_t{}_{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+            let mut admin = Db::Postgres(postgres::Pg::connect(&base).unwrap());
+            admin.execute(&format!("DROP DATABASE IF EXISTS {name}"), &[]).unwrap();
+            admin.execute(&format!("CREATE DATABASE {name}"), &[]).unwrap();
+            // Same server and user, the new database: the URL's path is the database name.
+            let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
+            let server = &head[..head.rfind('/').unwrap()];
+            let q = if query.is_empty() { String::new() } else { format!("?{query}") };
+            urls.push(format!("{server}/{name}{q}").into());
+            pg = Some((base, name));
+        }
+        Places { _dir: dir, urls, pg }
+    }
+
+    fn new_run(s: &Store, name: Option<&str>) -> i64 {
         let ev = serde_json::json!({});
-        let run = s
-            .create_run(&NewRun {
-                name: Some("n"),
-                playbook: "p.yml",
-                playbook_text: "- hosts: all",
-                inventory: "x",
-                limit: None,
-                extra_vars: &ev,
-            })
-            .unwrap();
-        s.set_host(run, "h1", "ok", None).unwrap();
-        let c = s.add_cell(run, &cell()).unwrap();
-        s.set_cell_status(c, "running", None).unwrap();
-        let out = StepOutput {
-            metrics: vec![Metric {
-                name: "throughput".into(),
-                value: 412.5,
-                unit: "MB/s".into(),
-                better: Better::Higher,
-            }],
+        s.create_run(&NewRun {
+            name,
+            playbook: "p.yml",
+            playbook_text: "- hosts: all",
+            inventory: "x",
+            limit: None,
+            extra_vars: &ev,
+        })
+        .unwrap()
+    }
+
+    fn output(value: f64) -> StepOutput {
+        StepOutput {
+            metrics: vec![Metric { name: "throughput".into(), value, unit: "MB/s".into(), better: Better::Higher }],
             usage: Some(Usage {
                 wall_s: 1.0,
                 user_s: 0.1,
@@ -436,8 +492,26 @@ mod tests {
                 }],
             }),
             info: Default::default(),
-        };
-        s.add_samples(c, &StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1 }, &out).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_run_round_trips() {
+        let places = places();
+        for url in &places.urls {
+            round_trip(url);
+        }
+    }
+
+    fn round_trip(url: &std::path::Path) {
+        let s = Store::open(url).unwrap();
+        let run = new_run(&s, Some("n"));
+        s.set_host(run, "h1", "ok", None).unwrap();
+        s.set_host(run, "h0", "ok", None).unwrap();
+        let c = s.add_cell(run, &cell()).unwrap();
+        s.set_cell_status(c, "running", None).unwrap();
+        s.add_samples(c, &StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1 }, &output(412.5))
+            .unwrap();
         let mut info = serde_json::Map::new();
         info.insert("mkfs_command".into(), "mkfs.ext4 -F /dev/loop0".into());
         s.add_cell_info(c, "setup 1", &info).unwrap();
@@ -445,30 +519,25 @@ mod tests {
         s.finish_run(run, "ok").unwrap();
 
         // Reopen: everything was committed.
-        let s = Store::open(&dir.path().join("b.db")).unwrap();
+        let s = Store::open(url).unwrap();
         let r = s.resolve_run("last").unwrap();
-        assert_eq!((r.id, r.status.as_str(), r.hosts, r.cells), (run, "ok", 1, 1));
+        assert_eq!((r.id, r.status.as_str(), r.hosts, r.cells), (run, "ok", 2, 1));
         assert_eq!(s.resolve_run("n").unwrap().id, run);
         assert!(matches!(s.resolve_run("nope"), Err(StoreError::NoSuchRun(_))));
+        let hosts: Vec<String> = s.hosts(run).unwrap().into_iter().map(|h| h.name).collect();
+        assert_eq!(hosts, ["h1", "h0"], "hosts in the order they were added");
         let cells = s.cells(run).unwrap();
         assert_eq!(cells[0].params, serde_json::json!({"fs": "ext4"}));
         assert_eq!(cells[0].info.as_ref().unwrap()["setup 1"]["mkfs_command"], "mkfs.ext4 -F /dev/loop0");
+        assert!(cells[0].finished.is_some());
         let samples = s.samples(run).unwrap();
-        assert_eq!((samples[0].value, samples[0].dev_read_bytes), (412.5, Some(4096)));
+        assert_eq!((samples[0].value, samples[0].dev_read_bytes, samples[0].repetition), (412.5, Some(4096), 1));
 
         // Export, import into another database (twice into the same: refused), export again: equal but for ids.
         let doc = s.export_run(run).unwrap();
-        let other = Store::open(&dir.path().join("central.db")).unwrap();
-        other
-            .create_run(&NewRun {
-                name: None,
-                playbook: "o",
-                playbook_text: "",
-                inventory: "",
-                limit: None,
-                extra_vars: &ev,
-            })
-            .unwrap();
+        let central = places();
+        let other = Store::open(central.urls.iter().find(|u| u.extension() == url.extension()).unwrap()).unwrap();
+        new_run(&other, None);
         let imported = other.import_run(&doc).unwrap();
         assert_eq!(imported, 2, "a new id in the central database");
         let e = other.import_run(&doc).unwrap_err();
@@ -497,14 +566,48 @@ mod tests {
     }
 
     #[test]
+    fn two_writers_at_once_lose_nothing() {
+        let places = places();
+        for url in &places.urls {
+            let first = Store::open(url).unwrap();
+            let run = new_run(&first, None);
+            let cell = first.add_cell(run, &cell()).unwrap();
+            // Two orchestrators: two connections, writing at the same time.
+            let writers: Vec<_> = (0..2)
+                .map(|w| {
+                    let url = url.clone();
+                    std::thread::spawn(move || {
+                        let s = Store::open(&url).unwrap();
+                        for rep in 0..100u32 {
+                            let step = StepRef { index: w, name: "w", workload: "seq_write", repetition: rep + 1 };
+                            s.add_samples(cell, &step, &output(rep as f64)).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            let samples = first.samples(run).unwrap();
+            assert_eq!(samples.len(), 200, "{}", url.display());
+            for w in 0..2 {
+                let reps: Vec<i64> = samples.iter().filter(|x| x.step_index == w).map(|x| x.repetition).collect();
+                assert_eq!(reps, (1..=100).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    #[test]
     fn facts_cache_keeps_the_latest() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("b.db")).unwrap();
-        assert!(s.cached_facts("h").unwrap().is_none());
-        let mut f = Facts { arch: "i686".into(), ..Default::default() };
-        s.set_host_facts(None, "h", &f).unwrap();
-        f.arch = "x86_64".into();
-        s.set_host_facts(None, "h", &f).unwrap();
-        assert_eq!(s.cached_facts("h").unwrap().unwrap().arch, "x86_64");
+        let places = places();
+        for url in &places.urls {
+            let s = Store::open(url).unwrap();
+            assert!(s.cached_facts("h").unwrap().is_none());
+            let mut f = Facts { arch: "i686".into(), ..Default::default() };
+            s.set_host_facts(None, "h", &f).unwrap();
+            f.arch = "x86_64".into();
+            s.set_host_facts(None, "h", &f).unwrap();
+            assert_eq!(s.cached_facts("h").unwrap().unwrap().arch, "x86_64");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Versioned schema: migration N brings `PRAGMA user_version` from N-1 to N.
 //! Never edit a released migration; add the next one.
 
+use super::sql::{Db, Val};
 use super::StoreError;
 use rusqlite::Connection;
 
@@ -80,6 +81,107 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE cells ADD COLUMN steps TEXT;",
 ];
 
+/// The same schema in PostgreSQL's words, migration for migration (a test
+/// keeps the two lists the same length). `hosts.seq` keeps insertion order,
+/// which SQLite's rowid gives for free.
+const PG_MIGRATIONS: &[&str] = &[
+    "
+    CREATE TABLE runs (
+        id BIGSERIAL PRIMARY KEY,
+        name TEXT,
+        playbook TEXT NOT NULL,
+        playbook_text TEXT NOT NULL,
+        inventory TEXT NOT NULL,
+        limit_pattern TEXT,
+        extra_vars TEXT NOT NULL,
+        benchrig_version TEXT NOT NULL,
+        started TEXT NOT NULL,
+        finished TEXT,
+        status TEXT NOT NULL
+    );
+    CREATE TABLE hosts (
+        run_id BIGINT NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        arch TEXT,
+        agent_sha256 TEXT,
+        facts TEXT,
+        seq BIGSERIAL,
+        PRIMARY KEY (run_id, name)
+    );
+    CREATE TABLE cells (
+        id BIGSERIAL PRIMARY KEY,
+        run_id BIGINT NOT NULL REFERENCES runs(id),
+        host TEXT NOT NULL,
+        play_index BIGINT NOT NULL,
+        play TEXT NOT NULL,
+        key TEXT NOT NULL,
+        params TEXT NOT NULL,
+        repeat BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        info TEXT,
+        started TEXT,
+        finished TEXT,
+        UNIQUE (run_id, host, key)
+    );
+    CREATE TABLE samples (
+        id BIGSERIAL PRIMARY KEY,
+        cell_id BIGINT NOT NULL REFERENCES cells(id),
+        step_index BIGINT NOT NULL,
+        step TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        repetition BIGINT NOT NULL,
+        metric TEXT NOT NULL,
+        value DOUBLE PRECISION NOT NULL,
+        unit TEXT NOT NULL,
+        better TEXT NOT NULL,
+        wall_s DOUBLE PRECISION,
+        user_s DOUBLE PRECISION,
+        sys_s DOUBLE PRECISION,
+        dev_read_bytes BIGINT,
+        dev_write_bytes BIGINT,
+        dev_read_ios BIGINT,
+        dev_write_ios BIGINT,
+        usage TEXT,
+        info TEXT,
+        ts TEXT NOT NULL
+    );
+    CREATE INDEX samples_by_cell ON samples (cell_id);
+    CREATE TABLE host_facts (
+        name TEXT PRIMARY KEY,
+        facts TEXT NOT NULL,
+        updated TEXT NOT NULL
+    );
+    ",
+    "ALTER TABLE cells ADD COLUMN steps TEXT;",
+];
+
+/// PostgreSQL's migrations, under an advisory lock so two orchestrators
+/// starting on a new database do not both create it.
+pub fn migrate_pg(db: &mut Db, url: &str) -> Result<(), StoreError> {
+    db.execute("SELECT pg_advisory_lock(7420001)", &[])?;
+    let result = (|| {
+        db.execute("CREATE TABLE IF NOT EXISTS benchrig_schema (version BIGINT NOT NULL)", &[])?;
+        let current =
+            db.query_one("SELECT MAX(version) FROM benchrig_schema", &[])?.and_then(|r| r.opt_int(0)).unwrap_or(0);
+        let known = PG_MIGRATIONS.len() as i64;
+        if current > known {
+            return Err(StoreError::TooNew { path: url.to_string(), found: current, known });
+        }
+        for (i, sql) in PG_MIGRATIONS.iter().enumerate().skip(current as usize) {
+            db.transaction(|db| {
+                db.execute(sql, &[])?;
+                db.execute("INSERT INTO benchrig_schema (version) VALUES (?1)", &[Val::Int(i as i64 + 1)])
+            })?;
+        }
+        Ok(())
+    })();
+    db.execute("SELECT pg_advisory_unlock(7420001)", &[])?;
+    result
+}
+
 pub fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
@@ -108,5 +210,10 @@ mod tests {
         assert_eq!(v, MIGRATIONS.len() as i64);
         c.pragma_update(None, "user_version", 99).unwrap();
         assert!(matches!(migrate(&c, "mem"), Err(StoreError::TooNew { found: 99, .. })));
+    }
+
+    #[test]
+    fn both_dialects_have_every_migration() {
+        assert_eq!(MIGRATIONS.len(), PG_MIGRATIONS.len());
     }
 }

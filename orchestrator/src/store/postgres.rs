@@ -1,0 +1,114 @@
+//! PostgreSQL for a lab whose runners share one database (`--db
+//! postgres://…`). tokio-postgres's connection is driven by a thread of its
+//! own, so the store's synchronous calls can wait on the client from
+//! anywhere — inside the run's tokio tasks too — as they wait on SQLite.
+
+use super::sql::{Row, Val};
+use super::StoreError;
+use bytes::BytesMut;
+use tokio_postgres::types::{IsNull, ToSql, Type};
+
+pub struct Pg {
+    client: tokio_postgres::Client,
+}
+
+fn pg_err(e: tokio_postgres::Error) -> StoreError {
+    // The server's own message (and detail) says what is wrong.
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}{}", db.message(), db.detail().map(|d| format!(" ({d})")).unwrap_or_default()),
+        None => e.to_string(),
+    };
+    StoreError::Postgres(text)
+}
+
+impl Pg {
+    pub fn connect(url: &str) -> Result<Pg, StoreError> {
+        let url = url.to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("postgres".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(StoreError::Postgres(e.to_string())));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+                        Ok((client, connection)) => {
+                            let _ = tx.send(Ok(client));
+                            // Drives the connection until the client is dropped.
+                            let _ = connection.await;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(pg_err(e)));
+                        }
+                    }
+                });
+            })
+            .map_err(|e| StoreError::Postgres(e.to_string()))?;
+        let client = rx.recv().map_err(|e| StoreError::Postgres(e.to_string()))??;
+        Ok(Pg { client })
+    }
+
+    pub fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        if params.is_empty() {
+            // BEGIN / COMMIT and DDL: the simple protocol, several statements allowed.
+            futures_executor::block_on(self.client.batch_execute(sql)).map_err(pg_err)?;
+            return Ok(0);
+        }
+        futures_executor::block_on(self.client.execute(sql, &refs)).map_err(pg_err)
+    }
+
+    pub fn query(&mut self, sql: &str, params: &[Val]) -> Result<(Vec<String>, Vec<Row>), StoreError> {
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let statement = futures_executor::block_on(self.client.prepare(sql)).map_err(pg_err)?;
+        let names = statement.columns().iter().map(|c| c.name().to_string()).collect();
+        let rows = futures_executor::block_on(self.client.query(&statement, &refs)).map_err(pg_err)?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| {
+                        let v = match *r.columns()[i].type_() {
+                            Type::INT8 => r.try_get::<_, Option<i64>>(i).map(|v| v.map(Val::Int)),
+                            Type::INT4 => r.try_get::<_, Option<i32>>(i).map(|v| v.map(|v| Val::Int(v as i64))),
+                            Type::FLOAT8 => r.try_get::<_, Option<f64>>(i).map(|v| v.map(Val::Real)),
+                            _ => r.try_get::<_, Option<String>>(i).map(|v| v.map(Val::Text)),
+                        };
+                        v.map(|v| v.unwrap_or(Val::Null)).map_err(pg_err)
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Row)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((names, rows))
+    }
+}
+
+/// A value goes to whatever column type the statement has there: the store
+/// writes integers into DOUBLE PRECISION columns now and then (a whole
+/// number of seconds), and that is fine.
+impl ToSql for Val {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self, ty) {
+            (Val::Null, _) => Ok(IsNull::Yes),
+            (Val::Int(i), &Type::INT8) => i.to_sql(ty, out),
+            (Val::Int(i), &Type::INT4) => i32::try_from(*i)?.to_sql(ty, out),
+            (Val::Int(i), &Type::FLOAT8) => (*i as f64).to_sql(ty, out),
+            (Val::Real(f), &Type::FLOAT8) => f.to_sql(ty, out),
+            (Val::Text(s), _) => s.to_sql(ty, out),
+            (Val::Int(i), _) => i.to_string().to_sql(ty, out),
+            (Val::Real(f), _) => f.to_string().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
