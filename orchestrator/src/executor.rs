@@ -47,6 +47,9 @@ impl CellOutcome {
     }
 }
 
+/// Info values kept as artifacts rather than in the cell's info.
+const ARTIFACT_KEYS: &[&str] = &["fs_dump"];
+
 fn store_failed(e: crate::store::StoreError) -> CellOutcome {
     CellOutcome::Failed(format!("storing results: {e}"))
 }
@@ -256,6 +259,22 @@ impl CellRunner<'_> {
         }
     }
 
+    /// What a setup step said, with the cell: long text (a filesystem's
+    /// dump) as an artifact, the rest as the cell's info.
+    fn record_setup(
+        &self,
+        cell_id: i64,
+        step: &str,
+        mut info: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), crate::store::StoreError> {
+        for key in ARTIFACT_KEYS {
+            if let Some(serde_json::Value::String(text)) = info.remove(*key) {
+                self.store.add_artifact(cell_id, &format!("{step}: {key}"), &text)?;
+            }
+        }
+        self.store.add_cell_info(cell_id, step, &info)
+    }
+
     /// Setup, the warm-up repetitions, then the recorded ones. The flag
     /// says the cell's policy is satisfied (its intervals are narrow enough).
     async fn setup_and_measure(
@@ -270,9 +289,7 @@ impl CellRunner<'_> {
             }
             match self.step(cell, s, true).await {
                 Ok(out) => {
-                    if let Err(e) =
-                        self.store.add_cell_info(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), &out.info)
-                    {
+                    if let Err(e) = self.record_setup(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), out.info) {
                         return (store_failed(e), false);
                     }
                 }

@@ -13,6 +13,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         .map(|h| json!({"name": h.name, "status": h.status, "reason": h.reason, "facts": h.facts}))
         .collect();
     let samples = store.samples(run)?;
+    let artifacts = store.artifacts(run)?;
     let mut cells = Vec::new();
     for c in store.cells(run)? {
         let mine: Vec<_> = samples.iter().filter(|s| s.cell_id == c.id).collect();
@@ -26,6 +27,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
             json!({
                 "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
                 "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
+                "artifacts": artifacts.iter().filter(|a| a.cell_id == c.id).map(|a| json!({"name": a.name, "content": a.content})).collect::<Vec<_>>(),
                 "metrics": metrics,
             })
         };

@@ -107,6 +107,13 @@ pub struct SampleRow {
     pub info: Option<Json>,
 }
 
+#[derive(Clone, Debug)]
+pub struct ArtifactRow {
+    pub cell_id: i64,
+    pub name: String,
+    pub content: String,
+}
+
 /// A benchmark step's identity within its cell, for samples.
 pub struct StepRef<'a> {
     pub index: usize,
@@ -285,6 +292,24 @@ impl Store {
             }
             Ok(())
         })
+    }
+
+    /// Long text a step produced, stored beside its cell.
+    pub fn add_artifact(&self, cell: i64, name: &str, content: &str) -> Result<(), StoreError> {
+        self.db().execute(
+            "INSERT INTO artifacts (cell_id, name, content, created) VALUES (?1, ?2, ?3, ?4)",
+            &[cell.into(), name.into(), content.into(), now().into()],
+        )?;
+        Ok(())
+    }
+
+    pub fn artifacts(&self, run: i64) -> Result<Vec<ArtifactRow>, StoreError> {
+        let rows = self.db().query(
+            "SELECT a.cell_id, a.name, a.content FROM artifacts a JOIN cells c ON c.id = a.cell_id
+             WHERE c.run_id = ?1 ORDER BY a.id",
+            &[run.into()],
+        )?;
+        Ok(rows.into_iter().map(|r| ArtifactRow { cell_id: r.int(0), name: r.text(1), content: r.text(2) }).collect())
     }
 
     pub fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
@@ -515,6 +540,7 @@ mod tests {
         let mut info = serde_json::Map::new();
         info.insert("mkfs_command".into(), "mkfs.ext4 -F /dev/loop0".into());
         s.add_cell_info(c, "setup 1", &info).unwrap();
+        s.add_artifact(c, "setup 1: fs_dump", "Filesystem volume name:   <none>\n").unwrap();
         s.set_cell_status(c, "ok", None).unwrap();
         s.finish_run(run, "ok").unwrap();
 
@@ -532,6 +558,8 @@ mod tests {
         assert!(cells[0].finished.is_some());
         let samples = s.samples(run).unwrap();
         assert_eq!((samples[0].value, samples[0].dev_read_bytes, samples[0].repetition), (412.5, Some(4096), 1));
+        let artifacts = s.artifacts(run).unwrap();
+        assert_eq!((artifacts[0].cell_id, artifacts[0].name.as_str()), (c, "setup 1: fs_dump"));
 
         // Export, import into another database (twice into the same: refused), export again: equal but for ids.
         let doc = s.export_run(run).unwrap();
@@ -545,7 +573,7 @@ mod tests {
         let again = other.export_run(imported).unwrap();
         let strip = |mut d: Json| {
             d["run"]["id"] = Json::Null;
-            for k in ["hosts", "cells", "samples"] {
+            for k in ["hosts", "cells", "samples", "artifacts"] {
                 for row in d[k].as_array_mut().unwrap() {
                     for id in ["id", "run_id", "cell_id"] {
                         if row.get(id).is_some() {
@@ -558,6 +586,7 @@ mod tests {
         };
         assert_eq!(strip(again), strip(doc.clone()));
         assert_eq!(other.samples(imported).unwrap()[0].value, 412.5);
+        assert_eq!(other.artifacts(imported).unwrap()[0].content, "Filesystem volume name:   <none>\n");
         let mut broken = doc;
         broken["samples"][0]["cell_id"] = serde_json::json!(999);
         broken["run"]["started"] = serde_json::json!("another time");

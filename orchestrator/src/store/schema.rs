@@ -79,6 +79,16 @@ const MIGRATIONS: &[&str] = &[
     // 2: each cell's planned steps, rendered (what exactly ran: sizes, mkfs
     // argv, devices), beside its parameters.
     "ALTER TABLE cells ADD COLUMN steps TEXT;",
+    // 3: artifacts: long text a step produced (a filesystem's dumpe2fs -h /
+    // xfs_info / btrfs show), kept apart from the cell's small facts.
+    "CREATE TABLE artifacts (
+        id INTEGER PRIMARY KEY,
+        cell_id INTEGER NOT NULL REFERENCES cells(id),
+        name TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (a test
@@ -156,6 +166,14 @@ const PG_MIGRATIONS: &[&str] = &[
     );
     ",
     "ALTER TABLE cells ADD COLUMN steps TEXT;",
+    "CREATE TABLE artifacts (
+        id BIGSERIAL PRIMARY KEY,
+        cell_id BIGINT NOT NULL REFERENCES cells(id),
+        name TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
 ];
 
 /// PostgreSQL's migrations, under an advisory lock so two orchestrators

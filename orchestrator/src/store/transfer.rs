@@ -76,6 +76,7 @@ impl Store {
             "hosts": rows(db, &format!("SELECT * FROM hosts WHERE run_id = ?1 ORDER BY {order}"), run)?,
             "cells": rows(db, "SELECT * FROM cells WHERE run_id = ?1 ORDER BY id", run)?,
             "samples": rows(db, "SELECT s.* FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id", run)?,
+            "artifacts": rows(db, "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
         }))
     }
 
@@ -89,6 +90,8 @@ impl Store {
         let run = doc["run"].as_object().ok_or_else(|| bad("no `run`"))?;
         let list = |k: &str| doc[k].as_array().cloned().ok_or_else(|| bad(&format!("no `{k}` list")));
         let (hosts, cells, samples) = (list("hosts")?, list("cells")?, list("samples")?);
+        // Exports from before artifacts were stored have none.
+        let artifacts = doc["artifacts"].as_array().cloned().unwrap_or_default();
         let mut db = self.db();
         let existing = db.query_one(
             "SELECT id FROM runs WHERE started = ?1 AND playbook = ?2 AND name IS NOT DISTINCT FROM ?3",
@@ -111,13 +114,18 @@ impl Store {
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
             }
-            for s in &samples {
-                let mut s = s.as_object().cloned().ok_or_else(|| bad("a sample is not an object"))?;
-                let old = s["cell_id"].as_i64().ok_or_else(|| bad("a sample has no cell_id"))?;
-                let new =
-                    cell_ids.get(&old).ok_or_else(|| bad(&format!("a sample of cell {old}, which is not there")))?;
-                s.insert("cell_id".into(), json!(new));
-                insert(db, "samples", &s)?;
+            for (table, items) in [("samples", &samples), ("artifacts", &artifacts)] {
+                for s in items {
+                    let mut s =
+                        s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
+                    let old =
+                        s["cell_id"].as_i64().ok_or_else(|| bad(&format!("an entry of {table} has no cell_id")))?;
+                    let new = cell_ids
+                        .get(&old)
+                        .ok_or_else(|| bad(&format!("an entry of {table} of cell {old}, which is not there")))?;
+                    s.insert("cell_id".into(), json!(new));
+                    insert(db, table, &s)?;
+                }
             }
             Ok(new_run)
         })
