@@ -1,4 +1,5 @@
-//! `benchrig inventory --list | --graph | --host H`, shaped as `ansible-inventory` prints them.
+//! `benchrig inventory --list | --graph | --host H | --list-hosts P`, shaped as
+//! `ansible-inventory` (and `ansible P --list-hosts`) print them.
 
 use crate::cli::InventoryArgs;
 use crate::inventory::Inventory;
@@ -7,6 +8,7 @@ use serde_json::{json, Map, Value as Json};
 
 pub fn run(args: InventoryArgs) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.inventory)?;
+    let limit = args.limit.as_deref();
     if let Some(h) = &args.host {
         if !inv.hosts.contains_key(h) {
             anyhow::bail!("host `{h}` is not in the inventory");
@@ -14,24 +16,40 @@ pub fn run(args: InventoryArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&Json::Object(inv.host_vars_plain(h)))?);
     } else if args.graph {
         print!("{}", graph(&inv, "all", 0));
+    } else if let Some(p) = &args.list_hosts {
+        let hosts = selection::select(&inv, p, limit)?;
+        println!("  hosts ({}):", hosts.len());
+        for h in hosts {
+            println!("    {h}");
+        }
     } else {
-        println!("{}", serde_json::to_string_pretty(&list(&inv))?);
+        let hosts = selection::select(&inv, "all", limit)?;
+        println!("{}", serde_json::to_string_pretty(&list(&inv, &hosts))?);
     }
     Ok(0)
 }
 
-pub fn list(inv: &Inventory) -> Json {
+/// `--list` over the hosts a limit left: groups keep only those hosts, a group
+/// left with neither hosts nor children is dropped (its parent still names
+/// it), and hosts without variables are not in `hostvars`, as Ansible does.
+pub fn list(inv: &Inventory, hosts: &[String]) -> Json {
     let mut out = Map::new();
-    let hostvars: Map<String, Json> =
-        inv.hosts.keys().map(|h| (h.clone(), Json::Object(inv.host_vars_plain(h)))).collect();
-    out.insert("_meta".into(), json!({ "hostvars": hostvars }));
+    let hostvars: Map<String, Json> = hosts
+        .iter()
+        .map(|h| (h.clone(), inv.host_vars_plain(h)))
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(h, v)| (h, Json::Object(v)))
+        .collect();
+    // `profile` names the JSON encoding of values; ansible-core 2.19 prints it.
+    out.insert("_meta".into(), json!({ "hostvars": hostvars, "profile": "inventory_legacy" }));
     for (name, g) in &inv.groups {
         let mut entry = Map::new();
         if !g.children.is_empty() {
             entry.insert("children".into(), json!(g.children));
         }
-        if !g.hosts.is_empty() && name != "all" {
-            entry.insert("hosts".into(), json!(g.hosts));
+        let kept: Vec<&String> = g.hosts.iter().filter(|h| hosts.contains(h)).collect();
+        if !kept.is_empty() && name != "all" {
+            entry.insert("hosts".into(), json!(kept));
         }
         if !entry.is_empty() {
             out.insert(name.clone(), Json::Object(entry));
@@ -47,7 +65,8 @@ fn graph(inv: &Inventory, group: &str, depth: usize) -> String {
         for c in &g.children {
             s += &graph(inv, c, depth + 1);
         }
-        for h in &g.hosts {
+        // Ansible lists `all`'s hosts under `ungrouped` only.
+        for h in g.hosts.iter().filter(|_| group != "all") {
             s += &format!("{}  |--{h}\n", "  |".repeat(depth));
         }
     }

@@ -12,6 +12,12 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
     Ok(())
 }
 
+/// Whether `text` is a YAML mapping (Ansible's yaml plugin then takes a file
+/// without an extension; anything else goes to the ini plugin).
+pub fn is_mapping(name: &str, text: &str) -> bool {
+    yaml::parse_str(name, text).is_ok_and(|n| n.as_map().is_some())
+}
+
 fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), ConfigError> {
     inv.ensure_group(name);
     for (key, value) in node.expect_map(&format!("group `{name}`"))? {
@@ -27,8 +33,10 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), Config
                 }
             }
             Some("vars") => {
-                let vars = vars_of(value, &format!("`vars` of group `{name}`"))?;
-                inv.ensure_group(name).vars.extend(vars);
+                for (k, v) in value.expect_map(&format!("`vars` of group `{name}`"))? {
+                    let key = k.scalar_text().unwrap_or_default();
+                    inv.set_group_var(name, &key, v.to_json()).map_err(|e| v.error(e))?;
+                }
             }
             Some("children") => {
                 for (ckey, cnode) in value.expect_map("`children`")? {
