@@ -14,6 +14,10 @@ ci/build-agents.sh
 step "unit tests"
 cargo test --locked --workspace
 
+step "inventory parity with ansible-inventory (the oracle .ci/run installs)"
+BENCHRIG_ANSIBLE_INVENTORY=${BENCHRIG_ANSIBLE_INVENTORY:-/var/tmp/benchrig-venv/bin/ansible-inventory} \
+    cargo test --locked -p benchrig --test ansible_parity -- --ignored
+
 step "simulated lab up (twice: up is idempotent)"
 trap 'ci/lab.sh down || true' EXIT
 ci/lab.sh up

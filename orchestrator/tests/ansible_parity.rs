@@ -148,8 +148,6 @@ impl Checker {
     /// Compare `benchrig <ours>` with `<oracle> <theirs>`.
     fn check(&mut self, case: &Case, kind: Kind, ours: Vec<String>, oracle: &Path, theirs: Vec<String>) {
         self.comparisons += 1;
-        let t0 = std::time::Instant::now();
-        let _slow = Slow(t0, format!("{} {}", case.name, theirs.join(" ")));
         let what =
             format!("case {}: benchrig {}  vs  {} {}", case.name, ours.join(" "), oracle.display(), theirs.join(" "));
         let (a, b) = match (run(&self.benchrig, case, &ours), run(oracle, case, &theirs)) {
@@ -182,13 +180,6 @@ impl Checker {
         if a != b {
             self.failures.push(format!("{what}\n{}", diff(&a, &b)));
         }
-    }
-}
-
-struct Slow(std::time::Instant, String);
-impl Drop for Slow {
-    fn drop(&mut self) {
-        eprintln!("{:.2}s {}", self.0.elapsed().as_secs_f64(), self.1);
     }
 }
 
