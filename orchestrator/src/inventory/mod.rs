@@ -9,6 +9,7 @@ pub mod pattern;
 mod pyliteral;
 mod ranges;
 mod vars_dirs;
+mod yaml11;
 mod yaml_format;
 
 use crate::yaml::ConfigError;

@@ -70,7 +70,8 @@ fn read_vars(base: &Path, name: &str) -> Result<Vars, InventoryError> {
     let mut vars = Vars::new();
     for f in files {
         let node = yaml::parse_file(&f)?;
-        vars.extend(yaml_format::vars_of(&node, &format!("{}", f.display()))?);
+        let json = yaml_format::is_json(&node.loc.src.text);
+        vars.extend(yaml_format::vars_of(&node, &format!("{}", f.display()), json)?);
     }
     Ok(vars)
 }

@@ -5,9 +5,10 @@ use crate::yaml::{self, unknown_key, ConfigError, Node};
 
 pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigError> {
     let root = yaml::parse_str(name, text)?;
+    let json = is_json(text);
     for (key, value) in root.expect_map("an inventory")? {
         let group = key.expect_str("a group name")?;
-        load_group(inv, group, value)?;
+        load_group(inv, group, value, json)?;
     }
     Ok(())
 }
@@ -18,7 +19,7 @@ pub fn is_mapping(name: &str, text: &str) -> bool {
     yaml::parse_str(name, text).is_ok_and(|n| n.as_map().is_some())
 }
 
-fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), ConfigError> {
+fn load_group(inv: &mut Inventory, name: &str, node: &Node, json: bool) -> Result<(), ConfigError> {
     inv.ensure_group(name);
     for (key, value) in node.expect_map(&format!("group `{name}`"))? {
         match key.as_str() {
@@ -27,7 +28,7 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), Config
                     let pattern = hkey.scalar_text().unwrap_or_default();
                     for host in ranges::expand(&pattern).map_err(|e| hkey.error(e))? {
                         inv.add_host_to_group(name, &host);
-                        let vars = vars_of(hvars, &format!("host `{host}`"))?;
+                        let vars = vars_of(hvars, &format!("host `{host}`"), json)?;
                         inv.ensure_host(&host).vars.extend(vars);
                     }
                 }
@@ -35,14 +36,14 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), Config
             Some("vars") => {
                 for (k, v) in value.expect_map(&format!("`vars` of group `{name}`"))? {
                     let key = k.scalar_text().unwrap_or_default();
-                    inv.set_group_var(name, &key, v.to_json()).map_err(|e| v.error(e))?;
+                    inv.set_group_var(name, &key, self::value(v, json)).map_err(|e| v.error(e))?;
                 }
             }
             Some("children") => {
                 for (ckey, cnode) in value.expect_map("`children`")? {
                     let child = ckey.expect_str("a group name")?;
                     inv.add_child(name, child);
-                    load_group(inv, child, cnode)?;
+                    load_group(inv, child, cnode, json)?;
                 }
             }
             _ => return Err(unknown_key(key, &format!("group `{name}`"), &["hosts", "vars", "children"])),
@@ -51,9 +52,24 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), Config
     Ok(())
 }
 
-/// A mapping of variables (or nothing) as JSON values.
-pub fn vars_of(node: &Node, what: &str) -> Result<super::Vars, ConfigError> {
-    Ok(node.expect_map(what)?.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.to_json())).collect())
+/// A mapping of variables (or nothing) as JSON values, typed as Ansible's
+/// YAML loader types them; `json` when the whole file is JSON (see [`is_json`]).
+pub fn vars_of(node: &Node, what: &str, json: bool) -> Result<super::Vars, ConfigError> {
+    Ok(node.expect_map(what)?.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), value(v, json))).collect())
+}
+
+/// Ansible's loader tries JSON first: a JSON file is read as JSON, which the
+/// parser's own typing already matches; YAML gets YAML 1.1 typing.
+pub fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+fn value(node: &Node, json: bool) -> serde_json::Value {
+    if json {
+        node.to_json()
+    } else {
+        super::yaml11::to_json(node)
+    }
 }
 
 #[cfg(test)]
