@@ -89,11 +89,8 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
                     if let (Some(p), false) = (port, inv.hosts.contains_key(&h)) {
                         inv.ensure_host(&h).vars.insert("ansible_port".into(), Json::from(p));
                     }
-                    if group != "ungrouped" {
-                        inv.add_host_to_group(group, &h);
-                    } else {
-                        inv.ensure_host(&h);
-                    }
+                    // Hosts before any section go to `ungrouped` at once, as Ansible's parser does.
+                    inv.add_host_to_group(group, &h);
                     inv.ensure_host(&h).vars.extend(vars.clone());
                 }
             }

@@ -188,12 +188,22 @@ impl Inventory {
         }
         let hosts: Vec<String> = self.hosts.keys().cloned().collect();
         for h in &hosts {
+            let in_group = |name: &str| self.groups.get(name).is_some_and(|g| g.hosts.contains(h));
             let grouped = self.groups.values().any(|g| g.name != "all" && g.name != "ungrouped" && g.hosts.contains(h));
-            if !grouped {
-                self.add_host_to_group("ungrouped", h);
-            } else {
+            if in_group("ungrouped") {
                 // Named under `ungrouped` and in a real group: Ansible drops the former.
-                self.ensure_group("ungrouped").hosts.retain(|x| x != h);
+                if grouped {
+                    self.ensure_group("ungrouped").hosts.retain(|x| x != h);
+                }
+            } else if !grouped {
+                // Ansible's `add_child('ungrouped', name)` takes a group before a
+                // host of that name: a host named like a group makes that group
+                // a child of `ungrouped` and stays in `all` alone (Ansible warns).
+                if self.groups.contains_key(h) {
+                    self.add_child("ungrouped", h);
+                } else {
+                    self.add_host_to_group("ungrouped", h);
+                }
             }
         }
     }
