@@ -111,6 +111,9 @@ pub struct InventoryArgs {
     /// Only hosts matching this pattern (as ansible-inventory's: `--list` and `--list-hosts`; `--host` and `--graph` ignore it).
     #[arg(short = 'l', long = "limit")]
     pub limit: Option<String>,
+    /// The group `--graph` starts at (as ansible-inventory's pattern argument).
+    #[arg(value_name = "GROUP", default_value = "all")]
+    pub group: String,
 }
 
 #[derive(Args, Debug)]

@@ -8,7 +8,8 @@
 //! run in the case directory (so `@file` limits are relative to it) with the
 //! same arguments:
 //!
-//! - `--list`, `--graph`, and `--host H` for every host;
+//! - `--list`, `--graph`, `--graph G` for every group with children, and
+//!   `--host H` for every host;
 //! - per pattern P: `--list --limit P`, and the hosts P selects, in order:
 //!   `benchrig inventory --list-hosts P` against `ansible -i … P --list-hosts`
 //!   (`all --limit P` on both sides for an `@file` P, which only `--limit`
@@ -254,6 +255,12 @@ fn benchrig_inventory_matches_ansible_inventory() {
         let list: Value = run(&inventory, case, &with(&["--list"]))
             .and_then(|out| serde_json::from_str(&out).map_err(|e| e.to_string()))
             .unwrap_or_else(|e| panic!("case {}: ansible-inventory --list: {e}", case.name));
+        // `--graph G` from every group that has children.
+        let parents =
+            list.as_object().into_iter().flatten().filter(|(g, v)| *g != "all" && v.get("children").is_some());
+        for (g, _) in parents {
+            c.check(case, Kind::Text, inv_cmd(&["--graph", g]), &inventory, with(&["--graph", g]));
+        }
         for h in hosts_of(&list) {
             c.check(case, Kind::Json, inv_cmd(&["--host", &h]), &inventory, with(&["--host", &h]));
         }

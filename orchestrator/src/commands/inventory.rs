@@ -15,7 +15,10 @@ pub fn run(args: InventoryArgs) -> anyhow::Result<i32> {
         }
         println!("{}", serde_json::to_string_pretty(&Json::Object(inv.host_vars_plain(h)))?);
     } else if args.graph {
-        print!("{}", graph(&inv, "all", 0));
+        if !inv.groups.contains_key(&args.group) {
+            anyhow::bail!("`{}` is not a group: --graph starts at a group", args.group);
+        }
+        print!("{}", graph(&inv, &args.group, 0));
     } else if let Some(p) = &args.list_hosts {
         let hosts = selection::select(&inv, p, limit)?;
         println!("  hosts ({}):", hosts.len());
@@ -66,9 +69,29 @@ fn graph(inv: &Inventory, group: &str, depth: usize) -> String {
             s += &graph(inv, c, depth + 1);
         }
         // Ansible lists `all`'s hosts under `ungrouped` only.
-        for h in g.hosts.iter().filter(|_| group != "all") {
+        for h in g.hosts.iter().filter(|_| g.name != "all") {
             s += &format!("{}  |--{h}\n", "  |".repeat(depth));
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_under_a_limit_keeps_parents_naming_dropped_groups() {
+        let mut inv = Inventory::empty();
+        inv.add_host_to_group("web", "w1");
+        inv.add_host_to_group("db", "d1");
+        inv.add_child("all", "web");
+        inv.add_child("all", "db");
+        inv.ensure_host("w1").vars.insert("x".into(), json!(1));
+        let out = list(&inv, &["w1".to_string()]);
+        assert_eq!(out["all"]["children"], json!(["ungrouped", "web", "db"]));
+        assert_eq!(out["web"]["hosts"], json!(["w1"]));
+        assert!(out.get("db").is_none(), "a group left empty is dropped");
+        assert_eq!(out["_meta"]["hostvars"], json!({"w1": {"x": 1}}), "hosts without variables are left out");
+    }
 }
