@@ -13,24 +13,27 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, String> {
         Some(s) => s.parse().ok().filter(|&s| s > 0).ok_or_else(|| format!("`{pattern}`: bad step `{s}`"))?,
         None => 1,
     };
-    let (beg, end) = (parts[0], parts[1]);
-    let items: Vec<String> = if let (Ok(b), Ok(e)) = (beg.parse::<u64>(), end.parse::<u64>()) {
+    // As Ansible's `expand_hostname_range`: an empty start is 0; a start
+    // with a leading zero fixes the width, and the end must have it too;
+    // letters run through a-z then A-Z.
+    let (beg, end) = (if parts[0].is_empty() { "0" } else { parts[0] }, parts[1]);
+    if end.is_empty() {
+        return Err(format!("`{pattern}`: a range needs an end"));
+    }
+    const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let letter = |s: &str| (s.len() == 1).then(|| LETTERS.find(s)).flatten();
+    let items: Vec<String> = if let (Some(b), Some(e)) = (letter(beg), letter(end)) {
         if b > e {
             return Err(format!("`{pattern}`: range start is after its end"));
         }
-        // A leading zero fixes the width: [01:16] gives 01..16.
+        LETTERS[b..=e].chars().step_by(step).map(String::from).collect()
+    } else if let (Ok(b), Ok(e)) = (beg.parse::<u64>(), end.parse::<u64>()) {
         let width = if beg.len() > 1 && beg.starts_with('0') { beg.len() } else { 0 };
-        (b..=e).step_by(step).map(|n| format!("{n:0width$}")).collect()
-    } else if beg.len() == 1
-        && end.len() == 1
-        && beg.chars().all(|c| c.is_ascii_alphabetic())
-        && end.chars().all(|c| c.is_ascii_alphabetic())
-    {
-        let (b, e) = (beg.as_bytes()[0], end.as_bytes()[0]);
-        if b > e {
-            return Err(format!("`{pattern}`: range start is after its end"));
+        if width > 0 && end.len() != width {
+            return Err(format!("`{pattern}`: a zero-padded range needs a start and an end of one width"));
         }
-        (b..=e).step_by(step).map(|c| (c as char).to_string()).collect()
+        // Python's range(): an end before the start is no host at all.
+        (b..=e).step_by(step).map(|n| format!("{n:0width$}")).collect()
     } else {
         return Err(format!("`{pattern}`: `[{range}]` is neither a numeric nor an alphabetic range"));
     };
@@ -54,11 +57,13 @@ mod tests {
         assert_eq!(expand("x[0:6:3]").unwrap(), ["x0", "x3", "x6"]);
         assert_eq!(expand("r[1:2]c[1:2]").unwrap(), ["r1c1", "r1c2", "r2c1", "r2c2"]);
         assert_eq!(expand("plain").unwrap(), ["plain"]);
+        assert_eq!(expand("e[:2]").unwrap(), ["e0", "e1", "e2"]);
+        assert_eq!(expand("m[y:B]").unwrap(), ["my", "mz", "mA", "mB"]);
     }
 
     #[test]
     fn bad_ranges_are_errors() {
-        for p in ["n[1:", "n[3:1]", "n[1:2:0]", "n[a:3]", "n[1]"] {
+        for p in ["n[1:", "n[c:a]", "n[1:2:0]", "n[a:3]", "n[1]", "n[01:3]", "n[1:]"] {
             assert!(expand(p).is_err(), "{p}");
         }
     }
