@@ -75,7 +75,7 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
                 let words =
                     shlex::split(strip_comment(line)).ok_or_else(|| err(lineno, indent, "unbalanced quotes".into()))?;
                 let Some((pattern, rest)) = words.split_first() else { continue };
-                let (pattern, port) = split_port(pattern);
+                let (pattern, port) = ranges::split_port(pattern);
                 let hosts = ranges::expand(pattern).map_err(|e| err(lineno, indent, e))?;
                 let mut vars = super::Vars::new();
                 for word in rest {
@@ -167,29 +167,6 @@ fn strip_comment(line: &str) -> &str {
         }
     }
     line
-}
-
-/// `host:2222` or `node[01:04]:2222` sets the port; an IPv6 address keeps its colons.
-fn split_port(pattern: &str) -> (&str, Option<u16>) {
-    let mut depth = 0i32;
-    let outside: Vec<usize> = pattern
-        .char_indices()
-        .filter_map(|(i, c)| {
-            match c {
-                '[' => depth += 1,
-                ']' => depth -= 1,
-                ':' if depth == 0 => return Some(i),
-                _ => {}
-            }
-            None
-        })
-        .collect();
-    if let [i] = outside[..] {
-        if let Ok(port) = pattern[i + 1..].parse() {
-            return (&pattern[..i], Some(port));
-        }
-    }
-    (pattern, None)
 }
 
 /// Inline host values are read as Python literals where they are one

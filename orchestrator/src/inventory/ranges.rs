@@ -46,6 +46,29 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// `host:2222` or `node[01:04]:2222` sets the port; an IPv6 address keeps its colons.
+pub fn split_port(pattern: &str) -> (&str, Option<u16>) {
+    let mut depth = 0i32;
+    let outside: Vec<usize> = pattern
+        .char_indices()
+        .filter_map(|(i, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                ':' if depth == 0 => return Some(i),
+                _ => {}
+            }
+            None
+        })
+        .collect();
+    if let [i] = outside[..] {
+        if let Ok(port) = pattern[i + 1..].parse() {
+            return (&pattern[..i], Some(port));
+        }
+    }
+    (pattern, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::expand;

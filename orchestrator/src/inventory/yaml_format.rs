@@ -25,8 +25,13 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node, json: bool) -> Resul
         match key.as_str() {
             Some("hosts") => {
                 for (hkey, hvars) in value.expect_map("`hosts`")? {
-                    let pattern = hkey.scalar_text().unwrap_or_default();
-                    for host in ranges::expand(&pattern).map_err(|e| hkey.error(e))? {
+                    let text = hkey.scalar_text().unwrap_or_default();
+                    let (pattern, port) = ranges::split_port(&text);
+                    for host in ranges::expand(pattern).map_err(|e| hkey.error(e))? {
+                        // As in INI: `web1:2222:` sets the port of a host this key creates.
+                        if let (Some(p), false) = (port, inv.hosts.contains_key(&host)) {
+                            inv.ensure_host(&host).vars.insert("ansible_port".into(), p.into());
+                        }
                         inv.add_host_to_group(name, &host);
                         let vars = vars_of(hvars, &format!("host `{host}`"), json)?;
                         inv.ensure_host(&host).vars.extend(vars);
