@@ -4,6 +4,11 @@
 use super::{ranges, Inventory};
 use crate::yaml::{ConfigError, Loc, SourceFile};
 use indexmap::IndexMap;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static SECTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$").expect("valid regex"));
 use serde_json::Value as Json;
 use std::sync::Arc;
 
@@ -30,18 +35,15 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
             continue;
         }
         let indent = raw.len() - raw.trim_start().len() + 1;
-        if let Some(header) = line.strip_prefix('[') {
-            // A trailing comment after the header is allowed.
-            let header = header
-                .split_once(']')
-                .filter(|(_, rest)| rest.trim().is_empty() || rest.trim_start().starts_with('#'))
-                .map(|(h, _)| h)
-                .ok_or_else(|| err(lineno, indent, "section header has no closing `]`".into()))?;
-            section = match header.split_once(':') {
-                None => Section::Hosts(header.to_string()),
-                Some((g, "vars")) => Section::Vars(g.to_string()),
-                Some((g, "children")) => Section::Children(g.to_string()),
-                Some((_, other)) => {
+        // Ansible's section pattern; other lines starting with `[` are hosts
+        // (`[2001:db8::1]:2222`) unless they also end with `]`.
+        if let Some(c) = SECTION.captures(line) {
+            let g = c[1].to_string();
+            section = match c.get(2).map(|m| m.as_str()) {
+                None => Section::Hosts(g),
+                Some("vars") => Section::Vars(g),
+                Some("children") => Section::Children(g),
+                Some(other) => {
                     return Err(err(
                         lineno,
                         indent,
@@ -69,6 +71,13 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
                 }
             }
             continue;
+        }
+        if line.starts_with('[') && line.ends_with(']') {
+            return Err(err(
+                lineno,
+                indent,
+                format!("`{line}` is no section header (no spaces, one `:` before vars or children)"),
+            ));
         }
         match &section {
             Section::Hosts(group) => {
@@ -211,11 +220,22 @@ mod tests {
     }
 
     #[test]
+    fn bracketed_ipv6_with_a_port_is_a_host_line() {
+        let inv = load_str("[v6]\n[2001:db8::1]:2222\n[web]  # comment\nw1\n");
+        assert_eq!(inv.hosts["2001:db8::1"].vars["ansible_port"], json!(2222));
+        assert_eq!(inv.hosts_of_group("web"), vec!["w1"]);
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let mut inv = Inventory::default();
         let e = load(&mut inv, "hosts.ini", "[web]\nh1 novalue\n").unwrap_err();
         assert_eq!((e.file.as_str(), e.line), ("hosts.ini", 2));
         let e = load(&mut inv, "hosts.ini", "[web:bogus]\n").unwrap_err();
         assert!(e.message.contains(":bogus"));
+        let e = load(&mut inv, "hosts.ini", "[web one]\n").unwrap_err();
+        assert!(e.message.contains("no section header"), "{}", e.message);
+        let e = load(&mut inv, "hosts.ini", "[p:children]\nnever\n").unwrap_err();
+        assert_eq!(e.line, 2, "a child group never defined: {}", e.message);
     }
 }

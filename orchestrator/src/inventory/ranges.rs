@@ -48,6 +48,12 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, String> {
 
 /// `host:2222` or `node[01:04]:2222` sets the port; an IPv6 address keeps its colons.
 pub fn split_port(pattern: &str) -> (&str, Option<u16>) {
+    // `[2001:db8::1]:2222`: a bracketed IPv6 address and its port.
+    if let Some((v6, port)) = pattern.strip_prefix('[').and_then(|r| r.split_once("]:")) {
+        if let (true, Ok(port)) = (v6.parse::<std::net::Ipv6Addr>().is_ok(), port.parse()) {
+            return (v6, Some(port));
+        }
+    }
     let mut depth = 0i32;
     let outside: Vec<usize> = pattern
         .char_indices()
