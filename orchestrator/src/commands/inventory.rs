@@ -13,7 +13,7 @@ pub fn run(args: InventoryArgs) -> anyhow::Result<i32> {
         if !inv.hosts.contains_key(h) {
             anyhow::bail!("host `{h}` is not in the inventory");
         }
-        println!("{}", serde_json::to_string_pretty(&Json::Object(inv.host_vars_plain(h)))?);
+        println!("{}", serde_json::to_string_pretty(&Json::Object(shown(inv.host_vars_plain(h))))?);
     } else if args.graph {
         if !inv.groups.contains_key(&args.group) {
             anyhow::bail!("`{}` is not a group: --graph starts at a group", args.group);
@@ -39,7 +39,7 @@ pub fn list(inv: &Inventory, hosts: &[String]) -> Json {
     let mut out = Map::new();
     let hostvars: Map<String, Json> = hosts
         .iter()
-        .map(|h| (h.clone(), inv.host_vars_plain(h)))
+        .map(|h| (h.clone(), shown(inv.host_vars_plain(h))))
         .filter(|(_, v)| !v.is_empty())
         .map(|(h, v)| (h, Json::Object(v)))
         .collect();
@@ -59,6 +59,49 @@ pub fn list(inv: &Inventory, hosts: &[String]) -> Json {
         }
     }
     Json::Object(out)
+}
+
+/// Names Ansible reserves for what it computes (C.INTERNAL_STATIC_VARS):
+/// `ansible-inventory` leaves them out even when an inventory sets them.
+const INTERNAL: &[&str] = &[
+    "ansible_async_path",
+    "ansible_collection_name",
+    "ansible_config_file",
+    "ansible_dependent_role_names",
+    "ansible_diff_mode",
+    "ansible_facts",
+    "ansible_forks",
+    "ansible_inventory_sources",
+    "ansible_limit",
+    "ansible_play_batch",
+    "ansible_play_hosts",
+    "ansible_play_hosts_all",
+    "ansible_play_role_names",
+    "ansible_playbook_python",
+    "ansible_role_name",
+    "ansible_role_names",
+    "ansible_run_tags",
+    "ansible_skip_tags",
+    "ansible_verbosity",
+    "ansible_version",
+    "inventory_dir",
+    "inventory_file",
+    "inventory_hostname",
+    "inventory_hostname_short",
+    "groups",
+    "group_names",
+    "hostvars",
+    "playbook_dir",
+    "play_hosts",
+    "role_name",
+    "role_names",
+    "role_path",
+    "role_uuid",
+];
+
+fn shown(mut vars: crate::inventory::Vars) -> crate::inventory::Vars {
+    vars.retain(|k, _| !INTERNAL.contains(&k.as_str()));
+    vars
 }
 
 fn graph(inv: &Inventory, group: &str, depth: usize) -> String {
