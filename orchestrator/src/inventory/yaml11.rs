@@ -40,18 +40,25 @@ fn convert(node: &Node) -> Json {
     }
 }
 
-/// Whether the text before a scalar on its line leaves a `[` or `{` open:
-/// then `,`, `]` and `}` end the scalar.
+/// Whether the document before a scalar leaves a `[` or `{` open (flow
+/// collections may span lines): then `,`, `]` and `}` end the scalar.
+/// Quotes and comments are skipped; a stray bracket in a block scalar could
+/// fool it, which [`plain_text`] guards against.
 fn in_flow(before: &str) -> bool {
-    let (mut depth, mut quote) = (0i32, None);
+    let (mut depth, mut quote, mut comment, mut prev) = (0i32, None, false, '\n');
     for c in before.chars() {
-        match (quote, c) {
-            (None, '\'' | '"') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '[' | '{') => depth += 1,
-            (None, ']' | '}') => depth -= 1,
+        match (comment, quote, c) {
+            (true, _, '\n') => comment = false,
+            (true, _, _) => {}
+            (false, None, '#') if prev.is_whitespace() => comment = true,
+            (false, None, '\'' | '"') => quote = Some(c),
+            (false, Some(q), c) if c == q => quote = None,
+            (false, Some('"'), '\n') | (false, Some('\''), '\n') if depth == 0 => quote = None,
+            (false, None, '[' | '{') => depth += 1,
+            (false, None, ']' | '}') => depth = (depth - 1).max(0),
             _ => {}
         }
+        prev = c;
     }
     depth > 0
 }
@@ -63,14 +70,23 @@ fn plain_text(node: &Node) -> Option<String> {
     let col = (node.loc.col as usize).checked_sub(1)?;
     let before: String = line.chars().take(col).collect();
     let rest: String = line.chars().skip(col).collect();
+    let text = &node.loc.src.text;
+    let line_start: usize =
+        text.split_inclusive('\n').take((node.loc.line as usize).saturating_sub(1)).map(str::len).sum();
     // A tag (`!!str 123`) may stand before the position the parser gives.
     let tagged = before.split_whitespace().last().is_some_and(|w| w.starts_with('!'));
     if tagged || rest.starts_with(['\'', '"', '!', '&', '*', '|', '>', '[', '{']) {
         return None;
     }
     let mut end = rest.find(" #").unwrap_or(rest.len());
-    if in_flow(&before) {
+    // Scanning the document is only needed when a flow terminator follows.
+    let has_terminator = rest[..end].contains([',', ']', '}']);
+    if has_terminator && in_flow(&format!("{}{before}", &text[..line_start.min(text.len())])) {
         end = end.min(rest.find([',', ']', '}']).unwrap_or(rest.len()));
+    }
+    // A boolean or number has no space, comma or bracket in it, flow or not.
+    if !matches!(node.value, Value::Str(_)) {
+        end = end.min(rest.find(|c: char| c.is_whitespace() || ",]}".contains(c)).unwrap_or(rest.len()));
     }
     let raw = rest[..end].trim_end().to_string();
     // A text value that is not the whole of it spans lines: leave it alone.
@@ -149,6 +165,16 @@ mod tests {
             json!({"a": "y", "b": "n", "c": true, "d": false, "e": 15, "f": "0o17", "g": 31, "h": 1000,
                    "i": 750, "j": "1e3", "k": 1000.0, "l": "017", "r": "123", "m": ["y", 15, "n"], "n": {"p": true, "q": 8},
                    "o": 2.5, "p": null, "q": 1.1})
+        );
+    }
+
+    #[test]
+    fn flow_mappings_across_lines() {
+        let v =
+            value_of("d:\n  - { path: /dev/sdb, name: 'a,b',\n      serial: X, wipe: true, n: 017 }\n  - {t: 12:30}\n");
+        assert_eq!(
+            v,
+            json!({"d": [{"path": "/dev/sdb", "name": "a,b", "serial": "X", "wipe": true, "n": 15}, {"t": 750}]})
         );
     }
 
