@@ -32,6 +32,12 @@ pub enum Command {
     Show(ShowArgs),
     /// A run's report in a machine- or human-readable format.
     Report(ReportArgs),
+    /// Write a run with everything stored about it as JSON (for `import` elsewhere).
+    Export(ExportArgs),
+    /// Add an exported run to this database (under a new id).
+    Import(ImportArgs),
+    /// Compare two runs metric by metric: improved, regressed, unchanged, not comparable.
+    Compare(CompareArgs),
     /// Unmount, detach and remove what benchrig left on hosts.
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
@@ -63,6 +69,21 @@ pub struct PlaybookArgs {
     /// Extra variables: key=value, a YAML/JSON mapping, or @file. Always win. Repeatable.
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
+    /// Only steps (or plays) with these tags (comma-separated, repeatable; `all`, `tagged`, `untagged`).
+    #[arg(short = 't', long = "tags")]
+    pub tags: Vec<String>,
+    /// Leave out steps with these tags (wins over --tags).
+    #[arg(long = "skip-tags")]
+    pub skip_tags: Vec<String>,
+    /// Only list the hosts each play would run on.
+    #[arg(long)]
+    pub list_hosts: bool,
+    /// Only list each play's steps (after --tags / --skip-tags) with their tags.
+    #[arg(long)]
+    pub list_tasks: bool,
+    /// Only check the playbook, the inventory and the plan; touch no host.
+    #[arg(long)]
+    pub syntax_check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -78,12 +99,6 @@ pub struct RunArgs {
 pub struct PlanArgs {
     #[command(flatten)]
     pub play: PlaybookArgs,
-    /// Only list the hosts each play would run on.
-    #[arg(long)]
-    pub list_hosts: bool,
-    /// Only check the playbook's syntax and keys.
-    #[arg(long)]
-    pub syntax_check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -133,6 +148,14 @@ pub struct ShowArgs {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     Json,
+    /// Markdown tables per play, and warnings.
+    Md,
+    /// One self-contained page: tables, SVG charts with CI95, hosts, warnings.
+    Html,
+    /// One row per sample.
+    Csv,
+    /// A test case per cell: failed cells (and regressions, with --baseline) fail.
+    Junit,
 }
 
 #[derive(Args, Debug)]
@@ -143,6 +166,12 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// For junit: a run to compare with; a cell with a regressed metric fails.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// With --baseline: ignore changes under this many percent.
+    #[arg(long, default_value_t = 0.0)]
+    pub threshold: f64,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -154,4 +183,52 @@ pub struct PingArgs {
     /// Round trips per host.
     #[arg(short = 'n', long, default_value_t = 200)]
     pub count: usize,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    /// A markdown table, for a pull request or a CI job summary.
+    Md,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline run (id, name or `last`).
+    pub base: String,
+    /// The run to judge against it.
+    pub new: String,
+    /// Ignore changes smaller than this many percent of the baseline's mean.
+    #[arg(long, default_value_t = 0.0)]
+    pub threshold: f64,
+    /// Significance level of the two-sided tests.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Exit with 3 when a metric regressed significantly beyond the threshold.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    #[arg(short = 'f', long = "format", value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Run id, run name, or `last`.
+    pub run: String,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Files written by `benchrig export` (`-` for standard input).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
 }

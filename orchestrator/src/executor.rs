@@ -10,6 +10,8 @@ use crate::reporter::Reporter;
 use crate::store::{StepRef, Store};
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
 use benchrig_wire::steps::{Action, StepOutput, UnmountArgs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +47,10 @@ impl CellOutcome {
     }
 }
 
+fn store_failed(e: crate::store::StoreError) -> CellOutcome {
+    CellOutcome::Failed(format!("storing results: {e}"))
+}
+
 pub struct CellRunner<'a> {
     /// The agent of every host the cell uses.
     pub agents: Vec<(&'a str, &'a AgentClient)>,
@@ -68,16 +74,21 @@ fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
 }
 
 impl CellRunner<'_> {
-    async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, RequestError> {
+    /// Send one step to its host's agent; a failure comes back classified.
+    async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, CellOutcome> {
         let req =
             Request::Run(StepRequest { cell: cell.key.clone(), name: step.name.clone(), action: step.action.clone() });
         let host = step.host.as_str();
-        let agent = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a).ok_or_else(|| {
-            RequestError::Lost(format!("no session to {host} (a bug: the cell's hosts were not all opened)"))
-        })?;
+        let Some(agent) = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a) else {
+            return Err(CellOutcome::HostLost {
+                host: host.into(),
+                reason: format!("no session to {host} (a bug: the cell's hosts were not all opened)"),
+            });
+        };
+        let (cancel, timed_out) = self.cancel_for(step, cancellable);
         let reporter = self.reporter;
         let reply = agent
-            .request(req, cancellable.then(|| self.cancel.clone()), |ev| {
+            .request(req, cancel, |ev| {
                 if let Event::Log { level, message } = ev {
                     match level {
                         LogLevel::Warn => reporter.line(host, format!("warning: {message}")),
@@ -86,10 +97,57 @@ impl CellRunner<'_> {
                     }
                 }
             })
-            .await?;
+            .await;
         match reply {
-            Reply::Step(out) => Ok(out),
-            other => Err(RequestError::Lost(format!("unexpected answer to a step: {other:?}"))),
+            Ok(Reply::Step(out)) => Ok(out),
+            Ok(other) => Err(classify(step, RequestError::Lost(format!("unexpected answer to a step: {other:?}")))),
+            Err(RequestError::Agent(a)) if a.code == ErrorCode::Cancelled && timed_out.load(Ordering::SeqCst) => {
+                let secs = step.timeout.unwrap_or_default().as_secs();
+                Err(CellOutcome::Failed(format!("{}: timed out after {secs} s (cancelled)", step.name)))
+            }
+            Err(e) => Err(classify(step, e)),
+        }
+    }
+
+    /// What cancels a step: the run's Ctrl-C (when `cancellable`) and the
+    /// step's `timeout`, which also raises the returned flag.
+    fn cancel_for(&self, step: &PlannedStep, cancellable: bool) -> (Option<watch::Receiver<bool>>, Arc<AtomicBool>) {
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let Some(limit) = step.timeout else { return (cancellable.then(|| self.cancel.clone()), timed_out) };
+        let (tx, rx) = watch::channel(false);
+        let mut run_cancel = self.cancel.clone();
+        let flag = timed_out.clone();
+        tokio::spawn(async move {
+            let interrupted = async {
+                while cancellable && run_cancel.changed().await.is_ok() {
+                    if *run_cancel.borrow() {
+                        return;
+                    }
+                }
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(limit) => {
+                    flag.store(true, Ordering::SeqCst);
+                    let _ = tx.send(true);
+                }
+                _ = interrupted => { let _ = tx.send(true); }
+                // The step ended first: nothing to cancel.
+                _ = tx.closed() => {}
+            }
+        });
+        (Some(rx), timed_out)
+    }
+
+    /// A failed step marked `ignore_errors` is reported and the cell goes
+    /// on (`None`); any other ending (and a lost host, always) stops it.
+    fn tolerate(&self, s: &PlannedStep, bad: CellOutcome) -> Option<CellOutcome> {
+        match bad {
+            CellOutcome::Failed(why) if s.ignore_errors => {
+                self.reporter.line(&s.host, format!("  ignored: {why}"));
+                None
+            }
+            other => Some(other),
         }
     }
 
@@ -99,19 +157,62 @@ impl CellRunner<'_> {
 
     /// Run a cell to its end and record it; the outcome says how it ended.
     pub async fn run(&self, cell: &Cell, cell_id: i64) -> CellOutcome {
-        let store_err = |e: crate::store::StoreError| CellOutcome::Failed(format!("storing results: {e}"));
-        if let Err(e) = self.store.set_cell_status(cell_id, "running", None) {
-            return store_err(e);
+        if let Err(bad) = self.start(cell_id) {
+            return bad;
         }
-        let mut outcome = CellOutcome::Ok;
-        // Setup once for all repetitions, or (fresh: repetition) before each,
+        let (outcome, _) = self.visit(cell, cell_id, 1..=cell.repeat).await;
+        self.finish(cell_id, outcome)
+    }
+
+    /// Mark a cell as running (before its first visit).
+    pub fn start(&self, cell_id: i64) -> Result<(), CellOutcome> {
+        self.store.set_cell_status(cell_id, "running", None).map_err(store_failed)
+    }
+
+    /// Record how a cell ended (after its last visit, or a failed one).
+    pub fn finish(&self, cell_id: i64, outcome: CellOutcome) -> CellOutcome {
+        match self.store.set_cell_status(cell_id, outcome.status(), outcome.reason().as_deref()) {
+            Ok(()) => outcome,
+            Err(e) => store_failed(e),
+        }
+    }
+
+    /// One visit of a scheduled cell: marked running at its first, its
+    /// status recorded at its last or when it does not end ok. The flag
+    /// says whether the cell has ended.
+    pub async fn run_visit(
+        &self,
+        cell: &Cell,
+        cell_id: i64,
+        first: bool,
+        reps: std::ops::RangeInclusive<u32>,
+    ) -> (CellOutcome, bool) {
+        if first {
+            if let Err(bad) = self.start(cell_id) {
+                return (self.finish(cell_id, bad), true);
+            }
+        }
+        let last = *reps.end() >= cell.repeat;
+        let (outcome, enough) = self.visit(cell, cell_id, reps).await;
+        if matches!(outcome, CellOutcome::Ok) && !last && !enough {
+            return (outcome, false);
+        }
+        (self.finish(cell_id, outcome), true)
+    }
+
+    /// Some of a cell's repetitions between a setup and a teardown: all of
+    /// them at once, or (`cell_order: interleaved`) one per visit. The flag
+    /// says an adaptive cell has enough repetitions.
+    pub async fn visit(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> (CellOutcome, bool) {
+        let (mut outcome, mut enough) = (CellOutcome::Ok, false);
+        // Setup once for these repetitions, or (fresh: repetition) before each,
         // for experiments whose measured step changes the setup (add a device).
         let rounds: Vec<std::ops::RangeInclusive<u32>> =
-            if cell.fresh_each_repetition { (1..=cell.repeat).map(|r| r..=r).collect() } else { vec![1..=cell.repeat] };
-        let last = rounds.len() - 1;
+            if cell.fresh_each_repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
+        let last = rounds.len().saturating_sub(1);
         for (i, reps) in rounds.into_iter().enumerate() {
-            outcome = self.setup_and_measure(cell, cell_id, reps).await;
-            if i == last || !matches!(outcome, CellOutcome::Ok) {
+            (outcome, enough) = self.setup_and_measure(cell, cell_id, reps).await;
+            if i == last || enough || !matches!(outcome, CellOutcome::Ok) {
                 break;
             }
             self.teardown(cell, cell_id, &mut outcome).await;
@@ -120,10 +221,7 @@ impl CellRunner<'_> {
             }
         }
         self.teardown(cell, cell_id, &mut outcome).await;
-        if let Err(e) = self.store.set_cell_status(cell_id, outcome.status(), outcome.reason().as_deref()) {
-            return store_err(e);
-        }
-        outcome
+        (outcome, enough)
     }
 
     /// The play's teardown, then a release of whatever is still set up on
@@ -132,11 +230,7 @@ impl CellRunner<'_> {
         let release_all: Vec<PlannedStep> = self
             .agents
             .iter()
-            .map(|(h, _)| PlannedStep {
-                name: "release".into(),
-                action: Action::Unmount(UnmountArgs { device: None }),
-                host: h.to_string(),
-            })
+            .map(|(h, _)| PlannedStep::internal("release", Action::Unmount(UnmountArgs { device: None }), h))
             .collect();
         for (i, s) in cell.teardown.iter().chain(&release_all).enumerate() {
             // A host that is gone cannot tear down; the others still do.
@@ -148,8 +242,8 @@ impl CellRunner<'_> {
                     let _ =
                         self.store.add_cell_info(cell_id, &format!("teardown[{i}] {}@{}", s.name, s.host), &out.info);
                 }
-                Err(e) => {
-                    let bad = classify(s, e);
+                Err(bad) => {
+                    let Some(bad) = self.tolerate(s, bad) else { continue };
                     self.reporter.line(
                         &s.host,
                         format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
@@ -162,53 +256,113 @@ impl CellRunner<'_> {
         }
     }
 
-    async fn setup_and_measure(&self, cell: &Cell, cell_id: i64, reps: std::ops::RangeInclusive<u32>) -> CellOutcome {
+    /// Setup, the warm-up repetitions, then the recorded ones. The flag
+    /// says the cell's policy is satisfied (its intervals are narrow enough).
+    async fn setup_and_measure(
+        &self,
+        cell: &Cell,
+        cell_id: i64,
+        reps: std::ops::RangeInclusive<u32>,
+    ) -> (CellOutcome, bool) {
         for (i, s) in cell.setup.iter().enumerate() {
             if self.interrupted() {
-                return CellOutcome::Skipped("interrupted".into());
+                return (CellOutcome::Skipped("interrupted".into()), false);
             }
             match self.step(cell, s, true).await {
                 Ok(out) => {
                     if let Err(e) =
                         self.store.add_cell_info(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), &out.info)
                     {
-                        return CellOutcome::Failed(format!("storing results: {e}"));
+                        return (store_failed(e), false);
                     }
                 }
-                Err(e) => return classify(s, e),
+                Err(bad) => {
+                    if let Some(bad) = self.tolerate(s, bad) {
+                        return (bad, false);
+                    }
+                }
+            }
+        }
+        // Warm-up on every fresh setup: measured, shown, never recorded.
+        for _ in 0..cell.policy.warmup {
+            if let Err(bad) = self.repetition(cell, cell_id, None).await {
+                return (bad, false);
             }
         }
         for rep in reps {
-            for s in &cell.before_each {
-                if self.interrupted() {
-                    return CellOutcome::Skipped("interrupted".into());
-                }
-                if let Err(e) = self.step(cell, s, true).await {
-                    return classify(s, e);
-                }
+            if let Err(bad) = self.repetition(cell, cell_id, Some(rep)).await {
+                return (bad, false);
             }
-            let mut shown = Vec::new();
-            for (index, s) in cell.benchmark.iter().enumerate() {
-                if self.interrupted() {
-                    return CellOutcome::Skipped("interrupted".into());
-                }
-                let out = match self.step(cell, s, true).await {
-                    Ok(out) => out,
-                    Err(e) => return classify(s, e),
-                };
-                let step = StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep };
-                if let Err(e) = self.store.add_samples(cell_id, &step, &out) {
-                    return CellOutcome::Failed(format!("storing results: {e}"));
-                }
-                if let Some(m) = out.metrics.first() {
-                    shown.push(format!("{} {:.1} {}", s.name, m.value, m.unit));
-                }
-            }
-            if !shown.is_empty() {
-                self.reporter
-                    .line(&cell.host, format!("  {} rep {rep}/{}: {}", cell.describe(), cell.repeat, shown.join(", ")));
+            if rep >= cell.policy.min && self.enough(cell, cell_id, rep) {
+                return (CellOutcome::Ok, true);
             }
         }
-        CellOutcome::Ok
+        (CellOutcome::Ok, false)
+    }
+
+    /// One repetition: `before_each`, then the measured steps, whose
+    /// samples are stored under `rep` (a warm-up, `None`, stores nothing).
+    async fn repetition(&self, cell: &Cell, cell_id: i64, rep: Option<u32>) -> Result<(), CellOutcome> {
+        for s in &cell.before_each {
+            if self.interrupted() {
+                return Err(CellOutcome::Skipped("interrupted".into()));
+            }
+            if let Err(bad) = self.step(cell, s, true).await {
+                self.tolerate(s, bad).map_or(Ok(()), Err)?;
+            }
+        }
+        let mut shown = Vec::new();
+        for (index, s) in cell.benchmark.iter().enumerate() {
+            if self.interrupted() {
+                return Err(CellOutcome::Skipped("interrupted".into()));
+            }
+            let out = match self.step(cell, s, true).await {
+                Ok(out) => out,
+                Err(bad) => {
+                    self.tolerate(s, bad).map_or(Ok(()), Err)?;
+                    continue;
+                }
+            };
+            if let Some(rep) = rep {
+                let step = StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep };
+                self.store.add_samples(cell_id, &step, &out).map_err(store_failed)?;
+            }
+            if let Some(m) = out.metrics.first() {
+                shown.push(format!("{} {:.1} {}", s.name, m.value, m.unit));
+            }
+        }
+        if !shown.is_empty() {
+            let which = rep.map(|r| format!("rep {r}/{}", cell.repeat)).unwrap_or_else(|| "warm-up".into());
+            self.reporter.line(&cell.host, format!("  {} {which}: {}", cell.describe(), shown.join(", ")));
+        }
+        Ok(())
+    }
+
+    /// Whether an adaptive cell may stop after `rep`: every metric's CI95
+    /// half-width is under `ci_pct` of its mean. Recorded with the cell
+    /// when it stops, and when `max` comes first.
+    fn enough(&self, cell: &Cell, cell_id: i64, rep: u32) -> bool {
+        let Some(target) = cell.policy.ci_pct else { return false };
+        let Ok(samples) = self.store.cell_samples(cell_id) else { return false };
+        let wanted = |metric: &str| cell.policy.metrics.is_empty() || cell.policy.metrics.iter().any(|m| m == metric);
+        let widest = crate::summary::group(&samples)
+            .iter()
+            .filter(|(k, _)| wanted(&k.3))
+            .map(|(_, v)| v)
+            .map(|v| {
+                crate::stats::Summary::of(v).and_then(|s| if s.sd == 0.0 { Some(0.0) } else { s.ci_half_width_pct() })
+            })
+            .try_fold(0.0f64, |w, x| x.map(|x| w.max(x)));
+        let done = widest.is_some_and(|w| w < target);
+        if done || rep >= cell.repeat {
+            let why = match widest {
+                Some(w) if done => format!("every metric's CI95 within ±{w:.2}% < ±{target}%"),
+                Some(w) => format!("max reached; widest CI95 ±{w:.2}%, target ±{target}%"),
+                None => "max reached; no interval yet".into(),
+            };
+            let info = serde_json::json!({"recorded": rep, "why": why});
+            let _ = self.store.add_cell_info(cell_id, "repetitions", info.as_object().expect("an object"));
+        }
+        done
     }
 }

@@ -1,6 +1,7 @@
 pub mod agent_client;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod deploy;
 pub mod executor;
 pub mod extra_vars;
@@ -13,7 +14,9 @@ pub mod profiles;
 pub mod report;
 pub mod reporter;
 pub mod run;
+pub mod schedule;
 pub mod selection;
+pub mod significance;
 pub mod stats;
 pub mod store;
 pub mod summary;

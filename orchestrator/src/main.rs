@@ -19,11 +19,15 @@ fn main() {
 async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
     match cmd {
         Command::Run(a) => {
+            if let Some(done) = commands::plan::listing(&a.play) {
+                return done;
+            }
             let extra_vars = benchrig::extra_vars::parse(&a.play.extra_vars).map_err(anyhow::Error::msg)?;
             let result = run::run(RunOptions {
                 playbook: a.play.playbook,
                 inventory: a.play.hosts.inventory,
                 limit: a.play.hosts.limit,
+                tags: benchrig::playbook::TagFilter::new(&a.play.tags, &a.play.skip_tags),
                 extra_vars,
                 forks: a.play.hosts.forks,
                 db: a.play.hosts.db,
@@ -41,13 +45,19 @@ async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
         Command::Runs(a) => commands::runs::list(a),
         Command::Show(a) => commands::runs::show(a),
         Command::Report(a) => commands::runs::report(a),
+        Command::Export(a) => commands::runs::export(a),
+        Command::Import(a) => commands::runs::import(a),
+        Command::Compare(a) => commands::compare::run(a),
         Command::Cleanup(a) => commands::cleanup::run(a, reporter).await,
         Command::Ping(a) => commands::ping::run(a, reporter).await,
     }
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
-    use tracing_subscriber::EnvFilter;
+    use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -56,11 +66,18 @@ fn init_logging(verbose: u8, quiet: bool) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(format!("benchrig={level},warn")));
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .init();
+    let terminal = std::io::stderr().is_terminal();
+    let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal).with_target(false);
+    if terminal && !quiet {
+        // Progress bars per host; logs and progress lines print above them
+        // through the layer's writer instead of tearing them.
+        let bars = tracing_indicatif::IndicatifLayer::new();
+        let writer = bars.get_stderr_writer();
+        tracing_subscriber::registry()
+            .with(fmt.with_writer(writer).with_filter(filter))
+            .with(bars.with_filter(tracing_indicatif::filter::IndicatifFilter::new(false)))
+            .init();
+    } else {
+        tracing_subscriber::registry().with(fmt.with_writer(std::io::stderr).with_filter(filter)).init();
+    }
 }

@@ -7,8 +7,24 @@ use serde_json::Value as Json;
 /// One cell's parameters, in axis order.
 pub type Point = IndexMap<String, Json>;
 
-pub fn expand(axes: &[(String, Json)], exclude: &[Json], include: &[Json]) -> Vec<Point> {
-    let mut points = vec![Point::new()];
+/// The most cells one play's matrix may have. A benchmark runs every cell
+/// at least once, so this is far past any real matrix, and small enough that
+/// a product of long axes is refused before it is built rather than after
+/// memory runs out.
+pub const MAX_POINTS: usize = 100_000;
+
+pub fn expand(axes: &[(String, Json)], exclude: &[Json], include: &[Json]) -> Result<Vec<Point>, String> {
+    let size = axes.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.as_array().map_or(1, Vec::len)));
+    if size.is_none_or(|n| n > MAX_POINTS) {
+        let sizes: Vec<String> =
+            axes.iter().map(|(k, v)| format!("{k}: {}", v.as_array().map_or(1, Vec::len))).collect();
+        return Err(format!(
+            "the matrix has more than {MAX_POINTS} cells ({}); split the play or shorten an axis",
+            sizes.join(" × ")
+        ));
+    }
+    // An empty axis empties the product: skip building the others' first.
+    let mut points = if size == Some(0) { Vec::new() } else { vec![Point::new()] };
     for (name, values) in axes {
         let values: Vec<Json> = match values {
             Json::Array(items) => items.clone(),
@@ -38,7 +54,7 @@ pub fn expand(axes: &[(String, Json)], exclude: &[Json], include: &[Json]) -> Ve
             }
         }
     }
-    points
+    Ok(points)
 }
 
 /// Does a point have every key/value of a partial one? `4k` and "4k", 1 and "1" are equal.
@@ -75,7 +91,7 @@ mod tests {
 
     #[test]
     fn product_in_axis_order() {
-        let p = expand(&axes(json!({"fs": ["ext4", "xfs"], "bs": ["4k", "1M"]})), &[], &[]);
+        let p = expand(&axes(json!({"fs": ["ext4", "xfs"], "bs": ["4k", "1M"]})), &[], &[]).unwrap();
         let shown: Vec<String> = p.iter().map(describe).collect();
         assert_eq!(shown, ["fs=ext4 bs=4k", "fs=ext4 bs=1M", "fs=xfs bs=4k", "fs=xfs bs=1M"]);
     }
@@ -86,7 +102,8 @@ mod tests {
             &axes(json!({"fs": ["ext4", "xfs"], "n": [1, 2], "mode": "cold"})),
             &[json!({"fs": "xfs", "n": "2"})],
             &[json!({"fs": "btrfs", "n": 1, "mode": "warm"}), json!({"fs": "ext4", "n": 1, "mode": "cold"})],
-        );
+        )
+        .unwrap();
         let shown: Vec<String> = p.iter().map(describe).collect();
         assert_eq!(
             shown,
@@ -96,7 +113,24 @@ mod tests {
 
     #[test]
     fn no_axes_is_one_cell_and_an_empty_axis_is_none() {
-        assert_eq!(expand(&[], &[], &[]).len(), 1);
-        assert!(expand(&axes(json!({"fs": []})), &[], &[]).is_empty());
+        assert_eq!(expand(&[], &[], &[]).unwrap().len(), 1);
+        assert!(expand(&axes(json!({"fs": []})), &[], &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn huge_products_are_refused_before_they_are_built() {
+        // Six axes of 100 values: 10^12 cells, which used to be built until memory ran out.
+        let axis: Vec<u32> = (0..100).collect();
+        let big: Vec<(String, Json)> = (0..6).map(|i| (format!("a{i}"), json!(axis))).collect();
+        let e = expand(&big, &[], &[]).unwrap_err();
+        assert!(e.starts_with("the matrix has more than 100000 cells (a0: 100 × a1: 100"), "{e}");
+        // Products that overflow usize are refused too.
+        let long: Vec<(String, Json)> = (0..40).map(|i| (format!("a{i}"), json!(axis))).collect();
+        assert!(expand(&long, &[], &[]).is_err());
+        // An empty axis makes the product empty however long the others are.
+        let mut empty = big.clone();
+        empty.push(("none".into(), json!([])));
+        assert!(expand(&empty, &[], &[]).unwrap().is_empty());
+        assert_eq!(expand(&big[..2], &[], &[]).unwrap().len(), 10_000);
     }
 }

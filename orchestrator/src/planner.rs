@@ -27,7 +27,9 @@ pub struct Cell {
     pub play_index: usize,
     pub play_name: String,
     pub params: Point,
+    /// Repetitions at most (all of them unless `policy` stops early).
     pub repeat: u32,
+    pub policy: RepeatPolicy,
     pub setup: Vec<PlannedStep>,
     pub before_each: Vec<PlannedStep>,
     pub benchmark: Vec<PlannedStep>,
@@ -38,15 +40,91 @@ pub struct Cell {
     pub fresh_each_repetition: bool,
 }
 
-#[derive(Clone, Debug)]
+/// When a cell may stop repeating before `repeat`, and how many unrecorded
+/// warm-up repetitions open each visit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RepeatPolicy {
+    /// Never stop before this many recorded repetitions.
+    pub min: u32,
+    /// Stop once the CI95 half-width of every metric (of `metrics`, when
+    /// given) is under this percent of its mean.
+    pub ci_pct: Option<f64>,
+    pub metrics: Vec<String>,
+    pub warmup: u32,
+}
+
+impl RepeatPolicy {
+    pub fn fixed(n: u32) -> Self {
+        RepeatPolicy { min: n, ci_pct: None, metrics: Vec::new(), warmup: 0 }
+    }
+}
+
+/// `repeat` rendered for a cell: a count, or `{min, max, ci_pct, warmup}`.
+fn repeat_policy(node: &crate::yaml::Node, ctx: &Json, t: &Templates) -> Result<(u32, RepeatPolicy), ConfigError> {
+    let v = t.render(&node.to_json(), ctx).map_err(|e| node.error(e))?;
+    let whole = |v: &Json, what: &str, least: u64| -> Result<u32, ConfigError> {
+        let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
+        match n {
+            Some(n) if (least..=u32::MAX as u64).contains(&n) => Ok(n as u32),
+            _ => Err(node.error(format!("{what} must be a whole number of at least {least}, got {v}"))),
+        }
+    };
+    let Json::Object(m) = &v else {
+        let n = whole(&v, "`repeat`", 1)?;
+        return Ok((n, RepeatPolicy::fixed(n)));
+    };
+    let max = whole(&m["max"], "`repeat.max`", 1)?;
+    let min = m.get("min").map(|x| whole(x, "`repeat.min`", 1)).transpose()?.unwrap_or(2.min(max));
+    if min > max {
+        return Err(node.error(format!("`repeat.min` ({min}) is more than `repeat.max` ({max})")));
+    }
+    // A CI needs two samples: below that there is nothing to judge.
+    let min = if m.contains_key("ci_pct") { min.max(2.min(max)) } else { min };
+    let warmup = m.get("warmup").map(|x| whole(x, "`repeat.warmup`", 0)).transpose()?.unwrap_or(0);
+    let ci_pct = m.get("ci_pct").and_then(Json::as_f64);
+    let metrics = m
+        .get("metrics")
+        .and_then(Json::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    Ok((max, RepeatPolicy { min: if ci_pct.is_some() { min } else { max }, ci_pct, metrics, warmup }))
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct PlannedStep {
     pub name: String,
     pub action: Action,
     /// The host whose agent runs it (in a role play, its role's host).
     pub host: String,
+    /// A failure is reported and the cell goes on.
+    pub ignore_errors: bool,
+    /// Cancelled and failed when it runs longer (stored in seconds).
+    #[serde(serialize_with = "seconds")]
+    pub timeout: Option<std::time::Duration>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Option<std::time::Duration>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_some(&d.map(|d| d.as_secs_f64()))
+}
+
+impl PlannedStep {
+    /// A step benchrig adds itself (the release after a cell).
+    pub fn internal(name: &str, action: Action, host: &str) -> Self {
+        PlannedStep { name: name.into(), action, host: host.into(), ignore_errors: false, timeout: None }
+    }
 }
 
 impl Cell {
+    /// Every step by phase, as stored with the cell.
+    pub fn steps_json(&self) -> Json {
+        json!({
+            "setup": self.setup,
+            "before_each": self.before_each,
+            "benchmark": self.benchmark,
+            "teardown": self.teardown,
+        })
+    }
+
     pub fn describe(&self) -> String {
         if self.params.is_empty() {
             "(no parameters)".into()
@@ -220,10 +298,14 @@ impl<'a> PlayCtx<'a> {
             let mut play_level = serde_json::Map::new();
             if !roles.is_empty() {
                 play_level.insert("roles".into(), Json::Object(roles.clone()));
-                // As Ansible's hostvars: each member's variables, and its facts once known.
-                let hostvars: serde_json::Map<String, Json> = members
-                    .iter()
-                    .map(|(_, h)| {
+            }
+            if play.uses_hostvars {
+                // As Ansible's hostvars: every host's variables, and its facts once known.
+                let hostvars: serde_json::Map<String, Json> = self
+                    .inventory
+                    .hosts
+                    .keys()
+                    .map(|h| {
                         let mut v = self.inventory.host_vars(h);
                         if let Some(f) = self.facts_of(h) {
                             v.insert("facts".into(), json!(f));
@@ -246,7 +328,8 @@ impl<'a> PlayCtx<'a> {
         let render_all = |nodes: &[crate::yaml::Node]| -> Result<Vec<Json>, ConfigError> {
             nodes.iter().map(|n| t.render(&n.to_json(), primary).map_err(|e| n.error(e))).collect()
         };
-        let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?);
+        let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?)
+            .map_err(|e| ConfigError::at(play.matrix.axes.first().map_or(&play.loc, |(_, n)| &n.loc), e))?;
 
         let mut cells = Vec::with_capacity(points.len());
         for point in points {
@@ -263,16 +346,9 @@ impl<'a> PlayCtx<'a> {
                     c
                 })
                 .collect();
-            let repeat = match &play.repeat {
-                None => 1,
-                Some(node) => {
-                    let v = t.render(&node.to_json(), &cell_ctx[0]).map_err(|e| node.error(e))?;
-                    let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
-                    match n {
-                        Some(n) if (1..=u32::MAX as u64).contains(&n) => n as u32,
-                        _ => return Err(node.error(format!("`repeat` must be a whole number of at least 1, got {v}"))),
-                    }
-                }
+            let (repeat, policy) = match &play.repeat {
+                None => (1, RepeatPolicy::fixed(1)),
+                Some(node) => repeat_policy(node, &cell_ctx[0], t)?,
             };
             let mut unsupported = None;
             let mut steps = |list: &[Step]| -> Result<Vec<PlannedStep>, ConfigError> {
@@ -282,11 +358,22 @@ impl<'a> PlayCtx<'a> {
                         if s.role.as_deref().is_some_and(|r| Some(r) != m.role) {
                             continue;
                         }
-                        let (action, why) = build_action(s, ctx, m, play, t)?;
-                        if unsupported.is_none() {
-                            unsupported = why;
+                        for (name, ctx) in loop_items(s, ctx, t)? {
+                            if !conditions_hold(s, &ctx, t)? {
+                                continue;
+                            }
+                            let (action, why) = build_action(s, &ctx, m, play, t)?;
+                            if unsupported.is_none() {
+                                unsupported = why;
+                            }
+                            out.push(PlannedStep {
+                                name,
+                                action,
+                                host: m.host.to_string(),
+                                ignore_errors: s.ignore_errors,
+                                timeout: s.timeout.map(std::time::Duration::from_secs),
+                            });
                         }
-                        out.push(PlannedStep { name: s.display_name(), action, host: m.host.to_string() });
                     }
                 }
                 Ok(out)
@@ -303,6 +390,7 @@ impl<'a> PlayCtx<'a> {
                 play_name: play.name.clone(),
                 params,
                 repeat,
+                policy,
                 setup,
                 before_each,
                 benchmark,
@@ -313,6 +401,42 @@ impl<'a> PlayCtx<'a> {
         }
         Ok(cells)
     }
+}
+
+/// A step's runs: once, or once per `loop` item with the item in the
+/// context under `loop_var`; each with the name it is reported under.
+fn loop_items(s: &Step, ctx: &Json, t: &Templates) -> Result<Vec<(String, Json)>, ConfigError> {
+    let Some(node) = &s.r#loop else { return Ok(vec![(s.display_name(), ctx.clone())]) };
+    let items = match t.render(&node.to_json(), ctx).map_err(|e| node.error(e))? {
+        Json::Array(items) => items,
+        other => return Err(node.error(format!("`loop` must give a list, got {other}"))),
+    };
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let label = match &item {
+                Json::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let mut c = ctx.clone();
+            c[s.loop_var.as_str()] = item;
+            (format!("{} ({label})", s.display_name()), c)
+        })
+        .collect())
+}
+
+/// Whether every `when` of a step holds in this context.
+fn conditions_hold(s: &Step, ctx: &Json, t: &Templates) -> Result<bool, ConfigError> {
+    for c in &s.when {
+        let holds = match &c.value {
+            crate::yaml::Value::Bool(b) => *b,
+            _ => t.condition(c.as_str().unwrap_or_default(), ctx).map_err(|e| c.error(e))?,
+        };
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Render a step's arguments for a cell and build its action; for a
@@ -594,5 +718,90 @@ mod tests {
             v.insert("scratch_devices".into(), json!([{"path": "/dev/sdb", "name": bad}]));
             assert!(scratch_devices("h", &v).unwrap_err().contains("must be letters"), "{bad}");
         }
+    }
+
+    const LOOPS: &str = r#"
+- hosts: all
+  matrix:
+    fs: [ext4, xfs]
+  benchmark:
+    - name: read
+      seq_read: {target: "{{ item }}"}
+      loop: "{{ scratch_devices | map(attribute='name') | list }}"
+      when: fs == 'xfs'
+    - name: write
+      seq_write: {size: "{{ sz }}", target: "{{ d }}"}
+      loop: [hdd1]
+      loop_control: {loop_var: d}
+      when:
+        - true
+        - "sz != '1M'"
+      ignore_errors: true
+      timeout: 5
+      vars_are_not_step_keys_so_this_is_removed: 0
+"#;
+
+    #[test]
+    fn loop_and_when_expand_and_filter_steps() {
+        let pb = LOOPS.replace("      vars_are_not_step_keys_so_this_is_removed: 0\n", "");
+        let mut extra = Vars::new();
+        extra.insert("sz".into(), json!("4M"));
+        let cells = plan(&pb, extra, None).unwrap();
+        let names = |c: &Cell| c.benchmark.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&cells[0]), ["write (hdd1)"], "fs=ext4: the read's `when` is false");
+        assert_eq!(names(&cells[1]), ["read (hdd0)", "read (hdd1)", "write (hdd1)"]);
+        let w = &cells[1].benchmark[2];
+        assert!(w.ignore_errors);
+        assert_eq!(w.timeout, Some(std::time::Duration::from_secs(5)));
+        let Action::SeqRead(r) = &cells[1].benchmark[1].action else { panic!() };
+        assert_eq!(r.target.as_deref(), Some("hdd1"));
+        let mut extra = Vars::new();
+        extra.insert("sz".into(), json!("1M"));
+        let cells = plan(&pb, extra, None).unwrap();
+        assert!(cells[0].benchmark.is_empty(), "every `when` must hold");
+    }
+
+    #[test]
+    fn an_undefined_variable_in_when_or_loop_is_an_error_naming_it() {
+        let pb = LOOPS.replace("      vars_are_not_step_keys_so_this_is_removed: 0\n", "");
+        let e = plan(&pb, Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("undefined variable `sz`"), "{e}");
+        let e = plan("- hosts: all\n  benchmark:\n    - {noop: , when: nofs == 1}\n", Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("`nofs`") && e.message.contains("when: nofs == 1"), "{e}");
+        assert_eq!(e.line, 3);
+        let e = plan("- hosts: all\n  benchmark:\n    - {noop: , loop: '{{ 3 }}'}\n", Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("must give a list"), "{e}");
+    }
+
+    #[test]
+    fn hostvars_and_groups_reach_templates() {
+        let pb = "- hosts: all\n  benchmark:\n    - seq_write: {size: \"{{ hostvars['h1'].size }}\"}\n      when: \"'h1' in groups['lab']\"\n";
+        let cells = plan(pb, Vars::new(), None).unwrap();
+        let Action::SeqWrite(w) = &cells[0].benchmark[0].action else { panic!() };
+        assert_eq!(w.size.0, 8 << 20);
+    }
+
+    #[test]
+    fn adaptive_repeat_policies() {
+        let pb = |r: &str| format!("- hosts: all\n  repeat: {r}\n  benchmark:\n    - noop:\n");
+        let one = |r: &str| {
+            let c = plan(&pb(r), Vars::new(), None).unwrap();
+            (c[0].repeat, c[0].policy.clone())
+        };
+        assert_eq!(one("4"), (4, RepeatPolicy::fixed(4)));
+        let p = |min, ci_pct, metrics: &[&str], warmup| RepeatPolicy {
+            min,
+            ci_pct,
+            metrics: metrics.iter().map(|m| m.to_string()).collect(),
+            warmup,
+        };
+        assert_eq!(
+            one("{min: 3, max: 10, ci_pct: 2.5, metrics: [speed], warmup: 1}"),
+            (10, p(3, Some(2.5), &["speed"], 1))
+        );
+        assert_eq!(one("{max: 10, ci_pct: 1}"), (10, p(2, Some(1.0), &[], 0)));
+        assert_eq!(one("{max: 6, warmup: 2}"), (6, p(6, None, &[], 2)), "no target: all of them");
+        let e = plan(&pb("{min: 5, max: 3, ci_pct: 1}"), Vars::new(), None).unwrap_err();
+        assert!(e.message.contains("more than `repeat.max`"), "{e}");
     }
 }

@@ -7,8 +7,9 @@ use crate::executor::{CellOutcome, CellRunner};
 use crate::host::{HostError, HostSession};
 use crate::inventory::{Inventory, Vars};
 use crate::planner::{self, Cell, HostInput};
-use crate::playbook::{self, Playbook};
+use crate::playbook::{self, CellOrder, Playbook, TagFilter};
 use crate::reporter::Reporter;
+use crate::schedule;
 use crate::selection;
 use crate::store::{NewRun, Store};
 use crate::template::Templates;
@@ -17,6 +18,7 @@ use indexmap::IndexMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex, Semaphore};
+use tracing_indicatif::span_ext::IndicatifSpanExt;
 
 pub mod exit {
     pub const OK: i32 = 0;
@@ -43,6 +45,7 @@ pub struct RunOptions {
     pub playbook: PathBuf,
     pub inventory: Vec<PathBuf>,
     pub limit: Option<String>,
+    pub tags: TagFilter,
     pub extra_vars: Vars,
     pub forks: usize,
     pub db: PathBuf,
@@ -62,6 +65,20 @@ impl Checked {
     pub fn hosts_of_play(&self, play: usize) -> Vec<String> {
         self.hosts.iter().filter(|(_, p)| p.contains(&play)).map(|(h, _)| h.clone()).collect()
     }
+
+    /// The variables a host's connection is made with: its inventory
+    /// variables, plus `become` when one of its plays asks for it (the
+    /// agent serves every play on the host, so it starts as that user).
+    pub fn connection_vars(&self, host: &str) -> Vars {
+        let mut vars = self.inventory.host_vars(host);
+        let plays = self.hosts.get(host).map(Vec::as_slice).unwrap_or_default();
+        if let Some(user) = plays.iter().find_map(|&pi| self.playbook.plays[pi].become_user.as_deref()) {
+            // As in Ansible, a host's own `ansible_become` wins over the play keyword.
+            vars.entry("ansible_become").or_insert(true.into());
+            vars.entry("ansible_become_user").or_insert_with(|| user.into());
+        }
+        vars
+    }
 }
 
 /// Everything that can be checked without a host: playbook grammar, host
@@ -72,11 +89,20 @@ pub fn check(
     inventory: &[PathBuf],
     limit: Option<&str>,
     extra: &Vars,
+    tags: &TagFilter,
 ) -> anyhow::Result<Checked> {
-    let pb = playbook::load(playbook)?;
+    let mut pb = playbook::load(playbook)?;
+    tags.apply(&mut pb);
     let inv = selection::load_inventory(inventory)?;
     let mut hosts: IndexMap<String, Vec<usize>> = IndexMap::new();
     for (i, play) in pb.plays.iter().enumerate() {
+        // A bad pattern is the play's mistake: say where the play is.
+        crate::inventory::pattern::select(&inv, &play.hosts).map_err(|e| {
+            // The play keeps no location for `hosts`; read it again to point there.
+            let root = crate::yaml::parse_str(&pb.path, &pb.text).ok();
+            let hosts = root.as_ref().and_then(|r| r.as_seq()?.get(i)?.get("hosts"));
+            crate::yaml::ConfigError::at(hosts.map_or(&play.loc, |n| &n.loc), format!("play `{}`: {e}", play.name))
+        })?;
         let chosen = selection::select(&inv, &play.hosts, limit)?;
         if chosen.is_empty() {
             tracing::warn!("play `{}`: no hosts match `{}`", play.name, play.hosts);
@@ -90,7 +116,6 @@ pub fn check(
     let t = Templates::new();
     for (h, plays) in &hosts {
         let vars = inv.host_vars(h);
-        ConnectionSpec::from_vars(h, &vars).map_err(anyhow::Error::msg)?;
         planner::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
         for &pi in plays.iter().filter(|&&pi| pb.plays[pi].roles.is_empty()) {
             let input = HostInput { inventory: &inv, host: h, extra_vars: extra, facts: None };
@@ -102,6 +127,9 @@ pub fn check(
         }
     }
     let checked = Checked { playbook: pb, inventory: inv, hosts };
+    for h in checked.hosts.keys() {
+        ConnectionSpec::from_vars(h, &checked.connection_vars(h)).map_err(anyhow::Error::msg)?;
+    }
     for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
         let hosts = checked.hosts_of_play(pi);
         if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &t) {
@@ -130,6 +158,8 @@ struct Shared {
     forks: Semaphore,
     /// Every host's session, in inventory order (the order role plays lock them).
     slots: IndexMap<String, Mutex<Slot>>,
+    /// Why the playbook stopped early (`any_errors_fatal`, `max_fail_percentage`).
+    halt: std::sync::Mutex<Option<String>>,
 }
 
 /// One host across the whole run.
@@ -147,6 +177,19 @@ impl Shared {
     fn interrupted(&self) -> bool {
         *self.cancel.borrow()
     }
+
+    fn halted(&self) -> Option<String> {
+        self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stop the playbook after the cells running now; the first reason stays.
+    fn halt(&self, why: String) {
+        let mut h = self.halt.lock().unwrap_or_else(|e| e.into_inner());
+        if h.is_none() {
+            self.reporter.note(format!("stopping: {why}"));
+            *h = Some(why);
+        }
+    }
 }
 
 pub struct RunResult {
@@ -157,13 +200,12 @@ pub struct RunResult {
 }
 
 pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
-    let checked = check(&opts.playbook, &opts.inventory, opts.limit.as_deref(), &opts.extra_vars)?;
+    let checked = check(&opts.playbook, &opts.inventory, opts.limit.as_deref(), &opts.extra_vars, &opts.tags)?;
     if checked.hosts.is_empty() {
         anyhow::bail!("no hosts matched (check `hosts:` in the playbook and --limit)");
     }
     let builds = AgentBuilds::discover();
-    let needs_agent =
-        checked.hosts.keys().any(|h| ConnectionSpec::from_vars(h, &checked.inventory.host_vars(h)).is_ok());
+    let needs_agent = checked.hosts.keys().any(|h| ConnectionSpec::from_vars(h, &checked.connection_vars(h)).is_ok());
     if needs_agent && builds.all().is_empty() {
         anyhow::bail!("no benchrig-agent builds found; build them with `{}`", crate::deploy::BUILD_COMMAND);
     }
@@ -204,6 +246,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         cancel: cancel_rx.clone(),
         forks: Semaphore::new(opts.forks.max(1)),
         slots,
+        halt: Default::default(),
         checked,
     });
 
@@ -214,7 +257,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     for (pi, play) in sh.checked.playbook.plays.iter().enumerate() {
         let play_hosts = sh.checked.hosts_of_play(pi);
         if play.roles.is_empty() {
-            join_all(play_hosts.iter().map(|h| run_plain_play(pi, h.clone(), sh.clone()))).await;
+            run_plain_play_in_batches(pi, &play_hosts, &sh).await;
         } else {
             run_role_play(pi, &play_hosts, &sh).await;
         }
@@ -253,7 +296,7 @@ async fn connect(host: String, sh: Arc<Shared>) {
         return;
     }
     let _ = sh.store.set_host(sh.run, &host, "running", None);
-    let vars = sh.checked.inventory.host_vars(&host);
+    let vars = sh.checked.connection_vars(&host);
     match HostSession::open(&host, &vars, &sh.builds).await {
         Ok(s) => {
             sh.reporter.line(
@@ -278,8 +321,58 @@ async fn connect(host: String, sh: Arc<Shared>) {
     }
 }
 
-/// A play without roles on one host: plan with its facts, run each cell.
-async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>) {
+/// A play without roles: its hosts in `serial` batches (all at once by
+/// default), each batch in parallel; after a batch, `max_fail_percentage`
+/// may stop the playbook. Hosts left out by a stop have their cells
+/// recorded as skipped, with the reason.
+async fn run_plain_play_in_batches(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
+    let play = &sh.checked.playbook.plays[pi];
+    let seed = play_seed(play, sh);
+    for batch in schedule::batches(hosts, &play.serial) {
+        if let Some(why) = sh.halted() {
+            for h in &batch {
+                record_cells(h, pi, &*sh.slots[h].lock().await, sh, "skipped", &why);
+            }
+            continue;
+        }
+        let tasks: Vec<_> =
+            batch.iter().map(|h| tokio::spawn(run_plain_play(pi, h.clone(), sh.clone(), seed))).collect();
+        let mut failed = 0;
+        for t in tasks {
+            failed += usize::from(t.await.unwrap_or(true));
+        }
+        if let Some(max) = play.max_fail_percentage {
+            let pct = failed as f64 * 100.0 / batch.len() as f64;
+            if pct > max {
+                sh.halt(format!(
+                    "play `{}`: {failed} of {} host(s) in the batch failed ({pct:.0}%), over max_fail_percentage {max}%",
+                    play.name,
+                    batch.len()
+                ));
+            }
+        }
+    }
+}
+
+/// The seed of a play's shuffle: the playbook's, or one picked now and
+/// reported so the order can be replayed.
+fn play_seed(play: &playbook::Play, sh: &Shared) -> u64 {
+    match play.cell_order {
+        CellOrder::Shuffled(Some(seed)) => seed,
+        CellOrder::Shuffled(None) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let seed = now.as_nanos() as u64;
+            sh.reporter
+                .note(format!("play `{}`: cells shuffled with seed {seed} (`seed: {seed}` replays it)", play.name));
+            seed
+        }
+        _ => 0,
+    }
+}
+
+/// A play without roles on one host: plan with its facts, run its cells
+/// in the play's `cell_order`. True when a cell failed here.
+async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> bool {
     let _permit = sh.forks.acquire().await;
     let mut guard = sh.slots[&host].lock().await;
     let slot = &mut *guard;
@@ -292,28 +385,34 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>) {
         Err(e) => {
             sh.reporter.line(&host, format!("play `{}` cannot be planned: {e}", play.name));
             slot.failed = true;
-            return;
+            return true;
         }
     };
     let total = cells.len();
     if total == 0 {
         sh.reporter.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
-    for (n, cell) in cells.iter().enumerate() {
-        let Some(cell_id) = store_cell(&sh, cell) else {
-            slot.failed = true;
-            continue;
-        };
+    let mut failed_here = false;
+    let mut book = CellBook::new(total, play.cell_order, seed);
+    let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
+    let visits = schedule::visits(&repeats, play.cell_order, seed);
+    let bar = crate::reporter::host_bar(&host, &play.name, visits.len());
+    for visit in visits {
+        bar.pb_inc(1);
+        let (n, cell) = (visit.cell, &cells[visit.cell]);
+        bar.pb_set_message(&cell.describe());
+        let Some((cell_id, first)) = book.open(&sh, n, cell) else { continue };
         let down = slot.down.as_ref().map(|d| format!("host {host} unreachable: {d}"));
         if let Some(why) = skip_reason(&sh, cell, down) {
             let _ = sh.store.set_cell_status(cell_id, why.0, Some(&why.1));
             if why.0 == "unsupported" {
                 sh.reporter.line(&host, format!("cell {}/{total} {}: unsupported: {}", n + 1, cell.describe(), why.1));
             }
+            book.end(n);
             continue;
         }
-        sh.reporter.line(&host, format!("cell {}/{total} {}", n + 1, cell.describe()));
-        let outcome = {
+        sh.reporter.line(&host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), book.visit_note(&visit, cell)));
+        let (outcome, ended) = {
             let session = slot.session.as_ref().expect("checked by skip_reason");
             let runner = CellRunner {
                 agents: vec![(host.as_str(), &session.agent)],
@@ -321,9 +420,85 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>) {
                 reporter: sh.reporter,
                 cancel: sh.cancel.clone(),
             };
-            runner.run(cell, cell_id).await
+            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
         };
+        if ended {
+            book.end(n);
+        }
+        failed_here |= matches!(outcome, CellOutcome::Failed(_) | CellOutcome::HostLost { .. });
         settle(&sh, outcome, &mut [(&host, slot)]).await;
+        if failed_here && play.any_errors_fatal {
+            sh.halt(format!("play `{}` has any_errors_fatal and a cell failed on {host}", play.name));
+        }
+    }
+    book.skip_unended(&sh, &cells);
+    if book.unstored {
+        (slot.failed, failed_here) = (true, true);
+    }
+    failed_here
+}
+
+/// Where each cell of a play stands while its visits run: stored yet (and
+/// its id), ended yet.
+struct CellBook {
+    /// Stored with every cell: its play's order (and the shuffle's seed).
+    schedule: serde_json::Map<String, serde_json::Value>,
+    ids: Vec<Option<i64>>,
+    ended: Vec<bool>,
+    /// A cell could not be stored (so did not run).
+    unstored: bool,
+}
+
+impl CellBook {
+    fn new(cells: usize, order: CellOrder, seed: u64) -> Self {
+        let schedule = match order {
+            CellOrder::Sequential => serde_json::json!({"cell_order": "sequential"}),
+            CellOrder::Interleaved => serde_json::json!({"cell_order": "interleaved"}),
+            CellOrder::Shuffled(_) => serde_json::json!({"cell_order": "shuffled", "seed": seed}),
+        };
+        let schedule = schedule.as_object().cloned().unwrap_or_default();
+        CellBook { schedule, ids: vec![None; cells], ended: vec![false; cells], unstored: false }
+    }
+
+    /// Cell `n`'s id and whether this is its first visit; `None` when it
+    /// has ended (or cannot be stored, which ends it).
+    fn open(&mut self, sh: &Shared, n: usize, cell: &Cell) -> Option<(i64, bool)> {
+        if self.ended[n] {
+            return None;
+        }
+        if let Some(id) = self.ids[n] {
+            return Some((id, false));
+        }
+        let Some(id) = store_cell(sh, cell) else {
+            (self.ended[n], self.unstored) = (true, true);
+            return None;
+        };
+        self.ids[n] = Some(id);
+        let _ = sh.store.add_cell_info(id, "schedule", &self.schedule);
+        Some((id, true))
+    }
+
+    fn end(&mut self, n: usize) {
+        self.ended[n] = true;
+    }
+
+    /// " (rep 2/3)" when the cell's repetitions are spread over visits.
+    fn visit_note(&self, visit: &schedule::Visit, cell: &Cell) -> String {
+        if visit.reps.clone().count() as u32 == cell.repeat {
+            String::new()
+        } else {
+            format!(" (rep {}/{})", visit.reps.start(), cell.repeat)
+        }
+    }
+
+    /// What a stop (or an interrupt) left unrun is recorded as skipped.
+    fn skip_unended(&self, sh: &Shared, cells: &[Cell]) {
+        let why = sh.halted().unwrap_or_else(|| "interrupted".into());
+        for (n, cell) in cells.iter().enumerate().filter(|(n, _)| !self.ended[*n]) {
+            if let Some(id) = self.ids[n].or_else(|| store_cell(sh, cell)) {
+                let _ = sh.store.set_cell_status(id, "skipped", Some(&why));
+            }
+        }
     }
 }
 
@@ -352,8 +527,12 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         }
     };
     let total = cells.len();
-    for (n, cell) in cells.iter().enumerate() {
-        let Some(cell_id) = store_cell(sh, cell) else { continue };
+    let seed = play_seed(play, sh);
+    let mut book = CellBook::new(total, play.cell_order, seed);
+    let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
+    for visit in schedule::visits(&repeats, play.cell_order, seed) {
+        let (n, cell) = (visit.cell, &cells[visit.cell]);
+        let Some((cell_id, first)) = book.open(sh, n, cell) else { continue };
         // This cell's hosts, in the order of their first step.
         let mut mine: Vec<&str> = Vec::new();
         for s in cell.setup.iter().chain(&cell.before_each).chain(&cell.benchmark).chain(&cell.teardown) {
@@ -366,18 +545,27 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         let down = involved.iter().find_map(|(h, s)| s.down.as_ref().map(|d| format!("host {h} unreachable: {d}")));
         if let Some((status, why)) = skip_reason(sh, cell, down) {
             let _ = sh.store.set_cell_status(cell_id, status, Some(&why));
+            book.end(n);
             continue;
         }
-        sh.reporter.line(&cell.host, format!("cell {}/{total} {}", n + 1, cell.describe()));
-        let outcome = {
+        sh.reporter
+            .line(&cell.host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), book.visit_note(&visit, cell)));
+        let (outcome, ended) = {
             let agents: Vec<(&str, &crate::agent_client::AgentClient)> =
                 involved.iter().map(|(h, s)| (h.as_str(), &s.session.as_ref().expect("not down").agent)).collect();
             let runner = CellRunner { agents, store: &sh.store, reporter: sh.reporter, cancel: sh.cancel.clone() };
-            runner.run(cell, cell_id).await
+            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
         };
+        if ended {
+            book.end(n);
+        }
+        if play.any_errors_fatal && matches!(outcome, CellOutcome::Failed(_) | CellOutcome::HostLost { .. }) {
+            sh.halt(format!("play `{}` has any_errors_fatal and cell {} failed", play.name, cell.describe()));
+        }
         let mut pairs: Vec<(&str, &mut Slot)> = involved.iter_mut().map(|(h, s)| (h.as_str(), &mut **s)).collect();
         settle(sh, outcome, &mut pairs).await;
     }
+    book.skip_unended(sh, &cells);
 }
 
 fn store_cell(sh: &Shared, cell: &Cell) -> Option<i64> {
@@ -390,14 +578,17 @@ fn store_cell(sh: &Shared, cell: &Cell) -> Option<i64> {
     }
 }
 
-/// Why a cell is not run at all (status, reason): one of its hosts is down,
-/// the run was interrupted, or the host visibly cannot make it.
+/// Why a cell is not run (on): one of its hosts is down, the run was
+/// interrupted or stopped, or the host visibly cannot make it.
 fn skip_reason(sh: &Shared, cell: &Cell, down: Option<String>) -> Option<(&'static str, String)> {
     if let Some(d) = down {
         return Some(("failed", d));
     }
     if sh.interrupted() {
         return Some(("skipped", "interrupted".into()));
+    }
+    if let Some(why) = sh.halted() {
+        return Some(("skipped", why));
     }
     cell.unsupported.clone().map(|u| ("unsupported", u))
 }
@@ -427,7 +618,7 @@ async fn settle(sh: &Shared, outcome: CellOutcome, slots: &mut [(&str, &mut Slot
                 return;
             }
             sh.reporter.line(&host, format!("  lost the host: {reason}; reconnecting once"));
-            let vars = sh.checked.inventory.host_vars(&host);
+            let vars = sh.checked.connection_vars(&host);
             match HostSession::open(&host, &vars, &sh.builds).await {
                 Ok(fresh) => {
                     if let Some(old) = slot.session.replace(fresh) {
@@ -485,17 +676,50 @@ fn record_unrun_cells(host: &str, slot: &Slot, sh: &Shared) {
     if existing.iter().any(|c| c.host == host) {
         return;
     }
-    let t = Templates::new();
     for &pi in &sh.checked.hosts[host] {
-        let play = &sh.checked.playbook.plays[pi];
-        if !play.roles.is_empty() {
-            continue; // a role cell is recorded on the host that measures it
+        record_cells(host, pi, slot, sh, "failed", &format!("host {host} unreachable: {reason}"));
+    }
+}
+
+/// Store the cells a host would have run in a play, with a status and why
+/// they did not run (planned with the host's facts when it has a session).
+fn record_cells(host: &str, pi: usize, slot: &Slot, sh: &Shared, status: &str, reason: &str) {
+    let play = &sh.checked.playbook.plays[pi];
+    if !play.roles.is_empty() {
+        return; // a role cell is recorded on the host that measures it
+    }
+    let facts = slot.session.as_ref().map(|s| &s.facts);
+    let input = HostInput { inventory: &sh.checked.inventory, host, extra_vars: &sh.extra, facts };
+    for cell in planner::plan_play(play, pi, &input, &Templates::new()).unwrap_or_default() {
+        if let Ok(id) = sh.store.add_cell(sh.run, &cell) {
+            let _ = sh.store.set_cell_status(id, status, Some(reason));
         }
-        let input = HostInput { inventory: &sh.checked.inventory, host, extra_vars: &sh.extra, facts: None };
-        for cell in planner::plan_play(play, pi, &input, &t).unwrap_or_default() {
-            if let Ok(id) = sh.store.add_cell(sh.run, &cell) {
-                let _ = sh.store.set_cell_status(id, "failed", Some(&format!("host {host} unreachable: {reason}")));
-            }
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_play_that_becomes_makes_its_hosts_agents_become_unless_the_host_says_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = dir.path().join("inv.yml");
+        std::fs::write(
+            &inv,
+            "all:\n  hosts:\n    a: {ansible_connection: local}\n    b: {ansible_connection: local, ansible_become: false}\n    c: {ansible_connection: local}\n",
+        )
+        .unwrap();
+        let pb = dir.path().join("pb.yml");
+        std::fs::write(
+            &pb,
+            "- hosts: a:b\n  become: true\n  benchmark: [{noop: }]\n- hosts: c\n  benchmark: [{noop: }]\n",
+        )
+        .unwrap();
+        let checked = check(&pb, &[inv], None, &Vars::new(), &TagFilter::default()).unwrap();
+        let a = checked.connection_vars("a");
+        assert_eq!((a["ansible_become"].clone(), a["ansible_become_user"].clone()), (true.into(), "root".into()));
+        assert_eq!(checked.connection_vars("b")["ansible_become"], false, "the host's own variable wins");
+        assert!(!checked.connection_vars("c").contains_key("ansible_become"));
     }
 }

@@ -68,12 +68,35 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
                     fmt_num(s.mean),
                     if s.n > 1 { fmt_num(s.sd) } else { "-".into() },
                     unit.clone(),
-                    if s.n < 3 && c.status == "ok" { "ok (n<3)".into() } else { status_text(c) },
+                    if c.status == "ok" { ok_with_warnings(&s) } else { status_text(c) },
                 ],
             );
         }
     }
     Ok(table(&header, &rows))
+}
+
+/// A CV above this is worth a second look (a noisy host, a cold start).
+const HIGH_CV: f64 = 0.10;
+
+/// `ok`, with what should make a reader wary: few samples, high spread, outliers.
+fn ok_with_warnings(s: &Summary) -> String {
+    let mut w = Vec::new();
+    if s.few() {
+        w.push(format!("n<{}", crate::stats::FEW));
+    }
+    if s.cv.is_some_and(|cv| cv > HIGH_CV) {
+        w.push(format!("cv {:.0}%", s.cv.unwrap_or_default() * 100.0));
+    }
+    if !s.outliers.is_empty() {
+        let reps: Vec<String> = s.outliers.iter().map(|i| (i + 1).to_string()).collect();
+        w.push(format!("outlier rep {}", reps.join(",")));
+    }
+    if w.is_empty() {
+        "ok".into()
+    } else {
+        format!("ok ({})", w.join("; "))
+    }
 }
 
 fn status_text(c: &CellRow) -> String {

@@ -13,6 +13,17 @@ pub struct Templates {
     env: Environment<'static>,
 }
 
+/// Fuel for one render (minijinja's `fuel` feature): about a million
+/// instructions or 64 MiB of data. A playbook's template is a line of
+/// arithmetic or a filter or two; this stops nested `{% for %}` loops and
+/// `'x' * 10**9` from running or allocating without end.
+const FUEL: u64 = 1_000_000;
+
+/// The most items (list elements and mapping entries, at every level) a
+/// value may have. Repeating a list (`[1] * 10**9`) is lazy in minijinja and
+/// costs no fuel; turning it into JSON would allocate every item.
+pub const MAX_ITEMS: usize = 1_000_000;
+
 impl Default for Templates {
     fn default() -> Self {
         Self::new()
@@ -23,6 +34,7 @@ impl Templates {
     pub fn new() -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(FUEL));
         env.add_filter("to_json", |v: Value| -> Result<String, minijinja::Error> {
             serde_json::to_string(&v)
                 .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))
@@ -55,6 +67,61 @@ impl Templates {
             }
             Ok(Value::from(Serde(out)))
         });
+        // Ansible's `bool`: yes/on/1/true (any case) and 1 are true, all else
+        // false; minijinja's would call every non-empty string true.
+        env.add_filter("bool", |v: Value| -> bool {
+            if let Some(s) = v.as_str() {
+                return ["yes", "on", "1", "true", "y", "t"].contains(&s.trim().to_lowercase().as_str());
+            }
+            match v.as_i64() {
+                Some(n) => n == 1,
+                None => v.is_true(),
+            }
+        });
+        env.add_filter("ternary", |v: Value, yes: Value, no: Value| if v.is_true() { yes } else { no });
+        env.add_filter("basename", |s: String| s.rsplit('/').next().unwrap_or_default().to_string());
+        env.add_filter("dirname", |s: String| match s.rfind('/') {
+            Some(0) => "/".to_string(),
+            Some(i) => s[..i].to_string(),
+            None => String::new(),
+        });
+        env.add_filter("regex_search", |s: String, pat: String| -> Result<Value, minijinja::Error> {
+            let re = regex::Regex::new(&pat).map_err(|e| {
+                minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("regex_search: {e}"))
+            })?;
+            Ok(re.find(&s).map(|m| Value::from(m.as_str())).unwrap_or(Value::from(())))
+        });
+        env.add_filter("flatten", |v: Value| -> Result<Value, minijinja::Error> {
+            fn walk(v: &Json, out: &mut Vec<Json>) {
+                match v {
+                    Json::Array(items) => items.iter().for_each(|i| walk(i, out)),
+                    other => out.push(other.clone()),
+                }
+            }
+            let mut out = Vec::new();
+            walk(&serde_json::to_value(&v).map_err(json_err)?, &mut out);
+            Ok(Value::from(Serde(out)))
+        });
+        env.add_filter("dict2items", |v: Value| -> Result<Value, minijinja::Error> {
+            let Json::Object(m) = serde_json::to_value(&v).map_err(json_err)? else {
+                return Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, "dict2items: not a mapping"));
+            };
+            let items: Vec<Json> = m.into_iter().map(|(k, v)| serde_json::json!({"key": k, "value": v})).collect();
+            Ok(Value::from(Serde(items)))
+        });
+        env.add_filter("items2dict", |v: Value| -> Result<Value, minijinja::Error> {
+            let Json::Array(items) = serde_json::to_value(&v).map_err(json_err)? else {
+                return Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, "items2dict: not a list"));
+            };
+            let mut out = serde_json::Map::new();
+            for i in items {
+                let key = i.get("key").and_then(Json::as_str).ok_or_else(|| {
+                    minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, "items2dict: an item has no `key`")
+                })?;
+                out.insert(key.to_string(), i.get("value").cloned().unwrap_or(Json::Null));
+            }
+            Ok(Value::from(Serde(out)))
+        });
         Templates { env }
     }
 
@@ -82,24 +149,48 @@ impl Templates {
             let compiled = self.env.compile_expression(expr).map_err(|e| describe(&e, s))?;
             let v = compiled.eval(ctxv).map_err(|e| self.explain_undefined(e, s, ctx))?;
             if v.is_undefined() {
-                return Err(self.undefined_message(s, ctx));
+                return Err(self.undefined_message(s, s, ctx));
+            }
+            let mut budget = MAX_ITEMS;
+            if !within(&v, &mut budget) {
+                return Err(format!("`{s}` gives a value of more than {MAX_ITEMS} items"));
             }
             return serde_json::to_value(&v).map_err(|e| format!("`{s}`: {e}"));
         }
         self.env.render_str(s, ctxv).map(Json::String).map_err(|e| self.explain_undefined(e, s, ctx))
     }
 
+    /// A `when` condition: a bare expression, true or false by Jinja's
+    /// truthiness. Undefined is an error naming the variable, as anywhere.
+    pub fn condition(&self, expr: &str, ctx: &Json) -> Result<bool, String> {
+        let shown = format!("when: {expr}");
+        let compiled = self.env.compile_expression(expr).map_err(|e| describe(&e, &shown))?;
+        let as_template = format!("{{{{ {expr} }}}}");
+        let v = compiled.eval(Value::from(Serde(ctx))).map_err(|e| {
+            if e.kind() == minijinja::ErrorKind::UndefinedError {
+                self.undefined_message(&as_template, &shown, ctx)
+            } else {
+                describe(&e, &shown)
+            }
+        })?;
+        if v.is_undefined() {
+            return Err(self.undefined_message(&as_template, &shown, ctx));
+        }
+        Ok(v.is_true())
+    }
+
     fn explain_undefined(&self, e: minijinja::Error, s: &str, ctx: &Json) -> String {
         if e.kind() == minijinja::ErrorKind::UndefinedError {
-            self.undefined_message(s, ctx)
+            self.undefined_message(s, s, ctx)
         } else {
             describe(&e, s)
         }
     }
 
-    /// Name the variables the template uses that the context lacks.
-    fn undefined_message(&self, s: &str, ctx: &Json) -> String {
-        let used = self.env.template_from_str(s).map(|t| t.undeclared_variables(true)).unwrap_or_default();
+    /// Name the variables the template `source` uses that the context
+    /// lacks; `s` is how the error shows it.
+    fn undefined_message(&self, source: &str, s: &str, ctx: &Json) -> String {
+        let used = self.env.template_from_str(source).map(|t| t.undeclared_variables(true)).unwrap_or_default();
         let mut missing: Vec<String> = used
             .into_iter()
             .filter(|name| {
@@ -120,6 +211,31 @@ impl Templates {
             ),
         }
     }
+}
+
+fn json_err(e: serde_json::Error) -> minijinja::Error {
+    minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
+}
+
+/// Does `v` have at most `budget` items, counting every level? Iterates
+/// lazily, so a huge lazy sequence is refused without being built.
+fn within(v: &Value, budget: &mut usize) -> bool {
+    use minijinja::value::ValueKind;
+    let is_map = match v.kind() {
+        ValueKind::Map => true,
+        ValueKind::Seq | ValueKind::Iterable => false,
+        _ => return true,
+    };
+    let Ok(items) = v.try_iter() else { return true };
+    for item in items {
+        let Some(left) = budget.checked_sub(1) else { return false };
+        *budget = left;
+        let child = if is_map { v.get_item(&item).unwrap_or_default() } else { item };
+        if !within(&child, budget) {
+            return false;
+        }
+    }
+    true
 }
 
 fn describe(e: &minijinja::Error, s: &str) -> String {
@@ -177,11 +293,65 @@ mod tests {
     }
 
     #[test]
+    fn runaway_templates_are_errors() {
+        // These allocated gigabytes (the list one aborted the process) or looped ~forever.
+        let ctx = json!({});
+        for s in [
+            "{{ [1] * 100000000 }}",
+            "{{ [[1] * 10000] * 10000 }}",
+            "{{ 'a' * 1000000000 }}",
+            "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+        ] {
+            assert!(t().render_str(s, &ctx).is_err(), "{s}");
+        }
+        assert_eq!(t().render_str("{{ [1] * 1000 }}", &ctx).unwrap().as_array().unwrap().len(), 1000);
+        assert_eq!(t().render_str("{{ range(100) | sum }}", &ctx).unwrap(), json!(4950));
+    }
+
+    #[test]
     fn render_walks_structures() {
         let v = json!({"size": "{{ s }}", "list": ["{{ n }}", 4], "plain": "x"});
         assert_eq!(
             t().render(&v, &json!({"s": "64M", "n": 1})).unwrap(),
             json!({"size": "64M", "list": [1, 4], "plain": "x"})
         );
+    }
+
+    #[test]
+    fn the_filters_ansible_users_reach_for() {
+        let ctx = json!({
+            "devs": [{"name": "a", "ssd": true, "gb": 10}, {"name": "b", "ssd": false, "gb": 20}],
+            "n": "12", "x": 1.5, "words": ["b", "a", "b"],
+        });
+        let r = |e: &str| t().render_str(e, &ctx).unwrap();
+        assert_eq!(r("{{ devs | selectattr('ssd') | map(attribute='name') | list }}"), json!(["a"]));
+        assert_eq!(r("{{ devs | rejectattr('ssd') | map(attribute='name') | join(',') }}"), json!("b"));
+        assert_eq!(r("{{ n | int + 1 }}"), json!(13));
+        assert_eq!(r("{{ x | float }}"), json!(1.5));
+        assert_eq!(r("{{ 3 | string }}"), json!("3"));
+        assert_eq!(r("{{ words | unique | list | length }}"), json!(2));
+        assert_eq!(r("{{ words | min }}-{{ words | max }}"), json!("a-b"));
+        assert_eq!(r("{{ [1, 2, 3, 4] | select('even') | list }}"), json!([2, 4]));
+        assert_eq!(r("{{ [1, 2, 3] | reject('odd') | list }}"), json!([2]));
+        assert_eq!(r("{{ 'no' | bool }}"), json!(false));
+        assert_eq!(r("{{ missing | default('d') }}"), json!("d"));
+        assert_eq!(r("{{ ['Yes', 'off', 1, 2, true] | map('bool') | list }}"), json!([true, false, true, false, true]));
+        assert_eq!(r("{{ (n == '12') | ternary('a', 'b') }}"), json!("a"));
+        assert_eq!(r("{{ '/dev/disk/sdb' | basename }} {{ '/dev/sdb' | dirname }}"), json!("sdb /dev"));
+        assert_eq!(r("{{ 'kernel 6.1.0-9' | regex_search('[0-9]+[.][0-9]+') }}"), json!("6.1"));
+        assert_eq!(r("{{ [[1, [2]], 3] | flatten }}"), json!([1, 2, 3]));
+        assert_eq!(r("{{ {'a': 1} | dict2items }}"), json!([{"key": "a", "value": 1}]));
+        assert_eq!(r("{{ {'a': 1} | dict2items | items2dict }}"), json!({"a": 1}));
+    }
+
+    #[test]
+    fn conditions_are_bare_expressions() {
+        let ctx = json!({"fs": "xfs", "n": 0, "l": []});
+        assert!(t().condition("fs == 'xfs'", &ctx).unwrap());
+        assert!(!t().condition("n", &ctx).unwrap());
+        assert!(!t().condition("l", &ctx).unwrap());
+        assert!(t().condition("fs is defined and nope is not defined", &ctx).unwrap());
+        let e = t().condition("size > 3", &ctx).unwrap_err();
+        assert_eq!(e, "undefined variable `size` in `when: size > 3`");
     }
 }

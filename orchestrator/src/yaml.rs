@@ -202,17 +202,53 @@ impl fmt::Display for ConfigError {
     }
 }
 
+/// How deeply collections may nest. Far past any playbook or inventory (a
+/// group in an inventory's tree costs two levels), and shallow enough for a
+/// small stack: serde-saphyr deserializes recursively, tens of KiB of stack
+/// a level in a debug build, and its default of 64 overflowed a 2 MiB thread
+/// stack at about 55 levels (`[[[[...`, found by fuzzing).
+pub const MAX_DEPTH: usize = 32;
+
 /// Parse a YAML document, keeping every node's position.
 pub fn parse_str(name: &str, text: &str) -> Result<Node, ConfigError> {
     let src = Arc::new(SourceFile { name: name.to_string(), text: text.to_string() });
-    let options = serde_saphyr::options! { with_snippet: false };
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_DEPTH;
+    budget.flow_nesting_limit = MAX_DEPTH;
+    let options = serde_saphyr::options! { with_snippet: false, budget: Some(budget) };
     let raw: Spanned<Raw> = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
         let (line, col) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((0, 0));
         let loc = Loc { src: src.clone(), line, col };
         let msg = e.to_string();
         // saphyr prefixes its own "line N column M: "; we print the location ourselves.
         let msg = msg.split_once(": ").filter(|(p, _)| p.starts_with("line ")).map(|(_, m)| m).unwrap_or(&msg);
-        ConfigError::at(&loc, format!("invalid YAML: {}", msg.lines().next().unwrap_or_default()))
+        if msg.starts_with("budget breached: Depth") || msg.starts_with("recursion limit exceeded") {
+            return ConfigError::at(&loc, format!("invalid YAML: nested more than {MAX_DEPTH} levels deep"));
+        }
+        // ... and often suffixes " at line N, column M" (or more locations) too.
+        let msg = msg.lines().next().unwrap_or_default();
+        let msg = msg.split(" at line ").next().unwrap_or(msg);
+        // saphyr's limits on size and alias expansion ("billion laughs").
+        if let Some(breach) = msg.strip_prefix("budget breached: ") {
+            return ConfigError::at(&loc, format!("invalid YAML: too large once aliases are expanded ({breach})"));
+        }
+        if let Some(key) = msg.strip_prefix("duplicate mapping key: ") {
+            let key = key.split(", set DuplicateKeyPolicy").next().unwrap_or(key);
+            return ConfigError::at(&loc, format!("invalid YAML: duplicate key `{key}`"));
+        }
+        // saphyr points at the scalar or block the tab broke, often a line
+        // before the tab itself: point at the first tab indenting a line.
+        if msg.contains("found a tab") || msg.contains("tabs") {
+            let tab = text.lines().enumerate().skip(line.saturating_sub(1) as usize).find_map(|(i, l)| {
+                let lead = &l[..l.len() - l.trim_start_matches([' ', '\t']).len()];
+                lead.find('\t').map(|c| (i as u32 + 1, c as u32 + 1))
+            });
+            if let Some((line, col)) = tab {
+                return ConfigError::at(&Loc { src: src.clone(), line, col }, "invalid YAML: a tab in indentation")
+                    .with_hint("YAML indents with spaces only");
+            }
+        }
+        ConfigError::at(&loc, format!("invalid YAML: {msg}"))
     })?;
     Ok(convert(raw, &src))
 }
@@ -385,8 +421,56 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Found by fuzzing: 60 nested `[` overflowed a 2 MiB thread stack in a debug build.
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                assert!(parse_str("ok.yml", &deep(MAX_DEPTH)).is_ok());
+                for n in [MAX_DEPTH + 1, 60, 100, 300, 100_000] {
+                    let e = parse_str("deep.yml", &deep(n)).unwrap_err();
+                    assert_eq!((e.line, e.col), (1, MAX_DEPTH as u32 + 1), "{n}: {e}");
+                    assert!(e.message.contains("nested more than 32 levels"), "{n}: {e}");
+                }
+                let block: String = (0..100).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+                assert!(parse_str("deep.yml", &block).unwrap_err().message.contains("nested more than"));
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut bomb = String::from("l0: &l0 [lol, lol]\n");
+        for d in 1..10 {
+            bomb += &format!("l{d}: &l{d} [{}]\n", vec![format!("*l{}", d - 1); 10].join(", "));
+        }
+        let e = parse_str("bomb.yml", &bomb).unwrap_err();
+        assert!(e.message.starts_with("invalid YAML: too large once aliases are expanded ("), "{e}");
+        assert!(!e.message.contains(" at line "), "{e}");
+    }
+
+    #[test]
     fn duplicate_keys_are_an_error() {
-        assert!(parse_str("d.yml", "a: 1\na: 2\n").is_err());
+        let e = parse_str("d.yml", "a: 1\na: 2\n").unwrap_err();
+        assert_eq!((e.line, e.col, e.message.as_str()), (2, 1, "invalid YAML: duplicate key `a`"));
+    }
+
+    #[test]
+    fn a_tab_is_pointed_at_where_it_is() {
+        // saphyr reports the scalar before the tab (1:10 here).
+        let e = parse_str("t.yml", "- hosts: all\n\trepeat: 3\n").unwrap_err();
+        assert_eq!((e.line, e.col, e.message.as_str()), (2, 1, "invalid YAML: a tab in indentation"), "{e}");
+        let e = parse_str("t.yml", "a:\n  b: 1\n  \tc: 2\n").unwrap_err();
+        assert_eq!((e.line, e.col), (3, 3), "{e}");
+    }
+
+    #[test]
+    fn saphyr_locations_are_not_repeated_in_the_message() {
+        let e = parse_str("i.yml", "- a:\n    - b\n   - c\n").unwrap_err();
+        assert!(!e.message.contains(" at line "), "{e}");
     }
 
     #[test]

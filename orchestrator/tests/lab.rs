@@ -98,7 +98,7 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
         let n = samples.iter().filter(|x| x.cell_id == c.id).count();
         assert_eq!(n, 8, "cell {} on {}", c.key, c.host);
         let info = c.info.as_ref().expect("setup recorded");
-        let setup = info.as_object().unwrap().values().next().unwrap();
+        let setup = info.as_object().unwrap().iter().find(|(k, _)| k.starts_with("setup[0]")).unwrap().1;
         assert!(setup["mkfs_command"].as_str().unwrap().starts_with("mkfs."));
         assert!(setup["mkfs_version"].is_string());
     }
@@ -476,4 +476,235 @@ fn what_the_agent_writes_is_what_the_host_tools_read() {
     // A cold read's device counters show the file came from the disk.
     let cold = samples.iter().find(|x| x.step == "cold" && x.metric == "throughput").unwrap();
     assert!(cold.dev_read_bytes.unwrap() >= 6 << 20, "{cold:?}");
+}
+
+/// The inventory of the lab with `group_vars/` beside it, as a lab keeps them.
+fn lab_inventory_with_group_vars(b: &Bench) -> std::path::PathBuf {
+    let dir = b.dir.path().join("inv");
+    std::fs::create_dir_all(dir.join("group_vars")).unwrap();
+    std::fs::copy(lab_inventory(), dir.join("simlab.yml")).unwrap();
+    let data = repo().join("orchestrator/tests/data/habits");
+    std::fs::copy(data.join("group_vars/fast.yml"), dir.join("group_vars/fast.yml")).unwrap();
+    dir.join("simlab.yml")
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_errors() {
+    let b = Bench::new();
+    let inv = lab_inventory_with_group_vars(&b);
+    let inv = inv.to_str().unwrap();
+    let pb = repo().join("orchestrator/tests/data/habits/playbook.yml");
+    let pb = pb.to_str().unwrap();
+
+    // The group variable `size` reaches the `fast` hosts and no others.
+    assert_eq!(b.run(&["plan", pb, "-i", inv, "-l", "fast"]).status.code(), Some(0));
+    let out = b.run(&["plan", pb, "-i", inv, "-l", "hdd"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("undefined variable `size`"), "{}", stderr(&out));
+    // Tags: `never` steps are listed only when asked for.
+    let tasks = stdout(&b.run(&["run", pb, "-i", inv, "-l", "fast", "--list-tasks"]));
+    assert!(tasks.contains("benchmark: each device  TAGS: [loops]") && !tasks.contains("debug only"), "{tasks}");
+    let tasks = stdout(&b.run(&["run", pb, "-i", inv, "-l", "fast", "--list-tasks", "-t", "debug"]));
+    assert!(tasks.contains("debug only") && !tasks.contains("each device"), "{tasks}");
+
+    // -l picks the fast hosts, -e beats their group variable.
+    let out = b.run(&["run", pb, "-i", inv, "-l", "fast", "-e", "size=6M", "--name", "habits"]);
+    assert_eq!(out.status.code(), Some(2), "the second play fails on purpose");
+    let log = format!("{}{}", stdout(&out), stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("habits").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    let hosts: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.host.as_str()).collect();
+    assert_eq!(hosts.into_iter().collect::<Vec<_>>(), ["fast1", "fast2"]);
+
+    let first: Vec<_> = cells.iter().filter(|c| c.play_index == 0).collect();
+    assert_eq!(first.len(), 4);
+    for c in &first {
+        assert_eq!(c.status, "ok", "{c:?}");
+        let steps = c.steps.as_ref().expect("steps stored with the cell");
+        let bench = steps["benchmark"].as_array().unwrap();
+        assert_eq!(bench[0]["action"]["args"]["size"], 6 << 20, "-e size=6M wins: {bench:?}");
+        let names: Vec<&str> = bench.iter().map(|s| s["name"].as_str().unwrap()).collect();
+        let devices: Vec<String> = if c.host == "fast1" { (0..4).collect() } else { vec![0, 1] }
+            .into_iter()
+            .map(|i| format!("each device (ssd{i})"))
+            .collect();
+        let mut expected = vec!["write".to_string()];
+        if c.params["fs"] == "btrfs" {
+            expected.push("btrfs only".into());
+        }
+        expected.extend(devices);
+        expected.push("too slow".into());
+        assert_eq!(names, expected, "when, loop and never-tags on {}", c.key);
+        assert_eq!(bench.last().unwrap()["timeout"], 2.0);
+    }
+    // serial: 1 — fast1's cells all ended before fast2's began.
+    let t = |s: &Option<String>| {
+        time::OffsetDateTime::parse(s.as_deref().unwrap(), &time::format_description::well_known::Rfc3339).unwrap()
+    };
+    let fast1_end = first.iter().filter(|c| c.host == "fast1").map(|c| t(&c.finished)).max().unwrap();
+    let fast2_start = first.iter().filter(|c| c.host == "fast2").map(|c| t(&c.started)).min().unwrap();
+    assert!(fast1_end <= fast2_start, "serial: 1 ran the hosts together");
+    // cell_order: interleaved — repetition 1 of both cells before repetition 2 of either.
+    let samples = s.samples(run).unwrap();
+    let fast1: Vec<i64> = first.iter().filter(|c| c.host == "fast1").map(|c| c.id).collect();
+    let order: Vec<(i64, i64)> = samples
+        .iter()
+        .filter(|x| fast1.contains(&x.cell_id) && x.step == "write" && x.metric == "throughput")
+        .map(|x| (x.cell_id, x.repetition))
+        .collect();
+    assert_eq!(order, [(fast1[0], 1), (fast1[1], 1), (fast1[0], 2), (fast1[1], 2)]);
+    assert_eq!(first[0].info.as_ref().unwrap()["schedule"], serde_json::json!({"cell_order": "interleaved"}));
+    // timeout + ignore_errors: the step was cancelled, the cell went on, no sleep is left.
+    assert!(log.contains("too slow: timed out after 2 s"), "{log}");
+    assert_eq!(sh("pgrep -fx 'sleep 60' | wc -l"), "0");
+
+    // any_errors_fatal: the first failure stops the play and the playbook.
+    let second: Vec<_> = cells.iter().filter(|c| c.play_index == 1).collect();
+    assert_eq!(second.len(), 4);
+    for c in &second {
+        let (status, reason) = (c.status.as_str(), c.reason.as_deref().unwrap_or_default());
+        if c.params["attempt"] == 1 {
+            assert_eq!(status, "failed", "{c:?}");
+        } else {
+            assert!(status == "skipped" && reason.contains("any_errors_fatal"), "{c:?}");
+        }
+    }
+    let third: Vec<_> = cells.iter().filter(|c| c.play_index == 2).collect();
+    assert_eq!(third.len(), 2);
+    assert!(third.iter().all(|c| c.status == "skipped"), "{third:?}");
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn max_fail_percentage_stops_the_playbook_after_a_failed_batch() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("orchestrator/tests/data/habits/max-fail.yml");
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "maxfail"]);
+    assert_eq!(out.status.code(), Some(2));
+    let s = b.store();
+    let cells = s.cells(s.resolve_run("maxfail").unwrap().id).unwrap();
+    let got: Vec<(i64, &str, &str)> =
+        cells.iter().map(|c| (c.play_index, c.host.as_str(), c.status.as_str())).collect();
+    assert_eq!(
+        got,
+        [(0, "fast1", "failed"), (0, "fast2", "skipped"), (1, "fast1", "skipped"), (1, "fast2", "skipped")],
+        "{cells:?}"
+    );
+    assert!(cells[1].reason.as_deref().unwrap().contains("over max_fail_percentage 0%"), "{cells:?}");
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn compare_finds_a_planted_regression_and_nothing_in_noise() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
+    let pb = pb.to_str().unwrap();
+    for (name, speed) in [("base", "100"), ("same", "100"), ("slower", "80")] {
+        let out = b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", name]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let out = b.run(&["compare", "base", "slower", "--fail-on-regression", "--threshold", "5"]);
+    assert_eq!(out.status.code(), Some(3), "a 20% drop must fail the job");
+    assert!(stdout(&out).contains("1 regressed, 0 improved"), "{}", stdout(&out));
+    let out = b.run(&["compare", "base", "same", "--fail-on-regression", "--threshold", "5", "-f", "md"]);
+    assert_eq!(out.status.code(), Some(0));
+    let md = stdout(&out);
+    assert!(md.contains("0 regressed, 0 improved") && md.contains("| HOST | PLAY |"), "{md}");
+    assert!(md.lines().any(|l| l.contains("| speed |") && l.ends_with("| unchanged |")), "{md}");
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_recorded() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
+    let out = b.run(&["run", pb.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    // Interleaved: each visit is a fresh setup, and each opens with its warm-up (4 + 8 visits).
+    assert_eq!(stderr(&out).matches("warm-up:").count(), 12, "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("last").unwrap().id;
+    let samples = s.samples(run).unwrap();
+    let cells = s.cells(run).unwrap();
+    let reps = |noise: i64| -> Vec<i64> {
+        let id = cells.iter().find(|c| c.params["noise"] == noise).unwrap().id;
+        samples.iter().filter(|x| x.cell_id == id && x.metric == "speed").map(|x| x.repetition).collect()
+    };
+    // Always 100: a CI95 of ±0% once the minimum of 4 is in.
+    assert_eq!(reps(1), [1, 2, 3, 4]);
+    let steady = cells.iter().find(|c| c.params["noise"] == 1).unwrap();
+    assert_eq!(steady.info.as_ref().unwrap()["repetitions"]["recorded"], 4, "{steady:?}");
+    // 100..299 (sd ~29% of the mean): ±5% needs some 130 samples, so all 8
+    // run (four draws within ±6 of each other, the chance of stopping, is ~0.1%).
+    assert_eq!(reps(200), (1..=8).collect::<Vec<_>>());
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn every_report_format_parses_back() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
+    let pb = pb.to_str().unwrap();
+    for (name, speed) in [("base", "100"), ("slower", "80")] {
+        assert_eq!(b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", name]).status.code(), Some(0));
+    }
+    // CSV: a row per sample (5 repetitions × speed and time), numbers that read back.
+    let csv_text = stdout(&b.run(&["report", "slower", "-f", "csv"]));
+    let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 10, "{csv_text}");
+    let headers = rd.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let speeds: Vec<f64> =
+        rows.iter().filter(|r| &r[col("metric")] == "speed").map(|r| r[col("value")].parse().unwrap()).collect();
+    assert_eq!(speeds.len(), 5);
+    assert!(speeds.iter().all(|v| (80.0..=82.0).contains(v)), "{speeds:?}");
+    // JUnit: one case per cell; with the baseline, the regression fails it.
+    for (baseline, failures) in [(None, 0), (Some("base"), 1)] {
+        let mut args = vec!["report", "slower", "-f", "junit"];
+        if let Some(base) = baseline {
+            args.extend(["--baseline", base, "--threshold", "5"]);
+        }
+        let xml = stdout(&b.run(&args));
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+        assert_eq!(cases.len(), 1, "{xml}");
+        let failed: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
+        assert_eq!(failed.len(), failures, "{xml}");
+        if failures > 0 {
+            assert!(failed[0].attribute("message").unwrap().contains("measure speed: -"), "{xml}");
+        }
+    }
+    // Markdown: a header row, a separator, one row per metric.
+    let md = stdout(&b.run(&["report", "slower", "-f", "md"]));
+    let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(table.len(), 4, "{md}");
+    assert!(table[0].starts_with("| host | cell |") && table.iter().any(|l| l.contains("| speed |")), "{md}");
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn the_html_report_is_one_file_with_a_chart_per_metric() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
+    assert_eq!(b.run(&["run", pb.to_str().unwrap(), "--name", "h"]).status.code(), Some(0));
+    let html = stdout(&b.run(&["report", "h", "-f", "html"]));
+    // Self-contained: nothing fetched from anywhere.
+    for external in ["<script", "<link", "src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!html.contains(external), "{external} in the report");
+    }
+    // `noise` is the one numeric axis: a line chart per metric (speed, time), each an SVG with
+    // a path per host series, and error bars; the warning list names the noisy cell.
+    let svgs: Vec<&str> = html.split("<svg").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+    assert_eq!(svgs.len(), 2, "{html}");
+    let x_label = regex::Regex::new(r"<text[^>]*>\s*noise\s*</text>").unwrap();
+    for svg in &svgs {
+        assert!(svg.contains("<polyline") || svg.contains("<path"), "no line drawn");
+        assert!(x_label.is_match(svg), "the x axis is named after the matrix axis");
+    }
+    assert!(html.contains("<h2>Hosts</h2>") && html.contains("localhost"));
+    assert!(html.contains("noise=200 measure speed: CV"), "{html}");
 }

@@ -27,7 +27,7 @@ fn every_playbook_plans_on_every_inventory() {
     let extra = benchrig::inventory::Vars::new();
     for pb in files("playbooks") {
         for inv in files("inventories").into_iter().filter(|p| p.extension().is_some_and(|e| e == "yml")) {
-            match benchrig::run::check(&pb, std::slice::from_ref(&inv), None, &extra) {
+            match benchrig::run::check(&pb, std::slice::from_ref(&inv), None, &extra, &Default::default()) {
                 Ok(checked) => assert!(!checked.hosts.is_empty()),
                 // A play with two roles cannot run on a one-host inventory; it must say so.
                 Err(e) if e.to_string().contains("roles") && e.to_string().contains("only 1 host") => {}
@@ -35,8 +35,22 @@ fn every_playbook_plans_on_every_inventory() {
             }
         }
         // And on the embedded default (this machine).
-        if let Err(e) = benchrig::run::check(&pb, &[], None, &extra) {
+        if let Err(e) = benchrig::run::check(&pb, &[], None, &extra, &Default::default()) {
             assert!(e.to_string().contains("only 1 host"), "{} on localhost: {e:#}", pb.display());
         }
     }
+}
+
+/// The playbook README.md shows under "Writing playbooks" parses as it is.
+#[test]
+fn the_readme_playbook_example_parses() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let section = readme.split("## Writing playbooks").nth(1).expect("the section");
+    let example = section.split("```yaml\n").nth(1).and_then(|b| b.split("```").next()).expect("a yaml block");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sizes.yml"), "size: 2G\n").unwrap();
+    let pb = dir.path().join("example.yml");
+    std::fs::write(&pb, example).unwrap();
+    let parsed = benchrig::playbook::load(&pb).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parsed.plays[0].benchmark.len(), 2);
 }

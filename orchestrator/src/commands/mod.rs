@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 pub mod cleanup;
+pub mod compare;
 pub mod facts;
 pub mod inventory;
 pub mod ping;

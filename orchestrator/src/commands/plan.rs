@@ -1,9 +1,10 @@
 //! `benchrig plan`: the cells each host would run, touching nothing.
 //! Facts come from the database when a host was seen before.
 
-use crate::cli::PlanArgs;
+use crate::cli::{PlanArgs, PlaybookArgs};
 use crate::extra_vars;
 use crate::planner::{self, HostInput};
+use crate::playbook::TagFilter;
 use crate::run::{self, needs_facts};
 use crate::store::Store;
 use crate::summary::table;
@@ -11,24 +12,58 @@ use crate::template::Templates;
 use crate::yaml::ConfigError;
 use benchrig_wire::facts::Facts;
 
-pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
-    let PlanArgs { play: pa, list_hosts, syntax_check } = args;
-    let extra = extra_vars::parse(&pa.extra_vars).map_err(anyhow::Error::msg)?;
-    let checked = run::check(&pa.playbook, &pa.hosts.inventory, pa.hosts.limit.as_deref(), &extra)?;
-    if syntax_check {
-        println!("playbook: {} ({} plays): OK", pa.playbook.display(), checked.playbook.plays.len());
-        return Ok(0);
+/// `--syntax-check`, `--list-hosts`, `--list-tasks` (for `run` as for
+/// `plan`, as ansible-playbook has them): `None` when none is asked for.
+pub fn listing(pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
+    if !(pa.syntax_check || pa.list_hosts || pa.list_tasks) {
+        return None;
     }
-    if list_hosts {
+    Some(checked(pa).map(|(checked, _)| {
+        if pa.syntax_check {
+            println!("playbook: {} ({} plays): OK", pa.playbook.display(), checked.playbook.plays.len());
+            return 0;
+        }
         for (i, play) in checked.playbook.plays.iter().enumerate() {
-            let hosts: Vec<&String> = checked.hosts.iter().filter(|(_, p)| p.contains(&i)).map(|(h, _)| h).collect();
-            println!("play #{} ({}): {}  hosts ({})", i + 1, play.hosts, play.name, hosts.len());
-            for h in hosts {
-                println!("    {h}");
+            let hosts = checked.hosts_of_play(i);
+            println!("play #{} ({}): {}  TAGS: [{}]", i + 1, play.hosts, play.name, play.tags.join(","));
+            if pa.list_hosts {
+                println!("  hosts ({}):", hosts.len());
+                for h in &hosts {
+                    println!("    {h}");
+                }
+            }
+            if pa.list_tasks {
+                println!("  steps:");
+                for (phase, steps) in [
+                    ("setup", &play.setup),
+                    ("before_each", &play.before_each),
+                    ("benchmark", &play.benchmark),
+                    ("teardown", &play.teardown),
+                ] {
+                    for s in steps {
+                        let tags: Vec<&str> = play.tags.iter().chain(&s.tags).map(String::as_str).collect();
+                        println!("    {phase}: {}  TAGS: [{}]", s.display_name(), tags.join(","));
+                    }
+                }
             }
         }
-        return Ok(0);
+        0
+    }))
+}
+
+fn checked(pa: &PlaybookArgs) -> anyhow::Result<(run::Checked, crate::inventory::Vars)> {
+    let extra = extra_vars::parse(&pa.extra_vars).map_err(anyhow::Error::msg)?;
+    let tags = TagFilter::new(&pa.tags, &pa.skip_tags);
+    let checked = run::check(&pa.playbook, &pa.hosts.inventory, pa.hosts.limit.as_deref(), &extra, &tags)?;
+    Ok((checked, extra))
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
+    let pa = args.play;
+    if let Some(done) = listing(&pa) {
+        return done;
     }
+    let (checked, extra) = checked(&pa)?;
     // A missing database just means no cached facts.
     let store = pa.hosts.db.exists().then(|| Store::open(&pa.hosts.db)).transpose()?;
     let t = Templates::new();

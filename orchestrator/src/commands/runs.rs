@@ -1,6 +1,6 @@
-//! `benchrig runs`, `benchrig show RUN`, `benchrig report RUN`.
+//! `benchrig runs`, `show RUN`, `report RUN`, `export RUN`, `import FILE`.
 
-use crate::cli::{DbArgs, ReportArgs, ReportFormat, ShowArgs};
+use crate::cli::{DbArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs};
 use crate::store::Store;
 use crate::summary::table;
 
@@ -46,12 +46,53 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
     let r = store.resolve_run(&args.run)?;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&crate::report::json::build(&store, r.id)?)? + "\n",
+        ReportFormat::Md => crate::report::md::render(&crate::report::json::build(&store, r.id)?),
+        ReportFormat::Html => crate::report::html::render(&crate::report::json::build(&store, r.id)?),
+        ReportFormat::Csv => crate::report::csv::build(&store, r.id)?,
+        ReportFormat::Junit => {
+            let rows = match &args.baseline {
+                Some(base) => {
+                    let base = crate::commands::compare::load(&store, base)?.1;
+                    let new = crate::commands::compare::load(&store, &r.id.to_string())?.1;
+                    let opts = crate::compare::Options { threshold_pct: args.threshold, ..Default::default() };
+                    crate::compare::compare(&base, &new, opts)
+                }
+                None => Vec::new(),
+            };
+            crate::report::junit::build(&store, r.id, &rows)?
+        }
     };
-    match &args.output {
+    write_out(args.output.as_deref(), &text)
+}
+
+fn write_out(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<i32> {
+    match output {
         Some(path) => {
             std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
         }
         None => print!("{text}"),
+    }
+    Ok(0)
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    let r = store.resolve_run(&args.run)?;
+    write_out(args.output.as_deref(), &(serde_json::to_string(&store.export_run(r.id)?)? + "\n"))
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    for f in &args.files {
+        let text = if f.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin())?
+        } else {
+            std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?
+        };
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
+        let id = store.import_run(&doc).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        println!("{}: imported as run {id}", f.display());
     }
     Ok(0)
 }

@@ -86,6 +86,7 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
                 let Some((pattern, rest)) = words.split_first() else { continue };
                 let (pattern, port) = ranges::split_port(pattern);
                 let hosts = ranges::expand(pattern).map_err(|e| err(lineno, indent, e))?;
+                inv.check_room(&hosts).map_err(|e| err(lineno, indent, e))?;
                 let mut vars = super::Vars::new();
                 for word in rest {
                     let (k, v) = word
@@ -237,5 +238,20 @@ mod tests {
         assert!(e.message.contains("no section header"), "{}", e.message);
         let e = load(&mut inv, "hosts.ini", "[p:children]\nnever\n").unwrap_err();
         assert_eq!(e.line, 2, "a child group never defined: {}", e.message);
+    }
+
+    #[test]
+    fn many_large_ranges_are_refused_not_ground_through() {
+        // 100 lines of 10 000 hosts each used to make a million hosts, and
+        // grouping them took quadratic time.
+        let text: String = (0..100).map(|i| format!("[g{i}]\nh{i}x[0:9999]\n")).collect();
+        let mut inv = Inventory::default();
+        let e = load(&mut inv, "big.ini", &text).unwrap_err();
+        assert_eq!((e.line, e.col), (4, 1), "{e}");
+        assert!(e.message.contains("at most 10000 hosts"), "{e}");
+        // Listing the same hosts again is no growth.
+        let mut inv = Inventory::default();
+        load(&mut inv, "big.ini", "[a]\nh[0:9999]\n[b]\nh[0:9999]\n").unwrap();
+        assert_eq!(inv.hosts.len(), 10_000);
     }
 }

@@ -6,8 +6,8 @@
 mod ini;
 mod localhost;
 pub mod pattern;
-mod pyliteral;
-mod ranges;
+pub mod pyliteral;
+pub mod ranges;
 mod vars_dirs;
 mod yaml11;
 mod yaml_format;
@@ -20,6 +20,25 @@ use std::path::{Path, PathBuf};
 pub use localhost::embedded_localhost;
 
 pub type Vars = Map<String, Json>;
+
+/// The most hosts an inventory may have. Far past any lab; without it a few
+/// lines of large ranges (`a[0:9999]`, `b[0:9999]`, ...) made millions of
+/// hosts, and grouping them is quadratic.
+pub const MAX_HOSTS: usize = 10_000;
+
+impl Inventory {
+    /// An error when adding `names` would take the inventory past [`MAX_HOSTS`].
+    fn check_room(&self, names: &[String]) -> Result<(), String> {
+        let new = names.iter().filter(|h| !self.hosts.contains_key(*h)).count();
+        if self.hosts.len() + new > MAX_HOSTS {
+            return Err(format!(
+                "an inventory may have at most {MAX_HOSTS} hosts; this line would make it {}",
+                self.hosts.len() + new
+            ));
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Host {
@@ -69,6 +88,7 @@ pub struct Inventory {
 
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
+    // Transparent: with `{0}` and `#[from]` anyhow's `{:#}` printed the error twice.
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("inventory {path}: {message}")]
@@ -111,14 +131,18 @@ impl Inventory {
             path: path.display().to_string(),
             message: format!("cannot read: {e}"),
         })?;
-        let name = path.display().to_string();
+        self.load_text(&path.display().to_string(), path.extension().and_then(|e| e.to_str()), text.as_str())
+    }
+
+    /// One source's text, given its name and its extension.
+    fn load_text(&mut self, name: &str, extension: Option<&str>, text: &str) -> Result<(), InventoryError> {
         // As Ansible's plugin chain: the yaml plugin takes .yml/.yaml/.json and
         // names without an extension; what it cannot read as a YAML mapping
         // goes to the ini plugin, as does every other extension.
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("yml" | "yaml" | "json") => yaml_format::load(self, &name, &text)?,
-            None if yaml_format::is_mapping(&name, &text) => yaml_format::load(self, &name, &text)?,
-            _ => ini::load(self, &name, &text)?,
+        match extension {
+            Some("yml" | "yaml" | "json") => yaml_format::load(self, name, text)?,
+            None if yaml_format::is_mapping(name, text) => yaml_format::load(self, name, text)?,
+            _ => ini::load(self, name, text)?,
         }
         Ok(())
     }
@@ -147,6 +171,18 @@ impl Inventory {
         };
         g.priority = n.ok_or_else(|| format!("ansible_group_priority must be an integer, not {value}"))?;
         Ok(())
+    }
+
+    /// One inventory source given as text, read as [`Inventory::load`] reads a
+    /// file of that name (the yaml plugin for .yml/.yaml/.json and for a YAML
+    /// mapping without an extension, INI otherwise), without `group_vars/` or
+    /// `host_vars/`. Pure: for tests and fuzzing.
+    pub fn parse_str(name: &str, text: &str) -> Result<Inventory, InventoryError> {
+        let mut inv = Inventory::empty();
+        inv.sources.push(name.to_string());
+        inv.load_text(name, Path::new(name).extension().and_then(|e| e.to_str()), text)?;
+        inv.finish();
+        Ok(inv)
     }
 
     pub fn ensure_group(&mut self, name: &str) -> &mut Group {

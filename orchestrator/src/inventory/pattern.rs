@@ -136,7 +136,7 @@ fn match_one(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
         // `[a:b]` is inclusive; `[a:]` runs to the end; out of range is cut (Python slicing).
         Some(end) => {
             let end = if end == -1 { n - 1 } else { end };
-            let (a, b) = (start.clamp(0, n) as usize, (end + 1).clamp(0, n) as usize);
+            let (a, b) = (start.clamp(0, n) as usize, end.saturating_add(1).clamp(0, n) as usize);
             hosts.get(a..b.max(a)).unwrap_or_default().to_vec()
         }
     })
@@ -172,7 +172,7 @@ fn enumerate(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
         Some(r) => Regex::new(&format!("^(?:{r})")),
         None => Regex::new(&fnmatch_to_regex(term)),
     }
-    .map_err(|e| PatternError::Regex(term.into(), e.to_string()))?;
+    .map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
     let mut out = Vec::new();
     let groups: Vec<&String> = inv.groups.keys().filter(|g| re.is_match(g)).collect();
     for g in &groups {
@@ -182,6 +182,14 @@ fn enumerate(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
         out.extend(inv.hosts.keys().filter(|h| re.is_match(h)).cloned());
     }
     Ok(out)
+}
+
+/// The regex crate's own words on one line (its message draws the pattern
+/// with a caret over several lines, which reads badly inside ours).
+fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().last().unwrap_or_default();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 /// Python's `fnmatch.translate`: `*`, `?`, `[seq]`, `[!seq]`; the whole name must match.
@@ -289,6 +297,31 @@ mod tests {
         let at = format!("@{}", f.path().display());
         assert_eq!(limit(&inv, &at).unwrap(), ["fast1", "old1"]);
         assert!(select(&inv, &at).unwrap().is_empty(), "a play's hosts: has no @file");
+    }
+
+    #[test]
+    fn a_list_naming_itself_is_a_pattern_not_a_recursion() {
+        // As Ansible's `subset`: a list's lines are patterns, never read as
+        // further lists, so a file naming itself cannot recurse; its `@` line
+        // matches no host.
+        let inv = lab();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let me = format!("@{}", f.path().display());
+        std::fs::write(f.path(), format!("fast1\n{me}\n")).unwrap();
+        assert_eq!(limit(&inv, &me).unwrap(), ["fast1"]);
+    }
+
+    #[test]
+    fn huge_subscripts_are_cut_as_python_slices() {
+        let inv = lab();
+        assert_eq!(select(&inv, "fast[0:9223372036854775807]").unwrap(), ["fast1", "fast2"]);
+        assert!(matches!(select(&inv, "fast[-9223372036854775808]"), Err(PatternError::Subscript(..))));
+    }
+
+    #[test]
+    fn regex_errors_are_one_line() {
+        let e = select(&lab(), "web:~(unclosed").unwrap_err().to_string();
+        assert_eq!(e, "bad regular expression in host pattern `~(unclosed`: unclosed group");
     }
 
     #[test]

@@ -5,9 +5,14 @@
 
 use serde_json::{Map, Value as Json};
 
+/// How deeply lists, tuples and dicts may nest. Python's own parser stops
+/// near 200 levels (Ansible then keeps the text a string, as we do); the
+/// limit keeps a line of `[[[[...` from overflowing the stack.
+pub const MAX_DEPTH: usize = 100;
+
 /// The value, or `None` when the text is not a Python literal (then Ansible keeps it a string).
 pub fn parse(text: &str) -> Option<Json> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let mut p = Parser { s: text.as_bytes(), i: 0, depth: 0 };
     let v = p.value()?;
     p.ws();
     (p.i == p.s.len()).then_some(v)
@@ -16,6 +21,7 @@ pub fn parse(text: &str) -> Option<Json> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -46,10 +52,17 @@ impl Parser<'_> {
 
     fn value(&mut self) -> Option<Json> {
         self.ws();
-        match *self.s.get(self.i)? {
-            b'[' => self.seq(b'['),
-            b'(' => self.seq(b'('),
-            b'{' => self.dict(),
+        let c = *self.s.get(self.i)?;
+        if matches!(c, b'[' | b'(' | b'{') {
+            if self.depth >= MAX_DEPTH {
+                return None;
+            }
+            self.depth += 1;
+            let v = if c == b'{' { self.dict() } else { self.seq(c) };
+            self.depth -= 1;
+            return v;
+        }
+        match c {
             b'\'' | b'"' => self.string().map(Json::String),
             _ => self.atom(),
         }
@@ -176,7 +189,7 @@ fn int_json(neg: bool, n: u128) -> Json {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, MAX_DEPTH};
     use serde_json::json;
 
     #[test]
@@ -216,5 +229,17 @@ mod tests {
         for s in ["true", "yes", "hello", "/dev/sdb", "[1, 2", "{'a' 1}", "1.2.3", "'open"] {
             assert_eq!(parse(s), None, "{s}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_stays_a_string_instead_of_overflowing_the_stack() {
+        // 100 000 `[` used to recurse until the stack overflowed, aborting the process.
+        for open in ["[", "(", "{'k': "] {
+            assert_eq!(parse(&open.repeat(100_000)), None, "{open}");
+        }
+        let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_some());
+        let deeper = format!("[{ok}]");
+        assert_eq!(parse(&deeper), None);
     }
 }

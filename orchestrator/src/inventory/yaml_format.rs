@@ -27,7 +27,9 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node, json: bool) -> Resul
                 for (hkey, hvars) in value.expect_map("`hosts`")? {
                     let text = hkey.scalar_text().unwrap_or_default();
                     let (pattern, port) = ranges::split_port(&text);
-                    for host in ranges::expand(pattern).map_err(|e| hkey.error(e))? {
+                    let hosts = ranges::expand(pattern).map_err(|e| hkey.error(e))?;
+                    inv.check_room(&hosts).map_err(|e| hkey.error(e))?;
+                    for host in hosts {
                         // As in INI: `web1:2222:` sets the port of a host this key creates.
                         if let (Some(p), false) = (port, inv.hosts.contains_key(&host)) {
                             inv.ensure_host(&host).vars.insert("ansible_port".into(), p.into());
@@ -87,6 +89,14 @@ mod tests {
         let e = load(&mut inv, "lab.yml", "all:\n  children:\n    web:\n      host:\n        a:\n").unwrap_err();
         assert_eq!((e.line, e.col), (4, 7));
         assert_eq!(e.hint.as_deref(), Some("did you mean `hosts`?"));
+    }
+
+    #[test]
+    fn an_inventory_past_max_hosts_is_refused_at_the_key() {
+        let text: String =
+            "all:\n  hosts:\n".to_string() + &(0..3).map(|i| format!("    h{i}x[0:4999]:\n")).collect::<String>();
+        let e = load(&mut Inventory::default(), "big.yml", &text).unwrap_err();
+        assert_eq!((e.line, e.col), (5, 5), "{e}");
     }
 
     #[test]

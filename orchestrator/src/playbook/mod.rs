@@ -6,11 +6,13 @@
 //! for a host and a cell.
 
 mod parse;
+mod tags;
 
 use crate::yaml::{Loc, Node};
 use benchrig_wire::steps::FsProfile;
 
 pub use parse::{load, parse};
+pub use tags::TagFilter;
 
 #[derive(Clone, Debug)]
 pub struct Playbook {
@@ -25,8 +27,24 @@ pub struct Play {
     pub loc: Loc,
     /// A host pattern.
     pub hosts: String,
-    /// In order: a later var may use an earlier one.
+    /// In order: a later var may use an earlier one. `vars_files` come
+    /// after `vars`, so they win, as in Ansible.
     pub vars: Vec<(String, Node)>,
+    /// Run the agent as `become_user` (root) on this play's hosts. A host's
+    /// agent lives for the whole run, so it becomes for every play there.
+    pub become_user: Option<String>,
+    /// Hosts in batches (plain plays): each batch runs to its end before the next.
+    pub serial: Vec<Batch>,
+    /// Stop the play when more than this share of a batch's hosts failed.
+    pub max_fail_percentage: Option<f64>,
+    /// A failed cell on any host stops the play on every host (after the
+    /// cells running now).
+    pub any_errors_fatal: bool,
+    /// Inherited by every step.
+    pub tags: Vec<String>,
+    pub cell_order: CellOrder,
+    /// Some template reads `hostvars` (built only then: it is every host's variables).
+    pub uses_hostvars: bool,
     /// Profile overrides and additions, already resolved against the built-ins.
     pub profiles: Vec<FsProfile>,
     pub matrix: Matrix,
@@ -43,6 +61,30 @@ pub struct Play {
     pub teardown: Vec<Step>,
 }
 
+/// A `serial` entry: a number of hosts or a share of them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Batch {
+    Hosts(usize),
+    Percent(f64),
+}
+
+/// The order a host runs a play's cells and repetitions in. Interleaved
+/// (the default) runs repetition 1 of every cell, then repetition 2, ...,
+/// so slow drift (a warming disk, a filling SSD, a neighbour's cron job)
+/// spreads over all cells instead of passing for a difference between
+/// them; shuffled does the same in a random order per round from a recorded
+/// seed. Each visit has its own setup and teardown. Sequential runs each
+/// cell's repetitions back to back on one setup, for a setup too costly to
+/// repeat.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CellOrder {
+    Sequential,
+    #[default]
+    Interleaved,
+    /// The seed, when the playbook fixes it; else the run picks and records one.
+    Shuffled(Option<u64>),
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Matrix {
     /// Axis name → a list, a scalar, or a template giving a list.
@@ -53,9 +95,9 @@ pub struct Matrix {
     pub include: Vec<Node>,
 }
 
-/// How often a cell's setup runs: once (the default: a fresh filesystem per
-/// cell), or before every repetition, when the measured step itself changes
-/// what setup made (adding a device to a volume).
+/// How often a cell's setup runs within one visit (see [`CellOrder`]):
+/// once (the default), or before every repetition, when the measured step
+/// itself changes what setup made (adding a device to a volume).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Fresh {
     #[default]
@@ -81,6 +123,17 @@ pub struct Step {
     pub action: String,
     pub args: Node,
     pub loc: Loc,
+    /// Conditions (Jinja expressions without braces), all of which must hold.
+    pub when: Vec<Node>,
+    /// A list, or a template giving one: the step runs once per item.
+    pub r#loop: Option<Node>,
+    /// The name items take in templates (`loop_control.loop_var`, default `item`).
+    pub loop_var: String,
+    /// The step's own tags (the play's are added when selecting).
+    pub tags: Vec<String>,
+    pub ignore_errors: bool,
+    /// Seconds; the step is cancelled and fails when it runs longer.
+    pub timeout: Option<u64>,
 }
 
 impl Step {

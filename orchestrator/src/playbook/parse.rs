@@ -1,7 +1,7 @@
 //! The playbook grammar. Every key is checked here, with file:line:column and
 //! a suggestion for a near miss; values are checked when rendered.
 
-use super::{Assign, Fresh, Matrix, Play, Playbook, Step};
+use super::{Assign, Batch, CellOrder, Fresh, Matrix, Play, Playbook, Step};
 use crate::profiles;
 use crate::template::Templates;
 use crate::yaml::{self, did_you_mean, unknown_key, ConfigError, Node, Value};
@@ -12,6 +12,15 @@ const PLAY_KEYS: &[&str] = &[
     "name",
     "hosts",
     "vars",
+    "vars_files",
+    "become",
+    "become_user",
+    "serial",
+    "max_fail_percentage",
+    "any_errors_fatal",
+    "tags",
+    "cell_order",
+    "seed",
     "profiles",
     "matrix",
     "repeat",
@@ -23,6 +32,8 @@ const PLAY_KEYS: &[&str] = &[
     "benchmark",
     "teardown",
 ];
+/// What a step may carry besides its one action.
+const STEP_KEYS: &[&str] = &["name", "role", "when", "loop", "loop_control", "tags", "ignore_errors", "timeout"];
 const PROFILE_KEYS: &[&str] = &["fstype", "mkfs", "mount_options"];
 /// The playbook's `filesystem` step names a profile; the planner resolves it.
 const FILESYSTEM_ARGS: &[&str] = &["device", "profile"];
@@ -36,8 +47,10 @@ pub fn load(path: &Path) -> Result<Playbook, ConfigError> {
 
 pub fn parse(name: &str, text: &str) -> Result<Playbook, ConfigError> {
     let root = yaml::parse_str(name, text)?;
+    // `vars_files` are relative to the playbook, as in Ansible.
+    let dir = Path::new(name).parent().unwrap_or(Path::new(""));
     let plays = match &root.value {
-        Value::Seq(items) => items.iter().enumerate().map(|(i, p)| play(p, i)).collect::<Result<Vec<_>, _>>()?,
+        Value::Seq(items) => items.iter().enumerate().map(|(i, p)| play(p, i, dir)).collect::<Result<Vec<_>, _>>()?,
         Value::Map(_) => {
             return Err(root
                 .error("a playbook is a list of plays")
@@ -51,7 +64,7 @@ pub fn parse(name: &str, text: &str) -> Result<Playbook, ConfigError> {
     Ok(Playbook { path: name.to_string(), text: text.to_string(), plays })
 }
 
-fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
+fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
     let entries = match &node.value {
         Value::Map(m) => m,
         _ => return Err(node.error(format!("a play must be a mapping, found {}", node.type_name()))),
@@ -61,6 +74,13 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
         loc: node.loc.clone(),
         hosts: String::new(),
         vars: Vec::new(),
+        become_user: None,
+        serial: Vec::new(),
+        max_fail_percentage: None,
+        any_errors_fatal: false,
+        tags: Vec::new(),
+        cell_order: CellOrder::Sequential,
+        uses_hostvars: node.to_json().to_string().contains("hostvars"),
         profiles: Vec::new(),
         matrix: Matrix::default(),
         repeat: None,
@@ -73,6 +93,7 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
         teardown: Vec::new(),
     };
     let mut saw_hosts = false;
+    let (mut becomes, mut become_user, mut vars_files, mut seed, mut order) = (false, None, Vec::new(), None, None);
     for (k, v) in entries {
         match k.as_str().unwrap_or_default() {
             "name" => p.name = v.scalar_text().ok_or_else(|| v.error("`name` must be a string"))?,
@@ -93,6 +114,26 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
                     .iter()
                     .map(|(k, v)| Ok((k.expect_str("a variable name")?.to_string(), v.clone())))
                     .collect::<Result<_, ConfigError>>()?
+            }
+            "vars_files" => vars_files = v.expect_seq("`vars_files`")?.to_vec(),
+            "become" => becomes = expect_bool(v, "`become`")?,
+            "become_user" => become_user = Some(v.expect_str("`become_user`")?.to_string()),
+            "serial" => p.serial = serial(v)?,
+            "max_fail_percentage" => {
+                p.max_fail_percentage = Some(match &v.value {
+                    Value::Int(n) if (0..=100).contains(n) => *n as f64,
+                    Value::Float(f) if (0.0..=100.0).contains(f) => *f,
+                    _ => return Err(v.error("`max_fail_percentage` is a number from 0 to 100")),
+                })
+            }
+            "any_errors_fatal" => p.any_errors_fatal = expect_bool(v, "`any_errors_fatal`")?,
+            "tags" => p.tags = tags(v)?,
+            "cell_order" => order = Some(v),
+            "seed" => {
+                seed = Some(match &v.value {
+                    Value::Int(n) if *n >= 0 => *n as u64,
+                    _ => return Err(v.error("`seed` is a whole number (the shuffle's seed)")),
+                })
             }
             "profiles" => p.profiles = profile_overrides(v)?,
             "matrix" => p.matrix = matrix(v)?,
@@ -117,6 +158,20 @@ fn play(node: &Node, index: usize) -> Result<Play, ConfigError> {
             "benchmark" => p.benchmark = steps(v, "benchmark")?,
             "teardown" => p.teardown = steps(v, "teardown")?,
             _ => return Err(unknown_key(k, "a play", PLAY_KEYS)),
+        }
+    }
+    if becomes {
+        p.become_user = Some(become_user.unwrap_or_else(|| "root".into()));
+    }
+    p.cell_order = cell_order(order, seed, node)?;
+    for f in &vars_files {
+        p.vars.extend(vars_file(f, dir)?);
+    }
+    if !p.roles.is_empty() {
+        if let Some(at) = node.get("serial") {
+            return Err(at.error(
+                "`serial` is for plays without roles; a role play runs its cells one after another across its hosts",
+            ));
         }
     }
     if !saw_hosts {
@@ -163,11 +218,39 @@ fn check_role(s: &Step, roles: &[String]) -> Result<(), ConfigError> {
     })
 }
 
+/// `repeat: 5`, a template giving a number, or adaptive:
+/// `repeat: {min: 3, max: 10, ci_pct: 2, metrics: [throughput], warmup: 1}`.
 fn repeat(v: &Node) -> Result<Node, ConfigError> {
+    let count = |v: &Node, what: &str, least: i64| match &v.value {
+        Value::Int(n) if *n >= least => Ok(()),
+        Value::Str(s) if Templates::is_template(s) => Ok(()),
+        _ => Err(v.error(format!("{what} must be a whole number of at least {least} (or a template giving one)"))),
+    };
     match &v.value {
-        Value::Int(n) if *n >= 1 => Ok(v.clone()),
-        Value::Str(s) if Templates::is_template(s) => Ok(v.clone()),
-        _ => Err(v.error("`repeat` must be a whole number of at least 1 (or a template giving one)")),
+        Value::Map(m) => {
+            for (k, val) in m {
+                match k.as_str().unwrap_or_default() {
+                    "min" | "max" => count(val, &format!("`repeat.{}`", k.as_str().unwrap_or_default()), 1)?,
+                    "warmup" => count(val, "`repeat.warmup`", 0)?,
+                    "metrics" => {
+                        for m in val.expect_seq("`repeat.metrics`")? {
+                            m.expect_str("a metric name")?;
+                        }
+                    }
+                    "ci_pct" => match &val.value {
+                        Value::Int(n) if *n > 0 => {}
+                        Value::Float(f) if *f > 0.0 => {}
+                        _ => return Err(val.error("`repeat.ci_pct` is a percentage above 0 (2 = ±2% of the mean)")),
+                    },
+                    _ => return Err(unknown_key(k, "`repeat`", &["min", "max", "ci_pct", "metrics", "warmup"])),
+                }
+            }
+            if v.get("max").is_none() {
+                return Err(v.error("adaptive `repeat` needs `max` (and usually `min` and `ci_pct`)"));
+            }
+            Ok(v.clone())
+        }
+        _ => count(v, "`repeat`", 1).map(|()| v.clone()),
     }
 }
 
@@ -218,12 +301,39 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
     let mut name = None;
     let mut role = None;
     let mut action: Option<(&Node, &Node)> = None;
+    let (mut when, mut lp, mut loop_var, mut tag_list) = (Vec::new(), None, "item".to_string(), Vec::new());
+    let (mut ignore_errors, mut timeout) = (false, None);
     for (k, v) in entries {
         let key = k.as_str().unwrap_or_default();
         if key == "name" {
             name = Some(v.scalar_text().ok_or_else(|| v.error("a step's `name` must be a string"))?);
         } else if key == "role" {
             role = Some(v.expect_str("a step's `role`")?.to_string());
+        } else if key == "when" {
+            when = conditions(v)?;
+        } else if key == "loop" {
+            match &v.value {
+                Value::Seq(_) => {}
+                Value::Str(s) if Templates::is_template(s) => {}
+                _ => return Err(v.error("`loop` is a list, or a template giving one (`{{ devices }}`)")),
+            }
+            lp = Some(v.clone());
+        } else if key == "loop_control" {
+            for (ck, cv) in v.expect_map("`loop_control`")? {
+                match ck.as_str().unwrap_or_default() {
+                    "loop_var" => loop_var = cv.expect_str("`loop_var`")?.to_string(),
+                    _ => return Err(unknown_key(ck, "`loop_control`", &["loop_var"])),
+                }
+            }
+        } else if key == "tags" {
+            tag_list = tags(v)?;
+        } else if key == "ignore_errors" {
+            ignore_errors = expect_bool(v, "`ignore_errors`")?;
+        } else if key == "timeout" {
+            timeout = Some(match &v.value {
+                Value::Int(n) if *n >= 1 => *n as u64,
+                _ => return Err(v.error("`timeout` is a whole number of seconds, at least 1")),
+            });
         } else if ACTION_NAMES.contains(&key) {
             if let Some((first, _)) = action {
                 return Err(k.error(format!(
@@ -233,7 +343,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             }
             action = Some((k, v));
         } else {
-            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(["name", "role"]).collect();
+            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(STEP_KEYS.iter().copied()).collect();
             return Err(unknown_key(k, "a step (not an action or step key)", &valid));
         }
     }
@@ -260,7 +370,133 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             return Err(args.error(format!("the arguments of `{action}` must be a mapping, found {}", args.type_name())))
         }
     }
-    Ok(Step { name, role, action, args: args.clone(), loc: k.loc.clone() })
+    if lp.is_none() && entries.iter().any(|(k, _)| k.as_str() == Some("loop_control")) {
+        return Err(node.error("`loop_control` without `loop`"));
+    }
+    Ok(Step {
+        name,
+        role,
+        action,
+        args: args.clone(),
+        loc: k.loc.clone(),
+        when,
+        r#loop: lp,
+        loop_var,
+        tags: tag_list,
+        ignore_errors,
+        timeout,
+    })
+}
+
+fn expect_bool(v: &Node, what: &str) -> Result<bool, ConfigError> {
+    match &v.value {
+        Value::Bool(b) => Ok(*b),
+        _ => Err(v.error(format!("{what} is `true` or `false`, found {}", v.type_name()))),
+    }
+}
+
+/// `tags: a`, `tags: a,b` or `tags: [a, b]`, as Ansible takes them.
+fn tags(v: &Node) -> Result<Vec<String>, ConfigError> {
+    let items: Vec<String> = match &v.value {
+        Value::Seq(items) => items
+            .iter()
+            .map(|i| i.scalar_text().ok_or_else(|| i.error("a tag is a string")))
+            .collect::<Result<_, _>>()?,
+        _ => vec![v.scalar_text().ok_or_else(|| v.error("`tags` is a list of strings or a string"))?],
+    };
+    Ok(items.iter().flat_map(|t| t.split(',')).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string).collect())
+}
+
+/// `when`: one expression, a boolean, or a list of them (all must hold).
+/// Expressions are bare Jinja (`fs == 'xfs'`), as in Ansible.
+fn conditions(v: &Node) -> Result<Vec<Node>, ConfigError> {
+    let items = match &v.value {
+        Value::Seq(items) => items.to_vec(),
+        _ => vec![v.clone()],
+    };
+    for i in &items {
+        match &i.value {
+            Value::Bool(_) => {}
+            Value::Str(s) if s.trim().starts_with("{{") && s.trim().ends_with("}}") => {
+                return Err(i.error("`when` is a bare expression").with_hint(format!(
+                    "write `when: {}`, without the braces, as in Ansible",
+                    s.trim().trim_start_matches("{{").trim_end_matches("}}").trim()
+                )))
+            }
+            Value::Str(s) => {
+                minijinja::Environment::new()
+                    .compile_expression(s)
+                    .map_err(|e| i.error(format!("`when: {s}`: {}", e.detail().unwrap_or("not an expression"))))?;
+            }
+            _ => {
+                return Err(
+                    i.error(format!("a `when` condition is an expression or a boolean, found {}", i.type_name()))
+                )
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// `serial: 2`, `serial: "30%"` or a list of them (the last repeats).
+fn serial(v: &Node) -> Result<Vec<Batch>, ConfigError> {
+    let one = |n: &Node| -> Result<Batch, ConfigError> {
+        let bad = || n.error("`serial` is a number of hosts (`2`), a share (`\"30%\"`), or a list of them");
+        match &n.value {
+            Value::Int(k) if *k >= 1 => Ok(Batch::Hosts(*k as usize)),
+            Value::Str(s) => {
+                let pct: f64 = s.trim().strip_suffix('%').ok_or_else(bad)?.trim().parse().map_err(|_| bad())?;
+                if pct > 0.0 && pct <= 100.0 {
+                    Ok(Batch::Percent(pct))
+                } else {
+                    Err(bad())
+                }
+            }
+            _ => Err(bad()),
+        }
+    };
+    match &v.value {
+        Value::Seq(items) if !items.is_empty() => items.iter().map(one).collect(),
+        _ => Ok(vec![one(v)?]),
+    }
+}
+
+fn cell_order(order: Option<&Node>, seed: Option<u64>, play: &Node) -> Result<CellOrder, ConfigError> {
+    let order = match order.map(|o| (o, o.as_str())) {
+        None => CellOrder::default(),
+        Some((_, Some("sequential"))) => CellOrder::Sequential,
+        Some((_, Some("interleaved"))) => CellOrder::Interleaved,
+        Some((_, Some("shuffled"))) => CellOrder::Shuffled(seed),
+        Some((o, _)) => {
+            return Err(o
+                .error("`cell_order` is `sequential`, `interleaved` or `shuffled`")
+                .with_hint(did_you_mean(o.as_str().unwrap_or_default(), &["sequential", "interleaved", "shuffled"])))
+        }
+    };
+    if seed.is_some() && !matches!(order, CellOrder::Shuffled(_)) {
+        let at = play.get("seed").unwrap_or(play);
+        return Err(at.error("`seed` is for `cell_order: shuffled`"));
+    }
+    Ok(order)
+}
+
+/// One `vars_files` entry: a YAML mapping of variables, relative to the playbook.
+fn vars_file(entry: &Node, dir: &Path) -> Result<Vec<(String, Node)>, ConfigError> {
+    let name = entry.expect_str("a `vars_files` entry")?;
+    if Templates::is_template(name) {
+        return Err(entry.error("`vars_files` names a file, not a template"));
+    }
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| entry.error(format!("cannot read vars file {}: {e}", path.display())))?;
+    let root = yaml::parse_str(&path.display().to_string(), &text)?;
+    if root.is_null() {
+        return Ok(Vec::new());
+    }
+    root.expect_map("a vars file")?
+        .iter()
+        .map(|(k, v)| Ok((k.expect_str("a variable name")?.to_string(), v.clone())))
+        .collect()
 }
 
 /// A literal profile name in a `filesystem` step must exist; templated ones are checked per cell.
@@ -421,5 +657,65 @@ mod tests {
         assert!(err("- hosts: all\n  benchmark:\n    - {role: server, noop: }\n").hint.unwrap().contains("roles:"));
         assert!(err("- hosts: all\n  roles: [a, a]\n").message.contains("twice"));
         assert!(err("- hosts: all\n  assign: some\n").message.contains("`assign`"));
+    }
+
+    #[test]
+    fn ansible_play_and_step_keywords() {
+        let text = "- hosts: all\n  become: true\n  serial: [1, '50%']\n  max_fail_percentage: 25\n  any_errors_fatal: true\n  tags: nightly,slow\n  cell_order: shuffled\n  seed: 7\n  benchmark:\n    - noop:\n      tags: [a]\n      ignore_errors: true\n      timeout: 30\n      when: x == 1\n";
+        let p = &parse("k.yml", text).unwrap().plays[0];
+        assert_eq!(p.become_user.as_deref(), Some("root"));
+        assert_eq!(p.serial, [Batch::Hosts(1), Batch::Percent(50.0)]);
+        assert_eq!(p.max_fail_percentage, Some(25.0));
+        assert!(p.any_errors_fatal);
+        assert_eq!(p.tags, ["nightly", "slow"]);
+        assert_eq!(p.cell_order, CellOrder::Shuffled(Some(7)));
+        let s = &p.benchmark[0];
+        assert_eq!(
+            (s.tags.clone(), s.ignore_errors, s.timeout, s.when.len()),
+            (vec!["a".to_string()], true, Some(30), 1)
+        );
+    }
+
+    #[test]
+    fn keyword_errors_say_what_is_expected() {
+        let e = err("- hosts: all\n  benchmark:\n    - {noop: , when: '{{ x }}'}\n");
+        assert_eq!(e.hint.as_deref(), Some("write `when: x`, without the braces, as in Ansible"));
+        let e = err("- hosts: all\n  benchmark:\n    - {noop: , when: 'x =='}\n");
+        assert_eq!(e.line, 3, "{e}");
+        let e = err("- hosts: all\n  benchmark:\n    - {noop: , ignore_erors: true}\n");
+        assert_eq!(e.hint.as_deref(), Some("did you mean `ignore_errors`?"));
+        assert!(err("- hosts: all\n  serial: 0\n").message.contains("`serial`"));
+        assert_eq!(err("- hosts: all\n  repeat: {max: 3, ci_pc: 2}\n").hint.as_deref(), Some("did you mean `ci_pct`?"));
+        assert!(err("- hosts: all\n  repeat: {min: 3}\n").message.contains("needs `max`"));
+        assert!(err("- hosts: all\n  repeat: {max: 3, ci_pct: 0}\n").message.contains("above 0"));
+        assert!(err("- hosts: all\n  serial: '150%'\n").message.contains("`serial`"));
+        assert!(err("- hosts: all\n  become: yes please\n").message.contains("`true` or `false`"));
+        assert!(err("- hosts: all\n  max_fail_percentage: 101\n").message.contains("0 to 100"));
+        assert_eq!(err("- hosts: all\n  cell_order: shuffle\n").hint.as_deref(), Some("did you mean `shuffled`?"));
+        assert!(err("- hosts: all\n  seed: 3\n").message.contains("shuffled"));
+        assert!(err("- hosts: all\n  roles: [a]\n  serial: 1\n").message.contains("without roles"));
+        assert!(err("- hosts: all\n  benchmark:\n    - {noop: , timeout: 0}\n").message.contains("seconds"));
+        assert!(err("- hosts: all\n  benchmark:\n    - {noop: , loop: 3}\n").message.contains("`loop` is a list"));
+        assert!(err("- hosts: all\n  benchmark:\n    - {noop: , loop_control: {loop_var: d}}\n")
+            .message
+            .contains("without `loop`"));
+        let e = err("- hosts: all\n  vars_files: [does-not-exist.yml]\n");
+        assert!(e.message.contains("does-not-exist.yml") && e.line == 2, "{e}");
+    }
+
+    #[test]
+    fn vars_files_are_read_beside_the_playbook_and_win_over_vars() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("sizes.yml"), "size: 1G\ncount: 3\n").unwrap();
+        std::fs::write(dir.path().join("bad.yml"), "- not a mapping\n").unwrap();
+        let pb = dir.path().join("pb.yml");
+        std::fs::write(&pb, "- hosts: all\n  vars: {size: 1M}\n  vars_files: [sizes.yml]\n").unwrap();
+        let p = &load(&pb).unwrap().plays[0];
+        let names: Vec<&str> = p.vars.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["size", "size", "count"], "later entries win when the context is built");
+        assert_eq!(p.vars[1].1.loc.src.name, dir.path().join("sizes.yml").display().to_string());
+        std::fs::write(&pb, "- hosts: all\n  vars_files: [bad.yml]\n").unwrap();
+        let e = load(&pb).unwrap_err();
+        assert!(e.to_string().contains("bad.yml:1:1"), "{e}");
     }
 }

@@ -25,7 +25,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         let base = |id: String, step: Json, workload: Json, metrics: Vec<Json>| {
             json!({
                 "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
-                "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info,
+                "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
                 "metrics": metrics,
             })
         };
@@ -49,7 +49,10 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                         "name": name, "unit": unit, "better": better, "samples": values,
                         "n": s.n, "mean": s.mean, "sd": s.sd, "median": s.median, "min": s.min, "max": s.max,
                         "ci95": s.ci95.map(|(lo, hi)| json!([lo, hi])),
-                        "flags": if s.n < 3 { json!(["n<3"]) } else { json!([]) },
+                        "mad": s.mad, "cv": s.cv,
+                        // Indexes into `samples`, flagged by modified z-score, never dropped.
+                        "outliers": s.outliers,
+                        "flags": if s.few() { json!(["n<3"]) } else { json!([]) },
                     })
                 })
                 .collect();

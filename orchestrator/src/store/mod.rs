@@ -5,6 +5,7 @@
 //! benchmarks they record, so contention is not worth a pool.
 
 mod schema;
+mod transfer;
 
 use benchrig_wire::facts::Facts;
 use benchrig_wire::steps::StepOutput;
@@ -23,6 +24,8 @@ pub enum StoreError {
     NoSuchRun(String),
     #[error("database {path} was written by a newer benchrig (schema {found}, this one knows {known})")]
     TooNew { path: String, found: i64, known: i64 },
+    #[error("writing the report: {0}")]
+    Export(String),
 }
 
 pub fn now() -> String {
@@ -75,6 +78,10 @@ pub struct CellRow {
     pub status: String,
     pub reason: Option<String>,
     pub info: Option<Json>,
+    /// The planned steps, rendered (`Cell::steps_json`); none in runs stored before they were.
+    pub steps: Option<Json>,
+    pub started: Option<String>,
+    pub finished: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -169,8 +176,8 @@ impl Store {
     pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
         let db = self.db();
         db.execute(
-            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending')",
+            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
             params![
                 run,
                 c.host,
@@ -178,7 +185,8 @@ impl Store {
                 c.play_name,
                 c.key,
                 serde_json::to_string(&c.params).unwrap_or_default(),
-                c.repeat
+                c.repeat,
+                c.steps_json().to_string()
             ],
         )?;
         Ok(db.last_insert_rowid())
@@ -306,11 +314,13 @@ impl Store {
     pub fn cells(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
         let db = self.db();
         let mut st = db.prepare(
-            "SELECT id, host, play_index, play, key, params, repeat, status, reason, info FROM cells WHERE run_id = ?1 ORDER BY id",
+            "SELECT id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished
+             FROM cells WHERE run_id = ?1 ORDER BY id",
         )?;
         let rows = st.query_map([run], |r| {
             let params: String = r.get(5)?;
             let info: Option<String> = r.get(9)?;
+            let steps: Option<String> = r.get(10)?;
             Ok(CellRow {
                 id: r.get(0)?,
                 host: r.get(1)?,
@@ -322,19 +332,31 @@ impl Store {
                 status: r.get(7)?,
                 reason: r.get(8)?,
                 info: info.and_then(|i| serde_json::from_str(&i).ok()),
+                steps: steps.and_then(|i| serde_json::from_str(&i).ok()),
+                started: r.get(11)?,
+                finished: r.get(12)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
+        self.samples_where("c.run_id = ?1", run)
+    }
+
+    /// One cell's samples so far (adaptive repetition reads them).
+    pub fn cell_samples(&self, cell: i64) -> Result<Vec<SampleRow>, StoreError> {
+        self.samples_where("s.cell_id = ?1", cell)
+    }
+
+    fn samples_where(&self, condition: &str, id: i64) -> Result<Vec<SampleRow>, StoreError> {
         let db = self.db();
-        let mut st = db.prepare(
+        let mut st = db.prepare(&format!(
             "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
                     s.dev_read_bytes, s.dev_write_bytes, s.info
-             FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id",
-        )?;
-        let rows = st.query_map([run], |r| {
+             FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
+        ))?;
+        let rows = st.query_map([id], |r| {
             Ok(SampleRow {
                 cell_id: r.get(0)?,
                 step_index: r.get(1)?,
@@ -368,6 +390,7 @@ mod tests {
             play_name: "q".into(),
             params: [("fs".to_string(), serde_json::json!("ext4"))].into_iter().collect(),
             repeat: 2,
+            policy: crate::planner::RepeatPolicy::fixed(2),
             setup: vec![],
             before_each: vec![],
             benchmark: vec![],
@@ -432,6 +455,45 @@ mod tests {
         assert_eq!(cells[0].info.as_ref().unwrap()["setup 1"]["mkfs_command"], "mkfs.ext4 -F /dev/loop0");
         let samples = s.samples(run).unwrap();
         assert_eq!((samples[0].value, samples[0].dev_read_bytes), (412.5, Some(4096)));
+
+        // Export, import into another database (twice into the same: refused), export again: equal but for ids.
+        let doc = s.export_run(run).unwrap();
+        let other = Store::open(&dir.path().join("central.db")).unwrap();
+        other
+            .create_run(&NewRun {
+                name: None,
+                playbook: "o",
+                playbook_text: "",
+                inventory: "",
+                limit: None,
+                extra_vars: &ev,
+            })
+            .unwrap();
+        let imported = other.import_run(&doc).unwrap();
+        assert_eq!(imported, 2, "a new id in the central database");
+        let e = other.import_run(&doc).unwrap_err();
+        assert!(e.to_string().contains("already in the database as run 2"), "{e}");
+        let again = other.export_run(imported).unwrap();
+        let strip = |mut d: Json| {
+            d["run"]["id"] = Json::Null;
+            for k in ["hosts", "cells", "samples"] {
+                for row in d[k].as_array_mut().unwrap() {
+                    for id in ["id", "run_id", "cell_id"] {
+                        if row.get(id).is_some() {
+                            row[id] = Json::Null;
+                        }
+                    }
+                }
+            }
+            d
+        };
+        assert_eq!(strip(again), strip(doc.clone()));
+        assert_eq!(other.samples(imported).unwrap()[0].value, 412.5);
+        let mut broken = doc;
+        broken["samples"][0]["cell_id"] = serde_json::json!(999);
+        broken["run"]["started"] = serde_json::json!("another time");
+        assert!(other.import_run(&broken).unwrap_err().to_string().contains("cell 999"));
+        assert_eq!(other.runs().unwrap().len(), 2, "a refused import leaves nothing behind");
     }
 
     #[test]

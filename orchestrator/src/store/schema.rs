@@ -75,6 +75,9 @@ const MIGRATIONS: &[&str] = &[
         updated TEXT NOT NULL
     );
     ",
+    // 2: each cell's planned steps, rendered (what exactly ran: sizes, mkfs
+    // argv, devices), beside its parameters.
+    "ALTER TABLE cells ADD COLUMN steps TEXT;",
 ];
 
 pub fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {

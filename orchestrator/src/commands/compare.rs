@@ -1,0 +1,86 @@
+//! `benchrig compare BASE NEW`: the verdict per metric, as a table or as
+//! markdown for a CI summary; exit 3 on a regression when asked.
+
+use crate::cli::{CompareArgs, CompareFormat};
+use crate::compare::{compare, Options, Row, RunData, Verdict};
+use crate::store::Store;
+use crate::summary::{fmt_num, table};
+
+/// A run (id, name or `last`) as `compare` takes it.
+pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
+    let r = store.resolve_run(spec)?;
+    Ok((r.id, RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? }))
+}
+
+/// The exit code of `--fail-on-regression` when a metric regressed.
+pub const REGRESSED: i32 = 3;
+
+pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    let (base_id, base) = load(&store, &args.base)?;
+    let (new_id, new) = load(&store, &args.new)?;
+    let rows = compare(&base, &new, Options { threshold_pct: args.threshold, alpha: args.alpha });
+    let count = |v: &str| rows.iter().filter(|r| r.verdict.word() == v).count();
+    let summary = format!(
+        "run {new_id} against run {base_id}: {} regressed, {} improved, {} unchanged, {} not comparable \
+         (threshold {}%, alpha {})",
+        count("regressed"),
+        count("improved"),
+        count("unchanged"),
+        count("not comparable"),
+        args.threshold,
+        args.alpha
+    );
+    let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
+    match args.format {
+        CompareFormat::Table => {
+            print!("{}", table(&HEADER, &cells));
+            println!("{summary}");
+        }
+        CompareFormat::Md => print!("{}", markdown(&cells, &summary)),
+    }
+    let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
+    Ok(if args.fail_on_regression && regressed { REGRESSED } else { 0 })
+}
+
+const HEADER: [&str; 11] =
+    ["HOST", "PLAY", "CELL", "STEP", "METRIC", "BASE", "NEW", "CHANGE", "RATIO CI95", "P", "VERDICT"];
+
+fn cells(r: &Row) -> Vec<String> {
+    let mean = |s: &Option<crate::stats::Summary>| {
+        s.as_ref().map(|s| format!("{} {} (n={})", fmt_num(s.mean), r.unit, s.n)).unwrap_or_else(|| "-".into())
+    };
+    let change = r.ratio.map(|x| format!("{:+.1}%", (x - 1.0) * 100.0)).unwrap_or_else(|| "-".into());
+    let ci = r.ratio_ci.map(|(lo, hi)| format!("{lo:.3}–{hi:.3}")).unwrap_or_else(|| "-".into());
+    let p = match (r.test, r.welch_p, r.mwu_p) {
+        ("welch", Some(p), _) => format!("{p:.3} (t)"),
+        ("mann-whitney", _, Some(p)) => format!("{p:.3} (U)"),
+        _ => "-".into(),
+    };
+    let verdict = match &r.verdict {
+        Verdict::NotComparable(why) => format!("not comparable: {why}"),
+        v => v.word().to_string(),
+    };
+    vec![
+        r.host.clone(),
+        r.play.clone(),
+        r.cell.clone(),
+        r.step.clone(),
+        r.metric.clone(),
+        mean(&r.base),
+        mean(&r.new),
+        change,
+        ci,
+        p,
+        verdict,
+    ]
+}
+
+fn markdown(rows: &[Vec<String>], summary: &str) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = format!("**{summary}**\n\n| {} |\n|{}\n", HEADER.join(" | "), "---|".repeat(HEADER.len()));
+    for r in rows {
+        out += &format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
+    }
+    out
+}

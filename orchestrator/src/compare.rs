@@ -1,0 +1,366 @@
+//! `benchrig compare BASE NEW`: pair the cells of two runs by host, play and
+//! parameters, and say per metric whether NEW is better, worse or the same
+//! as BASE — only when the difference is beyond noise (a significance test)
+//! and beyond a threshold, and only when the two were made on the same
+//! configuration (kernel, mkfs, device). Pure: the runs come in loaded.
+
+use crate::significance::{mann_whitney, welch};
+use crate::stats::{skewness, Summary};
+use crate::store::{CellRow, HostRow, SampleRow};
+use crate::summary::describe_params;
+use indexmap::IndexMap;
+use serde_json::Value as Json;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// One run, as the store gives it.
+pub struct RunData {
+    pub hosts: Vec<HostRow>,
+    pub cells: Vec<CellRow>,
+    pub samples: Vec<SampleRow>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Changes smaller than this (percent of BASE's mean) are `unchanged`.
+    pub threshold_pct: f64,
+    /// Significance level of the two-sided test.
+    pub alpha: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { threshold_pct: 0.0, alpha: 0.05 }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    Unchanged,
+    /// Not the same configuration, too few samples, or only in one run.
+    NotComparable(String),
+}
+
+impl Verdict {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::Unchanged => "unchanged",
+            Verdict::NotComparable(_) => "not comparable",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub host: String,
+    pub play: String,
+    pub cell: String,
+    pub step: String,
+    pub metric: String,
+    pub unit: String,
+    pub better: String,
+    pub base: Option<Summary>,
+    pub new: Option<Summary>,
+    /// NEW mean / BASE mean, with a 95% interval.
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<(f64, f64)>,
+    pub welch_p: Option<f64>,
+    pub mwu_p: Option<f64>,
+    /// Which test the verdict rests on.
+    pub test: &'static str,
+    pub verdict: Verdict,
+}
+
+type Key = (String, String, String, String, String);
+
+/// Values per (host, play, cell parameters, step, metric), and what each
+/// metric is (unit, better) and which cell it came from.
+fn index(run: &RunData) -> IndexMap<Key, (Vec<f64>, String, String, i64)> {
+    let mut out: IndexMap<Key, (Vec<f64>, String, String, i64)> = IndexMap::new();
+    for s in &run.samples {
+        let Some(c) = run.cells.iter().find(|c| c.id == s.cell_id) else { continue };
+        let key = (c.host.clone(), c.play.clone(), describe_params(&c.params), s.step.clone(), s.metric.clone());
+        out.entry(key).or_insert_with(|| (Vec::new(), s.unit.clone(), s.better.clone(), c.id)).0.push(s.value);
+    }
+    out
+}
+
+pub fn compare(base: &RunData, new: &RunData, opts: Options) -> Vec<Row> {
+    let (b, n) = (index(base), index(new));
+    let mut rows = Vec::new();
+    for (key, (bv, unit, better, bcell)) in &b {
+        let row = |base: Option<Summary>, new: Option<Summary>, verdict| Row {
+            host: key.0.clone(),
+            play: key.1.clone(),
+            cell: key.2.clone(),
+            step: key.3.clone(),
+            metric: key.4.clone(),
+            unit: unit.clone(),
+            better: better.clone(),
+            base,
+            new,
+            ratio: None,
+            ratio_ci: None,
+            welch_p: None,
+            mwu_p: None,
+            test: "-",
+            verdict,
+        };
+        let Some((nv, _, _, ncell)) = n.get(key) else {
+            rows.push(row(Summary::of(bv), None, Verdict::NotComparable("not in NEW".into())));
+            continue;
+        };
+        let (bs, ns) = (Summary::of(bv), Summary::of(nv));
+        if let Some(why) = config_difference(base, *bcell, new, *ncell) {
+            rows.push(row(bs, ns, Verdict::NotComparable(why)));
+            continue;
+        }
+        if bv.len() < 2 || nv.len() < 2 {
+            rows.push(row(bs, ns, Verdict::NotComparable("fewer than 2 samples".into())));
+            continue;
+        }
+        let mut r = row(bs.clone(), ns.clone(), Verdict::Unchanged);
+        judge(&mut r, bv, nv, opts);
+        rows.push(r);
+    }
+    for (key, (nv, unit, better, _)) in n.iter().filter(|(k, _)| !b.contains_key(*k)) {
+        rows.push(Row {
+            host: key.0.clone(),
+            play: key.1.clone(),
+            cell: key.2.clone(),
+            step: key.3.clone(),
+            metric: key.4.clone(),
+            unit: unit.clone(),
+            better: better.clone(),
+            base: None,
+            new: Summary::of(nv),
+            ratio: None,
+            ratio_ci: None,
+            welch_p: None,
+            mwu_p: None,
+            test: "-",
+            verdict: Verdict::NotComparable("not in BASE".into()),
+        });
+    }
+    rows
+}
+
+/// The ratio, its interval, both tests and the verdict for one metric.
+fn judge(r: &mut Row, bv: &[f64], nv: &[f64], opts: Options) {
+    let (Some(bs), Some(ns)) = (&r.base, &r.new) else { return };
+    if bs.mean == 0.0 {
+        r.verdict = Verdict::NotComparable("BASE mean is 0".into());
+        return;
+    }
+    let ratio = ns.mean / bs.mean;
+    r.ratio = Some(ratio);
+    // Interval of the ratio by the delta method on its logarithm, with
+    // Welch's degrees of freedom (fine while both CVs are small).
+    let (vb, vn) = (
+        (bs.sd / bs.mean).powi(2) / bs.n as f64,
+        if ns.mean == 0.0 { 0.0 } else { (ns.sd / ns.mean).powi(2) / ns.n as f64 },
+    );
+    let se = (vb + vn).sqrt();
+    let df = if se > 0.0 {
+        (vb + vn).powi(2) / (vb.powi(2) / (bs.n - 1) as f64 + vn.powi(2) / (ns.n - 1) as f64)
+    } else {
+        1.0
+    };
+    if ratio > 0.0 {
+        let t = StudentsT::new(0.0, 1.0, df.max(1.0)).map(|d| d.inverse_cdf(0.975)).unwrap_or(f64::NAN);
+        r.ratio_ci = Some((ratio * (-t * se).exp(), ratio * (t * se).exp()));
+    }
+    r.welch_p = welch(bv, nv).map(|t| t.p);
+    r.mwu_p = mann_whitney(bv, nv).map(|t| t.p);
+    // Skewed samples (a long tail of slow repetitions) break the t-test's
+    // assumption; the rank test does not care.
+    let skewed = [bv, nv].iter().any(|v| v.len() >= 4 && skewness(v).is_some_and(|s| s.abs() > 1.0));
+    let (test, p) = if skewed { ("mann-whitney", r.mwu_p) } else { ("welch", r.welch_p) };
+    r.test = test;
+    let change_pct = (ratio - 1.0) * 100.0;
+    let significant = p.is_some_and(|p| p < opts.alpha) && change_pct.abs() >= opts.threshold_pct;
+    r.verdict = if !significant {
+        Verdict::Unchanged
+    } else if (change_pct > 0.0) == (r.better != "lower") {
+        Verdict::Improved
+    } else {
+        Verdict::Regressed
+    };
+}
+
+/// What differs between the configurations two cells ran on, if anything:
+/// the host's kernel, the mkfs command or version, the device.
+fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
+    let cell = |run: &RunData, id: i64| run.cells.iter().find(|c| c.id == id).cloned();
+    let (bc, nc) = (cell(base, bcell)?, cell(new, ncell)?);
+    let kernel = |run: &RunData, host: &str| -> Option<String> {
+        let h = run.hosts.iter().find(|h| h.name == host)?;
+        h.facts.as_ref()?.pointer("/kernel/release")?.as_str().map(str::to_string)
+    };
+    let checks: [(&str, Option<String>, Option<String>); 4] = [
+        ("kernel", kernel(base, &bc.host), kernel(new, &nc.host)),
+        ("mkfs", setup_value(&bc, "mkfs_command"), setup_value(&nc, "mkfs_command")),
+        ("mkfs version", setup_value(&bc, "mkfs_version"), setup_value(&nc, "mkfs_version")),
+        ("device", device_identity(&bc), device_identity(&nc)),
+    ];
+    checks.into_iter().find_map(|(what, a, b)| match (a, b) {
+        (Some(a), Some(b)) if a != b => Some(format!("{what} differs: {a} → {b}")),
+        _ => None,
+    })
+}
+
+/// A value the cell's setup steps recorded (the first that has it).
+fn setup_value(c: &CellRow, key: &str) -> Option<String> {
+    let info = c.info.as_ref()?.as_object()?;
+    info.iter().filter(|(k, _)| k.starts_with("setup[")).find_map(|(_, v)| match v.get(key)? {
+        Json::String(s) => Some(s.clone()),
+        Json::Null => None,
+        other => Some(other.to_string()),
+    })
+}
+
+/// Which physical device a cell's filesystem was on: serial or WWN of the
+/// disk, else model and size, else a loop device's backing file.
+fn device_identity(c: &CellRow) -> Option<String> {
+    let info = c.info.as_ref()?.as_object()?;
+    let facts = info
+        .iter()
+        .filter(|(k, _)| k.starts_with("setup["))
+        .find_map(|(_, v)| v.get("disk_facts").or_else(|| v.get("device_facts")).filter(|f| !f.is_null()))?;
+    let text = |k: &str| facts.get(k).and_then(Json::as_str).map(str::to_string);
+    text("serial")
+        .or_else(|| text("wwn"))
+        .or_else(|| Some(format!("{} {}", text("model")?, facts.get("size_bytes")?)))
+        .or_else(|| text("backing_file"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use serde_json::json;
+
+    /// A run with one host, `cells` cells of one metric each, `n` samples
+    /// drawn around `mean` with a 2% spread (Box-Muller from a seeded RNG).
+    fn run(seed: u64, means: &[f64], n: usize, kernel: &str, better: &str) -> RunData {
+        let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(seed);
+        let mut normal = || {
+            let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        };
+        let mut cells = Vec::new();
+        let mut samples = Vec::new();
+        for (i, m) in means.iter().enumerate() {
+            cells.push(CellRow {
+                id: i as i64,
+                host: "h".into(),
+                play_index: 0,
+                play: "p".into(),
+                key: format!("0:c={i}"),
+                params: json!({"c": i}),
+                repeat: n as i64,
+                status: "ok".into(),
+                reason: None,
+                info: Some(
+                    json!({"setup[0] filesystem@h": {"mkfs_command": "mkfs.ext4 -F", "mkfs_version": "1.47.0"}}),
+                ),
+                steps: None,
+                started: None,
+                finished: None,
+            });
+            for rep in 0..n {
+                samples.push(SampleRow {
+                    cell_id: i as i64,
+                    step_index: 0,
+                    step: "read".into(),
+                    workload: "seq_read".into(),
+                    repetition: rep as i64 + 1,
+                    metric: "throughput".into(),
+                    value: m * (1.0 + 0.02 * normal()),
+                    unit: "MB/s".into(),
+                    better: better.into(),
+                    dev_read_bytes: None,
+                    dev_write_bytes: None,
+                    info: None,
+                });
+            }
+        }
+        let hosts = vec![HostRow {
+            name: "h".into(),
+            status: "ok".into(),
+            reason: None,
+            facts: Some(json!({"kernel": {"release": kernel}})),
+        }];
+        RunData { hosts, cells, samples }
+    }
+
+    fn verdicts(rows: &[Row]) -> Vec<&'static str> {
+        rows.iter().map(|r| r.verdict.word()).collect()
+    }
+
+    #[test]
+    fn a_planted_ten_percent_regression_is_found() {
+        let base = run(1, &[100.0, 200.0, 300.0], 5, "6.18", "higher");
+        let new = run(2, &[100.0, 180.0, 300.0], 5, "6.18", "higher");
+        let rows = compare(&base, &new, Options::default());
+        assert_eq!(verdicts(&rows), ["unchanged", "regressed", "unchanged"]);
+        let (lo, hi) = rows[1].ratio_ci.unwrap();
+        assert!((rows[1].ratio.unwrap() - 0.9).abs() < 0.03 && lo < hi && hi < 1.0, "{lo} {hi}");
+        // Lower is better: the same drop is an improvement.
+        let (base, new) = (run(1, &[200.0], 5, "6.18", "lower"), run(2, &[180.0], 5, "6.18", "lower"));
+        assert_eq!(verdicts(&compare(&base, &new, Options::default())), ["improved"]);
+        // A threshold above the change hides it.
+        let (base, new) = (run(1, &[200.0], 5, "6.18", "higher"), run(2, &[180.0], 5, "6.18", "higher"));
+        assert_eq!(verdicts(&compare(&base, &new, Options { threshold_pct: 15.0, alpha: 0.05 })), ["unchanged"]);
+    }
+
+    #[test]
+    fn the_ratio_interval_covers_the_true_ratio_about_95_percent_of_the_time() {
+        let trials = 400;
+        let covered = (0..trials)
+            .filter(|&i| {
+                let rows = compare(
+                    &run(1000 + i, &[100.0], 5, "k", "higher"),
+                    &run(5000 + i, &[90.0], 5, "k", "higher"),
+                    Options::default(),
+                );
+                let (lo, hi) = rows[0].ratio_ci.unwrap();
+                lo <= 0.9 && 0.9 <= hi
+            })
+            .count();
+        let share = covered as f64 / trials as f64;
+        assert!((0.91..=0.99).contains(&share), "coverage {share}");
+    }
+
+    #[test]
+    fn pure_noise_is_not_flagged() {
+        // 40 cells with the same mean in both runs: at alpha 0.05 a couple
+        // could cross by chance; a 5% threshold (above 2% noise) keeps them out.
+        let means: Vec<f64> = (1..=40).map(|i| i as f64 * 10.0).collect();
+        let rows = compare(
+            &run(3, &means, 5, "6.18", "higher"),
+            &run(4, &means, 5, "6.18", "higher"),
+            Options { threshold_pct: 5.0, alpha: 0.05 },
+        );
+        assert!(rows.iter().all(|r| r.verdict == Verdict::Unchanged), "{:?}", verdicts(&rows));
+    }
+
+    #[test]
+    fn another_kernel_or_mkfs_is_not_comparable() {
+        let base = run(1, &[100.0], 5, "6.1.0", "higher");
+        let new = run(2, &[80.0], 5, "6.18", "higher");
+        let rows = compare(&base, &new, Options::default());
+        assert_eq!(rows[0].verdict, Verdict::NotComparable("kernel differs: 6.1.0 → 6.18".into()));
+        let mut new = run(2, &[80.0], 5, "6.1.0", "higher");
+        new.cells[0].info = Some(json!({"setup[0] filesystem@h": {"mkfs_command": "mkfs.ext4 -F -I 128"}}));
+        let rows = compare(&base, &new, Options::default());
+        assert!(matches!(&rows[0].verdict, Verdict::NotComparable(w) if w.starts_with("mkfs differs")));
+        // Cells only in one run are reported, not dropped.
+        let rows =
+            compare(&run(1, &[1.0, 2.0], 3, "k", "higher"), &run(1, &[1.0], 3, "k", "higher"), Options::default());
+        assert_eq!(rows[1].verdict, Verdict::NotComparable("not in NEW".into()));
+    }
+}

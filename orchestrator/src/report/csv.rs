@@ -1,0 +1,53 @@
+//! `report -f csv`: one row per sample with everything that identifies it,
+//! for a spreadsheet, pandas or R.
+
+use crate::store::{Store, StoreError};
+use crate::summary::describe_params;
+
+pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
+    let cells = store.cells(run)?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = [
+        "run",
+        "host",
+        "play",
+        "cell",
+        "params",
+        "status",
+        "step",
+        "workload",
+        "repetition",
+        "metric",
+        "value",
+        "unit",
+        "better",
+        "dev_read_bytes",
+        "dev_write_bytes",
+    ];
+    let row_err = |e: csv::Error| StoreError::Export(e.to_string());
+    w.write_record(header).map_err(row_err)?;
+    for s in store.samples(run)? {
+        let Some(c) = cells.iter().find(|c| c.id == s.cell_id) else { continue };
+        let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+        w.write_record([
+            run.to_string(),
+            c.host.clone(),
+            c.play.clone(),
+            describe_params(&c.params),
+            c.params.to_string(),
+            c.status.clone(),
+            s.step.clone(),
+            s.workload.clone(),
+            s.repetition.to_string(),
+            s.metric.clone(),
+            s.value.to_string(),
+            s.unit.clone(),
+            s.better.clone(),
+            opt(s.dev_read_bytes),
+            opt(s.dev_write_bytes),
+        ])
+        .map_err(row_err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| StoreError::Export(e.to_string()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}

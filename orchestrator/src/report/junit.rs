@@ -1,0 +1,58 @@
+//! `report -f junit`: a test suite per play, a test case per cell and host.
+//! A failed cell fails; an unsupported or skipped one is skipped; with a
+//! baseline, a cell with a regressed metric fails too, naming the metric.
+
+use crate::compare::{Row, Verdict};
+use crate::store::{CellRow, Store, StoreError};
+use crate::summary::describe_params;
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+pub fn build(store: &Store, run: i64, regressions: &[Row]) -> Result<String, StoreError> {
+    let r = store.resolve_run(&run.to_string())?;
+    let mut report = Report::new(format!("benchrig run {}", r.name.unwrap_or_else(|| run.to_string())));
+    let cells = store.cells(run)?;
+    let mut plays: Vec<&str> = Vec::new();
+    for c in &cells {
+        if !plays.contains(&c.play.as_str()) {
+            plays.push(&c.play);
+        }
+    }
+    for play in plays {
+        let mut suite = TestSuite::new(play);
+        for c in cells.iter().filter(|c| c.play == play) {
+            suite.add_test_case(case(c, regressions));
+        }
+        report.add_test_suite(suite);
+    }
+    Ok(report.to_string().unwrap_or_default())
+}
+
+fn case(c: &CellRow, regressions: &[Row]) -> TestCase {
+    let cell = describe_params(&c.params);
+    let regressed: Vec<String> = regressions
+        .iter()
+        .filter(|r| r.verdict == Verdict::Regressed && r.host == c.host && r.play == c.play && r.cell == cell)
+        .map(|r| format!("{} {}: {:+.1}%", r.step, r.metric, (r.ratio.unwrap_or(1.0) - 1.0) * 100.0))
+        .collect();
+    let status = match c.status.as_str() {
+        "ok" if regressed.is_empty() => TestCaseStatus::success(),
+        "ok" => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type("regression").set_message(format!("regressed: {}", regressed.join(", ")));
+            s
+        }
+        "unsupported" | "skipped" => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("{}: {}", c.status, c.reason.clone().unwrap_or_default()));
+            s
+        }
+        other => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type(other.to_string()).set_message(c.reason.clone().unwrap_or_else(|| other.to_string()));
+            s
+        }
+    };
+    let mut t = TestCase::new(format!("{} {cell}", c.host), status);
+    t.set_classname(format!("{}.{}", c.play, c.host));
+    t
+}

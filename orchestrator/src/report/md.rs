@@ -1,0 +1,132 @@
+//! `report -f md`: the run's summary as markdown tables (one per play), then
+//! what a reader should be wary of — for a pull request or a CI summary.
+
+use crate::summary::{describe_params, fmt_num};
+use serde_json::Value as Json;
+
+/// From the JSON report's model (`report::json::build`).
+pub fn render(model: &Json) -> String {
+    let run = &model["run"];
+    let mut out = format!(
+        "## benchrig run {} — {}\n\n`{}` · started {} · {}\n",
+        run["id"],
+        text(&run["status"]),
+        text(&run["playbook"]),
+        text(&run["started"]),
+        hosts_line(model)
+    );
+    let cells = model["cells"].as_array().cloned().unwrap_or_default();
+    for play in plays(&cells) {
+        out += &format!(
+            "\n### {}\n\n| host | cell | step | metric | n | mean | ±CI95 | unit | status |\n|---|---|---|---|--:|--:|--:|---|---|\n",
+            esc(play)
+        );
+        for c in cells.iter().filter(|c| c["play"] == play) {
+            let (host, cell, status) = (text(&c["host"]), describe_params(&c["params"]), status(c));
+            let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
+            if metrics.is_empty() {
+                out += &format!("| {} | {} | - | - | - | - | - | - | {} |\n", esc(host), esc(&cell), esc(&status));
+            }
+            for m in &metrics {
+                out += &format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    esc(host),
+                    esc(&cell),
+                    esc(c["step"].as_str().unwrap_or("-")),
+                    esc(text(&m["name"])),
+                    m["n"],
+                    fmt_num(m["mean"].as_f64().unwrap_or(f64::NAN)),
+                    ci_half(m).map(fmt_num).unwrap_or_else(|| "-".into()),
+                    esc(text(&m["unit"])),
+                    esc(&status)
+                );
+            }
+        }
+    }
+    let warnings = warnings(model);
+    if !warnings.is_empty() {
+        out += "\n### Warnings\n\n";
+        for w in warnings {
+            out += &format!("- {}\n", esc(&w));
+        }
+    }
+    out
+}
+
+pub fn text(v: &Json) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// The plays of a report's cells, in order.
+pub fn plays(cells: &[Json]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for c in cells {
+        if !out.contains(&text(&c["play"])) {
+            out.push(text(&c["play"]));
+        }
+    }
+    out
+}
+
+/// `ok`, or the status with its reason.
+pub fn status(c: &Json) -> String {
+    match c["reason"].as_str() {
+        Some(r) => format!("{}: {r}", text(&c["status"])),
+        None => text(&c["status"]).to_string(),
+    }
+}
+
+/// Half the width of a metric's CI95.
+pub fn ci_half(m: &Json) -> Option<f64> {
+    let ci = m["ci95"].as_array()?;
+    Some((ci.get(1)?.as_f64()? - ci.first()?.as_f64()?) / 2.0)
+}
+
+/// What a reader should be wary of: cells not ok (with why), fewer than 3
+/// samples, a CV over 10%, outliers (kept, by modified z-score).
+pub fn warnings(model: &Json) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in model["cells"].as_array().into_iter().flatten() {
+        let (host, cell) = (text(&c["host"]), describe_params(&c["params"]));
+        let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
+        if metrics.is_empty() && c["status"] != "ok" {
+            out.push(format!("{host} {cell}: {}", status(c)));
+        }
+        for m in &metrics {
+            let what = format!("{host} {cell} {} {}", c["step"].as_str().unwrap_or("-"), text(&m["name"]));
+            if m["n"].as_u64().unwrap_or(0) < crate::stats::FEW as u64 {
+                out.push(format!("{what}: n={} (fewer than {})", m["n"], crate::stats::FEW));
+            }
+            if let Some(cv) = m["cv"].as_f64().filter(|cv| *cv > 0.10) {
+                out.push(format!("{what}: CV {:.0}%", cv * 100.0));
+            }
+            if let Some(o) = m["outliers"].as_array().filter(|o| !o.is_empty()) {
+                let reps: Vec<String> = o.iter().filter_map(Json::as_u64).map(|i| (i + 1).to_string()).collect();
+                out.push(format!("{what}: outlier sample(s) {} by modified z-score (kept)", reps.join(", ")));
+            }
+        }
+    }
+    out
+}
+
+fn hosts_line(model: &Json) -> String {
+    let hosts = model["hosts"].as_array().cloned().unwrap_or_default();
+    let items: Vec<String> = hosts
+        .iter()
+        .map(|h| {
+            let f = &h["facts"];
+            format!(
+                "{} ({} {}, kernel {})",
+                text(&h["name"]),
+                text(&f["distribution"]["id"]),
+                text(&f["arch"]),
+                text(&f["kernel"]["release"])
+            )
+        })
+        .collect();
+    format!("hosts: {}", items.join(", "))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
