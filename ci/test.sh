@@ -19,6 +19,10 @@ trap 'ci/postgres.sh down || true' EXIT
 step "unit tests (the store's on SQLite and on PostgreSQL)"
 cargo test --locked --workspace
 
+step "inventory parity with ansible-inventory (the oracle .ci/run installs)"
+BENCHRIG_ANSIBLE_INVENTORY=${BENCHRIG_ANSIBLE_INVENTORY:-/var/tmp/benchrig-venv/bin/ansible-inventory} \
+    cargo test --locked -p benchrig --test ansible_parity -- --ignored
+
 step "simulated lab up (twice: up is idempotent)"
 trap 'ci/lab.sh down || true; ci/postgres.sh down || true' EXIT
 ci/lab.sh up

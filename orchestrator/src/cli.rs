@@ -120,6 +120,15 @@ pub struct InventoryArgs {
     pub graph: bool,
     #[arg(long, group = "mode", value_name = "HOST")]
     pub host: Option<String>,
+    /// The hosts a pattern selects, in the order a play runs them (as `ansible PATTERN --list-hosts`).
+    #[arg(long, group = "mode", value_name = "PATTERN")]
+    pub list_hosts: Option<String>,
+    /// Only hosts matching this pattern (as ansible-inventory's: `--list` and `--list-hosts`; `--host` and `--graph` ignore it).
+    #[arg(short = 'l', long = "limit")]
+    pub limit: Option<String>,
+    /// The group `--graph` starts at (as ansible-inventory's pattern argument).
+    #[arg(value_name = "GROUP", default_value = "all")]
+    pub group: String,
 }
 
 #[derive(Args, Debug)]

@@ -12,11 +12,11 @@ pub fn load_inventory(sources: &[PathBuf]) -> anyhow::Result<Inventory> {
     Ok(Inventory::load(sources)?)
 }
 
-/// Hosts matching `pattern`, restricted by `--limit`, in inventory order.
+/// Hosts matching `pattern`, restricted by `--limit`, in Ansible's order.
 pub fn select(inv: &Inventory, pattern: &str, limit: Option<&str>) -> anyhow::Result<Vec<String>> {
     let mut hosts = pattern::select(inv, pattern)?;
     if let Some(l) = limit {
-        let allowed = pattern::select(inv, l)?;
+        let allowed = pattern::limit(inv, l)?;
         hosts.retain(|h| allowed.contains(h));
     }
     Ok(hosts)

@@ -22,7 +22,7 @@ const CASES: &[(&str, &str)] = &[
     ("undefined-role.yml", "a step on a role the play does not define"),
     ("bad-host-pattern.yml", "a host pattern with a broken regex"),
     ("ini-bad-section.ini", "an INI section kind that is not vars or children"),
-    ("ini-bad-range.ini", "an INI host range that runs backwards"),
+    ("ini-bad-range.ini", "an INI letter range that runs backwards (a numeric one is no host, as in Ansible)"),
     ("inventory-list-for-mapping.yml", "a YAML inventory with a list of hosts"),
     ("ini-huge-range.ini", "a host range too large to expand"),
     ("matrix-too-large.yml", "a matrix product too large to build"),

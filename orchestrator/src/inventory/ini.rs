@@ -3,6 +3,12 @@
 
 use super::{ranges, Inventory};
 use crate::yaml::{ConfigError, Loc, SourceFile};
+use indexmap::IndexMap;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static SECTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$").expect("valid regex"));
 use serde_json::Value as Json;
 use std::sync::Arc;
 
@@ -18,6 +24,10 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
         ConfigError::at(&Loc { src: src.clone(), line: line as u32, col: col as u32 }, msg)
     };
     let mut section = Section::Hosts("ungrouped".into());
+    // As Ansible: a `[g:children]` entry naming a group not defined yet waits
+    // for that group's own section (which fixes the group order), and a
+    // `[g:vars]` section needs `[g]` or `[g:children]` somewhere in the file.
+    let mut pending: IndexMap<String, Pending> = IndexMap::new();
     for (i, raw) in text.lines().enumerate() {
         let lineno = i + 1;
         let line = raw.trim();
@@ -25,15 +35,15 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
             continue;
         }
         let indent = raw.len() - raw.trim_start().len() + 1;
-        if let Some(header) = line.strip_prefix('[') {
-            let header = header
-                .strip_suffix(']')
-                .ok_or_else(|| err(lineno, indent, "section header has no closing `]`".into()))?;
-            section = match header.split_once(':') {
-                None => Section::Hosts(header.to_string()),
-                Some((g, "vars")) => Section::Vars(g.to_string()),
-                Some((g, "children")) => Section::Children(g.to_string()),
-                Some((_, other)) => {
+        // Ansible's section pattern; other lines starting with `[` are hosts
+        // (`[2001:db8::1]:2222`) unless they also end with `]`.
+        if let Some(c) = SECTION.captures(line) {
+            let g = c[1].to_string();
+            section = match c.get(2).map(|m| m.as_str()) {
+                None => Section::Hosts(g),
+                Some("vars") => Section::Vars(g),
+                Some("children") => Section::Children(g),
+                Some(other) => {
                     return Err(err(
                         lineno,
                         indent,
@@ -41,23 +51,43 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
                     ))
                 }
             };
-            let g = match &section {
-                Section::Hosts(g) | Section::Vars(g) | Section::Children(g) => g.clone(),
+            let (g, is_vars) = match &section {
+                Section::Hosts(g) | Section::Children(g) => (g.clone(), false),
+                Section::Vars(g) => (g.clone(), true),
             };
-            inv.ensure_group(&g);
+            if !inv.groups.contains_key(&g) {
+                if is_vars {
+                    pending.entry(g.clone()).or_insert(Pending::Vars(lineno));
+                }
+                inv.ensure_group(&g);
+            }
+            if !is_vars {
+                match pending.get(&g) {
+                    Some(Pending::Children { .. }) => add_pending_children(inv, &g, &mut pending),
+                    Some(Pending::Vars(_)) => {
+                        pending.shift_remove(&g);
+                    }
+                    None => {}
+                }
+            }
             continue;
+        }
+        if line.starts_with('[') && line.ends_with(']') {
+            return Err(err(
+                lineno,
+                indent,
+                format!("`{line}` is no section header (no spaces, one `:` before vars or children)"),
+            ));
         }
         match &section {
             Section::Hosts(group) => {
-                let words = shlex::split(line).ok_or_else(|| err(lineno, indent, "unbalanced quotes".into()))?;
-                let (pattern, rest) = words.split_first().expect("non-empty line");
-                let (pattern, port) = split_port(pattern);
+                let words =
+                    shlex::split(strip_comment(line)).ok_or_else(|| err(lineno, indent, "unbalanced quotes".into()))?;
+                let Some((pattern, rest)) = words.split_first() else { continue };
+                let (pattern, port) = ranges::split_port(pattern);
                 let hosts = ranges::expand(pattern).map_err(|e| err(lineno, indent, e))?;
                 inv.check_room(&hosts).map_err(|e| err(lineno, indent, e))?;
                 let mut vars = super::Vars::new();
-                if let Some(p) = port {
-                    vars.insert("ansible_port".into(), Json::from(p));
-                }
                 for word in rest {
                     let (k, v) = word
                         .split_once('=')
@@ -65,56 +95,88 @@ pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigErr
                     vars.insert(k.to_string(), literal(v));
                 }
                 for h in hosts {
-                    if group != "ungrouped" {
-                        inv.add_host_to_group(group, &h);
-                    } else {
-                        inv.ensure_host(&h);
+                    // The port is the host's only when this line creates it (Ansible's `Host(name, port)`).
+                    if let (Some(p), false) = (port, inv.hosts.contains_key(&h)) {
+                        inv.ensure_host(&h).vars.insert("ansible_port".into(), Json::from(p));
                     }
+                    // Hosts before any section go to `ungrouped` at once, as Ansible's parser does.
+                    inv.add_host_to_group(group, &h);
                     inv.ensure_host(&h).vars.extend(vars.clone());
                 }
             }
             Section::Vars(group) => {
                 let (k, v) =
                     line.split_once('=').ok_or_else(|| err(lineno, indent, format!("`{line}` is not key=value")))?;
-                // In :vars sections Ansible keeps values as strings.
-                inv.ensure_group(group).vars.insert(k.trim().to_string(), Json::String(unquote(v.trim()).to_string()));
+                // Read as a Python literal too: `n=42` is an int, `s="42"` a string.
+                inv.set_group_var(group, k.trim(), literal(v.trim())).map_err(|e| err(lineno, indent, e))?;
             }
-            Section::Children(group) => inv.add_child(group, line),
+            Section::Children(group) => {
+                let child = line.split_whitespace().next().unwrap_or(line);
+                if inv.groups.contains_key(child) {
+                    inv.add_child(group, child);
+                } else {
+                    match pending
+                        .entry(child.to_string())
+                        .or_insert(Pending::Children { line: lineno, parents: vec![] })
+                    {
+                        Pending::Children { parents, .. } => parents.push(group.clone()),
+                        Pending::Vars(_) => unreachable!("a group with a :vars section exists"),
+                    }
+                }
+            }
         }
+    }
+    if let Some((g, p)) = pending.first() {
+        let (line, msg) = match p {
+            Pending::Vars(line) => (*line, format!("section [{g}:vars] is for a group this file does not define")),
+            Pending::Children { line, parents } => (
+                *line,
+                format!(
+                    "section [{}:children] names group `{g}`, which this file does not define",
+                    parents[parents.len() - 1]
+                ),
+            ),
+        };
+        return Err(err(line, 1, msg));
     }
     Ok(())
 }
 
-/// `host:2222` or `node[01:04]:2222` sets the port; an IPv6 address keeps its colons.
-fn split_port(pattern: &str) -> (&str, Option<u16>) {
-    let mut depth = 0i32;
-    let outside: Vec<usize> = pattern
-        .char_indices()
-        .filter_map(|(i, c)| {
-            match c {
-                '[' => depth += 1,
-                ']' => depth -= 1,
-                ':' if depth == 0 => return Some(i),
-                _ => {}
-            }
-            None
-        })
-        .collect();
-    if let [i] = outside[..] {
-        if let Ok(port) = pattern[i + 1..].parse() {
-            return (&pattern[..i], Some(port));
-        }
-    }
-    (pattern, None)
+enum Pending {
+    /// The line of the first `[g:vars]`.
+    Vars(usize),
+    /// The line naming the child first, and every parent naming it.
+    Children { line: usize, parents: Vec<String> },
 }
 
-fn unquote(s: &str) -> &str {
-    for q in ['"', '\''] {
-        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
-            return &s[1..s.len() - 1];
+/// `group`'s section appeared: link it to the parents that named it, and
+/// theirs in turn if they were waiting too (Ansible's `_add_pending_children`).
+fn add_pending_children(inv: &mut Inventory, group: &str, pending: &mut IndexMap<String, Pending>) {
+    let Some(Pending::Children { parents, .. }) = pending.shift_remove(group) else { return };
+    for parent in parents {
+        inv.add_child(&parent, group);
+        if matches!(pending.get(&parent), Some(Pending::Children { .. })) {
+            add_pending_children(inv, &parent, pending);
         }
     }
-    s
+}
+
+/// Cut a host line at its first `#` outside quotes, as Python's `shlex` with
+/// comments does (mid-word too: `a#b` is `a`).
+fn strip_comment(line: &str) -> &str {
+    let mut quote = None;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            _ if escaped => escaped = false,
+            (None | Some('"'), '\\') => escaped = true,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') => return &line[..i],
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+    }
+    line
 }
 
 /// Inline host values are read as Python literals where they are one
@@ -129,9 +191,7 @@ mod tests {
     use serde_json::json;
 
     fn load_str(text: &str) -> Inventory {
-        let mut inv = Inventory::default();
-        inv.ensure_group("all");
-        inv.ensure_group("ungrouped");
+        let mut inv = Inventory::empty();
         load(&mut inv, "hosts.ini", text).unwrap();
         inv.finish();
         inv
@@ -155,9 +215,16 @@ mod tests {
         assert_eq!(inv.hosts["lonely"].vars["ansible_port"], json!(2200));
         let v = inv.host_vars("db1");
         assert_eq!(v["env"], json!("production"));
-        assert_eq!(v["count"], json!("3"), ":vars values stay strings");
+        assert_eq!(v["count"], json!(3), ":vars values are Python literals too");
         assert_eq!(inv.hosts_of_group("prod"), vec!["web1", "web2", "db1", "node1", "node2", "fe80::1"]);
         assert_eq!(inv.hosts_of_group("ungrouped"), vec!["lonely"]);
+    }
+
+    #[test]
+    fn bracketed_ipv6_with_a_port_is_a_host_line() {
+        let inv = load_str("[v6]\n[2001:db8::1]:2222\n[web]  # comment\nw1\n");
+        assert_eq!(inv.hosts["2001:db8::1"].vars["ansible_port"], json!(2222));
+        assert_eq!(inv.hosts_of_group("web"), vec!["w1"]);
     }
 
     #[test]
@@ -167,6 +234,10 @@ mod tests {
         assert_eq!((e.file.as_str(), e.line), ("hosts.ini", 2));
         let e = load(&mut inv, "hosts.ini", "[web:bogus]\n").unwrap_err();
         assert!(e.message.contains(":bogus"));
+        let e = load(&mut inv, "hosts.ini", "[web one]\n").unwrap_err();
+        assert!(e.message.contains("no section header"), "{}", e.message);
+        let e = load(&mut inv, "hosts.ini", "[p:children]\nnever\n").unwrap_err();
+        assert_eq!(e.line, 2, "a child group never defined: {}", e.message);
     }
 
     #[test]

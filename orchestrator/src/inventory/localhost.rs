@@ -9,9 +9,7 @@ use super::Inventory;
 use serde_json::json;
 
 pub fn embedded_localhost(is_root: bool, cwd: &std::path::Path) -> Inventory {
-    let mut inv = Inventory::default();
-    inv.ensure_group("all");
-    inv.ensure_group("ungrouped");
+    let mut inv = Inventory::empty();
     inv.sources.push("embedded localhost".into());
     inv.add_host_to_group("ungrouped", "localhost");
     let (scratch, profiles) = if is_root {

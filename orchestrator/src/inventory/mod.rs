@@ -9,6 +9,7 @@ pub mod pattern;
 pub mod pyliteral;
 pub mod ranges;
 mod vars_dirs;
+mod yaml11;
 mod yaml_format;
 
 use crate::yaml::ConfigError;
@@ -48,7 +49,7 @@ pub struct Host {
     pub file_vars: Vars,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Group {
     pub name: String,
     pub vars: Vars,
@@ -57,6 +58,23 @@ pub struct Group {
     pub hosts: Vec<String>,
     pub children: Vec<String>,
     pub parents: Vec<String>,
+    /// `ansible_group_priority`: orders groups of one depth (higher wins).
+    /// Ansible keeps it out of the variables, so do we.
+    pub priority: i64,
+}
+
+impl Default for Group {
+    fn default() -> Self {
+        Group {
+            name: String::new(),
+            vars: Vars::new(),
+            file_vars: Vars::new(),
+            hosts: vec![],
+            children: vec![],
+            parents: vec![],
+            priority: 1,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -81,9 +99,7 @@ impl Inventory {
     /// Load and merge every `-i` source (files or directories), then the
     /// `group_vars/` and `host_vars/` beside each.
     pub fn load(sources: &[PathBuf]) -> Result<Inventory, InventoryError> {
-        let mut inv = Inventory::default();
-        inv.ensure_group("all");
-        inv.ensure_group("ungrouped");
+        let mut inv = Inventory::empty();
         // group_vars/ and host_vars/ apply to groups and hosts of every source,
         // so they are read once all sources are.
         let mut beside = Vec::new();
@@ -115,27 +131,56 @@ impl Inventory {
             path: path.display().to_string(),
             message: format!("cannot read: {e}"),
         })?;
-        let name = path.display().to_string();
-        // As Ansible's `auto` choice: the yaml plugin takes .yml/.yaml/.json, ini the rest.
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("yml" | "yaml" | "json") => yaml_format::load(self, &name, &text)?,
-            _ => ini::load(self, &name, &text)?,
+        self.load_text(&path.display().to_string(), path.extension().and_then(|e| e.to_str()), text.as_str())
+    }
+
+    /// One source's text, given its name and its extension.
+    fn load_text(&mut self, name: &str, extension: Option<&str>, text: &str) -> Result<(), InventoryError> {
+        // As Ansible's plugin chain: the yaml plugin takes .yml/.yaml/.json and
+        // names without an extension; what it cannot read as a YAML mapping
+        // goes to the ini plugin, as does every other extension.
+        match extension {
+            Some("yml" | "yaml" | "json") => yaml_format::load(self, name, text)?,
+            None if yaml_format::is_mapping(name, text) => yaml_format::load(self, name, text)?,
+            _ => ini::load(self, name, text)?,
         }
         Ok(())
     }
 
-    /// One inventory source given as text, read as [`Inventory::load`] reads a
-    /// file of that name (YAML for .yml/.yaml/.json, INI otherwise), without
-    /// `group_vars/` or `host_vars/`. Pure: for tests and fuzzing.
-    pub fn parse_str(name: &str, text: &str) -> Result<Inventory, InventoryError> {
+    /// `all` with its first child `ungrouped`, as Ansible starts every inventory.
+    pub fn empty() -> Inventory {
         let mut inv = Inventory::default();
-        inv.ensure_group("all");
-        inv.ensure_group("ungrouped");
-        inv.sources.push(name.to_string());
-        match Path::new(name).extension().and_then(|e| e.to_str()) {
-            Some("yml" | "yaml" | "json") => yaml_format::load(&mut inv, name, text)?,
-            _ => ini::load(&mut inv, name, text)?,
+        inv.add_child("all", "ungrouped");
+        inv
+    }
+
+    /// Set a group variable as Ansible's `Group.set_variable` does:
+    /// `ansible_group_priority` becomes the priority (read with `int()`).
+    /// The error is the message; the caller knows where the value was.
+    pub fn set_group_var(&mut self, group: &str, key: &str, value: Json) -> Result<(), String> {
+        let g = self.ensure_group(group);
+        if key != "ansible_group_priority" {
+            g.vars.insert(key.to_string(), value);
+            return Ok(());
         }
+        let n = match &value {
+            Json::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f.trunc() as i64)),
+            Json::String(s) => s.trim().parse().ok(),
+            Json::Bool(b) => Some(*b as i64),
+            _ => None,
+        };
+        g.priority = n.ok_or_else(|| format!("ansible_group_priority must be an integer, not {value}"))?;
+        Ok(())
+    }
+
+    /// One inventory source given as text, read as [`Inventory::load`] reads a
+    /// file of that name (the yaml plugin for .yml/.yaml/.json and for a YAML
+    /// mapping without an extension, INI otherwise), without `group_vars/` or
+    /// `host_vars/`. Pure: for tests and fuzzing.
+    pub fn parse_str(name: &str, text: &str) -> Result<Inventory, InventoryError> {
+        let mut inv = Inventory::empty();
+        inv.sources.push(name.to_string());
+        inv.load_text(name, Path::new(name).extension().and_then(|e| e.to_str()), text)?;
         inv.finish();
         Ok(inv)
     }
@@ -179,9 +224,22 @@ impl Inventory {
         }
         let hosts: Vec<String> = self.hosts.keys().cloned().collect();
         for h in &hosts {
+            let in_group = |name: &str| self.groups.get(name).is_some_and(|g| g.hosts.contains(h));
             let grouped = self.groups.values().any(|g| g.name != "all" && g.name != "ungrouped" && g.hosts.contains(h));
-            if !grouped {
-                self.add_host_to_group("ungrouped", h);
+            if in_group("ungrouped") {
+                // Named under `ungrouped` and in a real group: Ansible drops the former.
+                if grouped {
+                    self.ensure_group("ungrouped").hosts.retain(|x| x != h);
+                }
+            } else if !grouped {
+                // Ansible's `add_child('ungrouped', name)` takes a group before a
+                // host of that name: a host named like a group makes that group
+                // a child of `ungrouped` and stays in `all` alone (Ansible warns).
+                if self.groups.contains_key(h) {
+                    self.add_child("ungrouped", h);
+                } else {
+                    self.add_host_to_group("ungrouped", h);
+                }
             }
         }
     }
@@ -221,25 +279,36 @@ impl Inventory {
         d
     }
 
-    /// All hosts of a group, its children's included, in inventory order.
+    /// All hosts of a group, its descendants' included, in Ansible's order
+    /// (`Group.get_hosts`): the group's own hosts, then its children's, then
+    /// their children's, level by level, each host once. Ansible walks the
+    /// levels below the children in set order, which is arbitrary; here they
+    /// go in the order their parents were listed.
     pub fn hosts_of_group(&self, group: &str) -> Vec<String> {
-        let mut members = Vec::new();
-        let mut stack = vec![group.to_string()];
-        let mut seen = Vec::new();
-        while let Some(g) = stack.pop() {
-            if seen.contains(&g) {
-                continue;
+        let Some(start) = self.groups.get(group) else { return vec![] };
+        let mut order: Vec<&Group> = vec![start];
+        let mut seen: Vec<&str> = vec![group];
+        let mut level: Vec<&Group> = vec![start];
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for g in level {
+                for c in g.children.iter().filter_map(|c| self.groups.get(c)) {
+                    if !seen.contains(&c.name.as_str()) {
+                        seen.push(&c.name);
+                        order.push(c);
+                        next.push(c);
+                    }
+                }
             }
-            if let Some(grp) = self.groups.get(&g) {
-                members.extend(grp.hosts.iter().cloned());
-                stack.extend(grp.children.iter().cloned());
+            level = next;
+        }
+        let mut hosts: Vec<String> = Vec::new();
+        for h in order.iter().flat_map(|g| &g.hosts) {
+            if !hosts.contains(h) {
+                hosts.push(h.clone());
             }
-            seen.push(g);
         }
-        if group == "all" {
-            return self.hosts.keys().cloned().collect();
-        }
-        self.hosts.keys().filter(|h| members.contains(h)).cloned().collect()
+        hosts
     }
 
     /// A host's variables with Ansible's precedence (later wins):
@@ -261,20 +330,7 @@ impl Inventory {
     pub fn host_vars_plain(&self, host: &str) -> Vars {
         let mut groups: Vec<&Group> = self.groups_of(host).iter().filter_map(|g| self.groups.get(g)).collect();
         groups.retain(|g| g.name != "all");
-        // INI `[g:vars]` gives it as a string; Ansible reads it with int().
-        let priority = |g: &Group| {
-            g.vars
-                .get("ansible_group_priority")
-                .and_then(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())))
-                .unwrap_or(1)
-        };
-        groups.sort_by(|a, b| {
-            (self.depth(&a.name, &mut Vec::new()), priority(a), &a.name).cmp(&(
-                self.depth(&b.name, &mut Vec::new()),
-                priority(b),
-                &b.name,
-            ))
-        });
+        groups.sort_by_cached_key(|g| (self.depth(&g.name, &mut Vec::new()), g.priority, g.name.clone()));
         let all = self.groups.get("all");
         let mut vars = Vars::new();
         let mut apply = |m: &Vars| vars.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -309,9 +365,7 @@ mod tests {
     use serde_json::json;
 
     fn inv(text: &str) -> Inventory {
-        let mut inv = Inventory::default();
-        inv.ensure_group("all");
-        inv.ensure_group("ungrouped");
+        let mut inv = Inventory::empty();
         yaml_format::load(&mut inv, "t.yml", text).unwrap();
         inv.finish();
         inv

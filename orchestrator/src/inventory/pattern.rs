@@ -1,8 +1,11 @@
-//! Host patterns, as in `hosts:` and `-l`: `all`, `*`, groups, hosts, `a:b`
-//! (union), `a:&b` (intersection), `a:!b` (exclusion), globs, `~regex`, and
-//! `@file` (one pattern a line).
+//! Host patterns, as in `hosts:` and `-l`, evaluated as Ansible's
+//! `InventoryManager` does: `all`, `*`, groups, hosts, `a:b` or `a,b` (union),
+//! `a:&b` (intersection), `a:!b` (exclusion), fnmatch globs, `~regex`
+//! (matched at the start, as Python's `re.match`), subscripts (`web[0]`,
+//! `web[1:3]`), and `@file` in a limit (one pattern a line).
 
 use super::Inventory;
+use regex::Regex;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PatternError {
@@ -10,101 +13,173 @@ pub enum PatternError {
     Regex(String, String),
     #[error("cannot read host list {0}: {1}")]
     File(String, String),
+    #[error("no hosts matched the subscripted pattern `{0}`")]
+    Subscript(String),
 }
 
-/// The hosts a pattern selects, in inventory order.
+/// The hosts a pattern selects, in Ansible's order: the terms' order, each
+/// group's hosts as [`Inventory::hosts_of_group`] gives them, each host once.
 pub fn select(inv: &Inventory, pattern: &str) -> Result<Vec<String>, PatternError> {
-    let mut terms = split(pattern);
-    // Only exclusions or intersections (`!old`): as Ansible, start from all hosts.
-    if terms.iter().all(|t| t.starts_with('&') || t.starts_with('!')) {
-        terms.insert(0, "all".into());
-    }
-    let mut chosen: Vec<String> = Vec::new();
-    // Ansible's order: unions first, then intersections, then exclusions.
-    for t in terms.iter().filter(|t| !t.starts_with('&') && !t.starts_with('!')) {
-        for h in matches(inv, t)? {
-            if !chosen.contains(&h) {
-                chosen.push(h);
+    evaluate(inv, &split(pattern))
+}
+
+/// The hosts a `--limit` allows: a pattern whose `@file` terms are replaced
+/// by the file's lines, each line one term (Ansible's `subset`).
+pub fn limit(inv: &Inventory, pattern: &str) -> Result<Vec<String>, PatternError> {
+    let mut terms = Vec::new();
+    for t in split(pattern) {
+        match t.strip_prefix('@') {
+            Some(file) => {
+                let text = std::fs::read_to_string(file).map_err(|e| PatternError::File(file.into(), e.to_string()))?;
+                terms.extend(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from));
             }
+            None => terms.push(t),
         }
     }
-    for t in terms.iter().filter(|t| t.starts_with('&')) {
-        let keep = matches(inv, &t[1..])?;
-        chosen.retain(|h| keep.contains(h));
-    }
-    for t in terms.iter().filter(|t| t.starts_with('!')) {
-        let drop = matches(inv, &t[1..])?;
-        chosen.retain(|h| !drop.contains(h));
-    }
-    Ok(inv.hosts.keys().filter(|h| chosen.contains(h)).cloned().collect())
+    evaluate(inv, &terms)
 }
 
-/// Split on `,` and on `:` outside brackets (ranges) and not in an IPv6-looking term.
-fn split(pattern: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for part in pattern.split(',') {
-        let part = part.trim();
-        // A regex, or an IPv6 address, is one term whatever its colons.
-        if part.starts_with('~') || part.trim_start_matches(['!', '&']).parse::<std::net::Ipv6Addr>().is_ok() {
-            out.push(part.to_string());
+/// Unions first, then intersections, then exclusions; only `&`/`!` terms start from `all`.
+fn evaluate(inv: &Inventory, terms: &[String]) -> Result<Vec<String>, PatternError> {
+    let kind = |t: &String| match t.chars().next() {
+        Some('&') => 1,
+        Some('!') => 2,
+        _ => 0,
+    };
+    let mut ordered: Vec<&String> = terms.iter().filter(|t| kind(t) == 0).collect();
+    let all = "all".to_string();
+    if ordered.is_empty() {
+        ordered.push(&all);
+    }
+    ordered.extend(terms.iter().filter(|t| kind(t) == 1));
+    ordered.extend(terms.iter().filter(|t| kind(t) == 2));
+    let mut hosts: Vec<String> = Vec::new();
+    for t in ordered {
+        // A term naming a host is that host, even when a group has the name too.
+        if inv.hosts.contains_key(t.as_str()) {
+            hosts.push(t.clone());
             continue;
         }
-        let mut cur = String::new();
-        let mut depth = 0;
-        for c in part.chars() {
-            match c {
-                '[' => depth += 1,
-                ']' => depth -= 1,
-                ':' if depth == 0 => {
-                    out.push(std::mem::take(&mut cur));
-                    continue;
-                }
-                _ => {}
-            }
-            cur.push(c);
+        let that = match_one(inv, &t[if kind(t) == 0 { 0 } else { 1 }..])?;
+        match kind(t) {
+            1 => hosts.retain(|h| that.contains(h)),
+            2 => hosts.retain(|h| !that.contains(h)),
+            _ => hosts.extend(that.into_iter().filter(|h| !hosts.contains(h)).collect::<Vec<_>>()),
         }
-        out.push(cur);
     }
-    out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    let mut unique: Vec<String> = Vec::new();
+    for h in hosts {
+        if !unique.contains(&h) {
+            unique.push(h);
+        }
+    }
+    Ok(unique)
 }
 
-fn matches(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
-    if let Some(file) = term.strip_prefix('@') {
-        let text = std::fs::read_to_string(file).map_err(|e| PatternError::File(file.into(), e.to_string()))?;
-        let mut out = Vec::new();
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-            // As Ansible, a list's lines are patterns, not further lists; reading
-            // them as lists let a file naming itself recurse until the stack overflowed.
-            if line.starts_with('@') {
-                return Err(PatternError::File(file.into(), format!("`{line}`: a host list cannot name another list")));
-            }
-            out.extend(matches(inv, line)?);
-        }
-        return Ok(out);
-    }
-    if term == "all" || term == "*" {
-        return Ok(inv.hosts.keys().cloned().collect());
-    }
-    let is_regex = term.starts_with('~');
-    let matcher: Box<dyn Fn(&str) -> bool> = if is_regex {
-        let re = regex::Regex::new(&term[1..]).map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
-        Box::new(move |s| re.is_match(s))
-    } else if term.contains(['*', '?', '[']) {
-        let re =
-            regex::Regex::new(&glob_to_regex(term)).map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
-        Box::new(move |s| re.is_match(s))
+/// Ansible's `split_host_pattern`: commas if there are any; else one term if
+/// it reads as an address (a host, an IP, a range, with an optional port);
+/// else `:` and whitespace separate, outside `[...]`.
+fn split(pattern: &str) -> Vec<String> {
+    let parts: Vec<String> = if pattern.contains(',') {
+        pattern.split(',').map(String::from).collect()
+    } else if is_address(pattern.trim()) {
+        vec![pattern.to_string()]
     } else {
-        let t = term.to_string();
-        Box::new(move |s| s == t)
+        let re = Regex::new(r"(?:[^\s:\[\]]|\[[^\]]*\])+").expect("valid regex");
+        re.find_iter(pattern).map(|m| m.as_str().to_string()).collect()
     };
+    parts.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// What Ansible's `parse_address(.., allow_ranges=True)` accepts: an IPv6
+/// address (bracketed when a port follows), or a host name or IPv4 address
+/// (with `[a:b]` ranges) and an optional `:port`.
+fn is_address(s: &str) -> bool {
+    if s.parse::<std::net::Ipv6Addr>().is_ok() {
+        return true;
+    }
+    if let Some(rest) = s.strip_prefix('[') {
+        if let Some((v6, port)) = rest.split_once("]:") {
+            return v6.parse::<std::net::Ipv6Addr>().is_ok() && is_port(port);
+        }
+    }
+    let host = Regex::new(r"^(?:[A-Za-z0-9_-]|\[[A-Za-z0-9]+:[A-Za-z0-9]+(?::[0-9]+)?\])+(?:\.(?:[A-Za-z0-9_-]|\[[A-Za-z0-9]+:[A-Za-z0-9]+(?::[0-9]+)?\])+)*\.?$")
+        .expect("valid regex");
+    match s.rsplit_once(':') {
+        Some((h, port)) if is_port(port) && !h.ends_with(['[', ':']) && host.is_match(h) => true,
+        _ => host.is_match(s),
+    }
+}
+
+fn is_port(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// One term without its `&`/`!`: its matches, cut by a subscript if it has one.
+fn match_one(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
+    let (expr, subscript) = split_subscript(term);
+    let hosts = enumerate(inv, expr)?;
+    let Some((start, end)) = subscript else { return Ok(hosts) };
+    if hosts.is_empty() {
+        return Ok(hosts);
+    }
+    let n = hosts.len() as i64;
+    Ok(match end {
+        // `[i]`: one host, negative from the end, as Python indexes.
+        None => {
+            let i = if start < 0 { n + start } else { start };
+            if !(0..n).contains(&i) {
+                return Err(PatternError::Subscript(term.into()));
+            }
+            vec![hosts[i as usize].clone()]
+        }
+        // `[a:b]` is inclusive; `[a:]` runs to the end; out of range is cut (Python slicing).
+        Some(end) => {
+            let end = if end == -1 { n - 1 } else { end };
+            let (a, b) = (start.clamp(0, n) as usize, end.saturating_add(1).clamp(0, n) as usize);
+            hosts.get(a..b.max(a)).unwrap_or_default().to_vec()
+        }
+    })
+}
+
+/// `web[1]`, `web[0:2]`, `web[1:]` (end -1 meaning the last); not for a regex.
+fn split_subscript(term: &str) -> (&str, Option<(i64, Option<i64>)>) {
+    if term.starts_with('~') {
+        return (term, None);
+    }
+    let re = Regex::new(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)[:-]([0-9]*))\]$").expect("valid regex");
+    let Some(c) = re.captures(term) else { return (term, None) };
+    let base = c.get(1).map_or(term, |m| m.as_str());
+    let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<i64>().ok());
+    match (num(2), num(3)) {
+        (Some(i), _) => (base, Some((i, None))),
+        // Python's `if end:` treats an end of 0 as "just the start".
+        (None, Some(a)) => match c.get(4).map(|m| m.as_str()).unwrap_or("") {
+            "" => (base, Some((a, Some(-1)))),
+            e => match e.parse::<i64>().unwrap_or(0) {
+                0 => (base, Some((a, None))),
+                e => (base, Some((a, Some(e)))),
+            },
+        },
+        _ => (term, None),
+    }
+}
+
+/// Groups whose name matches give all their hosts; host names are tried when
+/// no group matched, or the term is a glob or regex (or has a dot).
+fn enumerate(inv: &Inventory, term: &str) -> Result<Vec<String>, PatternError> {
+    let re = match term.strip_prefix('~') {
+        Some(r) => Regex::new(&format!("^(?:{r})")),
+        None => Regex::new(&fnmatch_to_regex(term)),
+    }
+    .map_err(|e| PatternError::Regex(term.into(), regex_error(&e)))?;
     let mut out = Vec::new();
-    let groups: Vec<&String> = inv.groups.keys().filter(|g| matcher(g)).collect();
+    let groups: Vec<&String> = inv.groups.keys().filter(|g| re.is_match(g)).collect();
     for g in &groups {
         out.extend(inv.hosts_of_group(g));
     }
-    // As Ansible: host names are tried when no group matched, or the term is a glob/regex.
-    if groups.is_empty() || is_regex || term.contains(['.', '*', '?', '[']) {
-        out.extend(inv.hosts.keys().filter(|h| matcher(h)).cloned());
+    if groups.is_empty() || term.starts_with('~') || term.contains(['.', '?', '*', '[']) {
+        out.extend(inv.hosts.keys().filter(|h| re.is_match(h)).cloned());
     }
     Ok(out)
 }
@@ -117,17 +192,56 @@ fn regex_error(e: &regex::Error) -> String {
     last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
-fn glob_to_regex(glob: &str) -> String {
-    let mut re = String::from("^");
-    for c in glob.chars() {
+/// Python's `fnmatch.translate`: `*`, `?`, `[seq]`, `[!seq]`; the whole name must match.
+fn fnmatch_to_regex(glob: &str) -> String {
+    let chars: Vec<char> = glob.chars().collect();
+    let mut re = String::from("(?s)^");
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
         match c {
             '*' => re.push_str(".*"),
             '?' => re.push('.'),
-            '[' | ']' => re.push(c),
+            '[' => {
+                // The class ends at the first `]` after a leading `!` or `]`.
+                let mut j = i;
+                if chars.get(j) == Some(&'!') {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&']') {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    j += 1;
+                }
+                if j >= chars.len() {
+                    re.push_str(r"\[");
+                    continue;
+                }
+                let mut class: String = chars[i..j].iter().collect();
+                i = j + 1;
+                let negated = class.starts_with('!');
+                if negated {
+                    class.remove(0);
+                }
+                re.push('[');
+                if negated {
+                    re.push('^');
+                }
+                for (k, ch) in class.chars().enumerate() {
+                    // `-` keeps making ranges; what else is special in a Rust class is escaped.
+                    if matches!(ch, '\\' | '[' | ']' | '&' | '~' | '|') || (ch == '^' && k == 0 && !negated) {
+                        re.push('\\');
+                    }
+                    re.push(ch);
+                }
+                re.push(']');
+            }
             c => re.push_str(&regex::escape(&c.to_string())),
         }
     }
-    re.push('$');
+    re.push_str(r"\z");
     re
 }
 
@@ -136,52 +250,86 @@ mod tests {
     use super::*;
 
     fn lab() -> Inventory {
-        let mut inv = Inventory::default();
+        let mut inv = Inventory::empty();
         for (g, h) in [("old", "old1"), ("fast", "fast1"), ("fast", "fast2"), ("ssd", "fast2"), ("ssd", "db.lab")] {
             inv.add_host_to_group(g, h);
         }
-        inv.add_child("all", "old");
+        for g in ["old", "fast", "ssd"] {
+            inv.add_child("all", g);
+        }
         inv
     }
 
     #[test]
-    fn unions_intersections_exclusions() {
+    fn unions_intersections_exclusions_in_ansible_order() {
         let inv = lab();
         assert_eq!(select(&inv, "all").unwrap(), ["old1", "fast1", "fast2", "db.lab"]);
-        assert_eq!(select(&inv, "old:fast").unwrap(), ["old1", "fast1", "fast2"]);
+        assert_eq!(select(&inv, "fast:old").unwrap(), ["fast1", "fast2", "old1"], "terms keep their order");
         assert_eq!(select(&inv, "fast:&ssd").unwrap(), ["fast2"]);
         assert_eq!(select(&inv, "all:!fast").unwrap(), ["old1", "db.lab"]);
         assert_eq!(select(&inv, "!fast:all").unwrap(), ["old1", "db.lab"], "exclusions apply last");
-        assert_eq!(select(&inv, "old1,fast2").unwrap(), ["old1", "fast2"]);
+        assert_eq!(select(&inv, "fast2,old1").unwrap(), ["fast2", "old1"]);
         assert_eq!(select(&inv, "!fast").unwrap(), ["old1", "db.lab"], "only exclusions start from all");
-        assert_eq!(select(&inv, "old1:fast1:fast2:db.lab").unwrap(), ["old1", "fast1", "fast2", "db.lab"]);
+        assert_eq!(select(&inv, "fast old").unwrap(), ["fast1", "fast2", "old1"], "whitespace separates too");
     }
 
     #[test]
-    fn globs_and_regex() {
+    fn globs_regex_and_subscripts() {
         let inv = lab();
         assert_eq!(select(&inv, "fast*").unwrap(), ["fast1", "fast2"]);
-        assert_eq!(select(&inv, "~^(old|db)").unwrap(), ["old1", "db.lab"]);
+        assert_eq!(select(&inv, "~(old|db)").unwrap(), ["old1", "db.lab"]);
+        assert_eq!(select(&inv, "~ast").unwrap(), Vec::<String>::new(), "a regex matches at the start");
         assert_eq!(select(&inv, "*.lab").unwrap(), ["db.lab"]);
+        assert_eq!(select(&inv, "fast[!1]").unwrap(), ["fast2"]);
+        assert_eq!(select(&inv, "fast[1]").unwrap(), ["fast2"], "a subscript, not a range");
+        assert_eq!(select(&inv, "fast[-1]").unwrap(), ["fast2"]);
+        assert_eq!(select(&inv, "all[1:2]").unwrap(), ["fast1", "fast2"]);
+        assert_eq!(select(&inv, "fast[5]"), Err(PatternError::Subscript("fast[5]".into())));
         assert!(select(&inv, "nothing").unwrap().is_empty());
         assert!(matches!(select(&inv, "~("), Err(PatternError::Regex(..))));
     }
 
     #[test]
-    fn at_file() {
+    fn at_file_only_in_a_limit() {
         let inv = lab();
         let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), "fast1\n# comment\nold\n").unwrap();
-        assert_eq!(select(&inv, &format!("@{}", f.path().display())).unwrap(), ["old1", "fast1"]);
+        std::fs::write(f.path(), "fast1\n\nold\n!fast2\n").unwrap();
+        let at = format!("@{}", f.path().display());
+        assert_eq!(limit(&inv, &at).unwrap(), ["fast1", "old1"]);
+        assert!(select(&inv, &at).unwrap().is_empty(), "a play's hosts: has no @file");
     }
 
     #[test]
-    fn a_list_naming_itself_is_an_error_not_a_stack_overflow() {
+    fn a_list_naming_itself_is_a_pattern_not_a_recursion() {
+        // As Ansible's `subset`: a list's lines are patterns, never read as
+        // further lists, so a file naming itself cannot recurse; its `@` line
+        // matches no host.
         let inv = lab();
         let f = tempfile::NamedTempFile::new().unwrap();
         let me = format!("@{}", f.path().display());
         std::fs::write(f.path(), format!("fast1\n{me}\n")).unwrap();
-        let e = select(&inv, &me).unwrap_err();
-        assert!(e.to_string().contains("cannot name another list"), "{e}");
+        assert_eq!(limit(&inv, &me).unwrap(), ["fast1"]);
+    }
+
+    #[test]
+    fn huge_subscripts_are_cut_as_python_slices() {
+        let inv = lab();
+        assert_eq!(select(&inv, "fast[0:9223372036854775807]").unwrap(), ["fast1", "fast2"]);
+        assert!(matches!(select(&inv, "fast[-9223372036854775808]"), Err(PatternError::Subscript(..))));
+    }
+
+    #[test]
+    fn regex_errors_are_one_line() {
+        let e = select(&lab(), "web:~(unclosed").unwrap_err().to_string();
+        assert_eq!(e, "bad regular expression in host pattern `~(unclosed`: unclosed group");
+    }
+
+    #[test]
+    fn addresses_are_one_term() {
+        assert_eq!(split("fe80::1"), ["fe80::1"]);
+        assert_eq!(split("node[1:3]"), ["node[1:3]"]);
+        assert_eq!(split("web1:2222"), ["web1:2222"]);
+        assert_eq!(split("a:b:!c"), ["a", "b", "!c"]);
+        assert_eq!(split("a:b,c"), ["a:b", "c"]);
     }
 }

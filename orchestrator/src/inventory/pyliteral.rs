@@ -25,9 +25,18 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
+    /// Whitespace and `#` comments, which Python's tokenizer skips alike.
     fn ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
+        while let Some(&c) = self.s.get(self.i) {
+            if c == b'#' {
+                while self.s.get(self.i).is_some_and(|&c| c != b'\n') {
+                    self.i += 1;
+                }
+            } else if c.is_ascii_whitespace() {
+                self.i += 1;
+            } else {
+                break;
+            }
         }
     }
 
@@ -120,7 +129,7 @@ impl Parser<'_> {
 
     fn atom(&mut self) -> Option<Json> {
         let start = self.i;
-        while self.i < self.s.len() && !b",:]})".contains(&self.s[self.i]) && !self.s[self.i].is_ascii_whitespace() {
+        while self.i < self.s.len() && !b",:]})#".contains(&self.s[self.i]) && !self.s[self.i].is_ascii_whitespace() {
             self.i += 1;
         }
         let word = std::str::from_utf8(&self.s[start..self.i]).ok()?;
@@ -128,13 +137,53 @@ impl Parser<'_> {
             "True" => Some(Json::Bool(true)),
             "False" => Some(Json::Bool(false)),
             "None" => Some(Json::Null),
-            _ => {
-                if let Ok(i) = word.parse::<i64>() {
-                    return Some(Json::from(i));
-                }
-                word.parse::<f64>().ok().filter(|f| f.is_finite() && word.contains(['.', 'e', 'E'])).map(Json::from)
-            }
+            _ => number(word),
         }
+    }
+}
+
+/// A Python int or float literal, with its sign (`ast.literal_eval` allows
+/// unary `+`/`-`): `0x1f`, `0o17`, `0b101`, `1_000`, `2.5`, `.5`, `1e3`.
+/// A decimal int with a leading zero (`010`) is a syntax error in Python,
+/// so it is no number (and stays a string).
+fn number(word: &str) -> Option<Json> {
+    let (neg, body) = match word.as_bytes().first()? {
+        b'-' => (true, &word[1..]),
+        b'+' => (false, &word[1..]),
+        _ => (false, word),
+    };
+    // Underscores only between digits, as Python's grammar has them.
+    if body.starts_with('_') || body.ends_with('_') || body.contains("__") {
+        return None;
+    }
+    let digits = body.replace('_', "");
+    let lower = digits.to_ascii_lowercase();
+    let radix = [("0x", 16), ("0o", 8), ("0b", 2)].into_iter().find(|(p, _)| lower.starts_with(p));
+    let int = match radix {
+        Some((p, r)) => Some(u128::from_str_radix(&lower[p.len()..], r).ok()?),
+        None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+            if digits.len() > 1 && digits.starts_with('0') && digits.bytes().any(|b| b != b'0') {
+                return None;
+            }
+            digits.parse::<u128>().ok()
+        }
+        None => None,
+    };
+    if let Some(n) = int {
+        return Some(int_json(neg, n));
+    }
+    let float_ok = digits.bytes().all(|b| b.is_ascii_digit() || b".eE+-".contains(&b))
+        && digits.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'.');
+    let f: f64 = digits.parse().ok().filter(|f: &f64| f.is_finite() && float_ok)?;
+    Some(Json::from(if neg { -f } else { f }))
+}
+
+/// An int as JSON: exact while it fits i64/u64 (as Python's json prints it), else the nearest float.
+fn int_json(neg: bool, n: u128) -> Json {
+    match (neg, i64::try_from(n), u64::try_from(n)) {
+        (true, Ok(i), _) => Json::from(-i),
+        (false, _, Ok(u)) => Json::from(u),
+        _ => Json::from(if neg { -(n as f64) } else { n as f64 }),
     }
 }
 
@@ -155,6 +204,24 @@ mod tests {
             Some(json!([{"path": "/dev/sdb", "name": "hdd0", "wipe": true}, [1, 2]]))
         );
         assert_eq!(parse("{}"), Some(json!({})));
+    }
+
+    #[test]
+    fn numbers_as_python_reads_them() {
+        assert_eq!(parse("-7"), Some(json!(-7)));
+        assert_eq!(parse("0"), Some(json!(0)));
+        assert_eq!(parse("0x1F"), Some(json!(31)));
+        assert_eq!(parse("0o17"), Some(json!(15)));
+        assert_eq!(parse("1_000"), Some(json!(1000)));
+        assert_eq!(parse("12345678901234567890"), Some(json!(12345678901234567890u64)));
+        assert_eq!(parse(".5"), Some(json!(0.5)));
+        assert_eq!(parse("3."), Some(json!(3.0)));
+        assert_eq!(parse("1e3"), Some(json!(1000.0)));
+        assert_eq!(parse("42 # a comment"), Some(json!(42)));
+        // A leading zero is a syntax error in Python 3: the text stays a string.
+        for s in ["010", "1__0", "_1", "inf", "nan", "1e", "0x"] {
+            assert_eq!(parse(s), None, "{s}");
+        }
     }
 
     #[test]

@@ -15,6 +15,11 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, String> {
         let close = rest[open..].find(']').map(|c| c + open).ok_or_else(|| format!("`{pattern}`: unclosed `[`"))?;
         let (head, range) = (&rest[..open], &rest[open + 1..close]);
         let items = items(pattern, range)?;
+        // An empty range (`[3:1]`) is no host, and Ansible's recursion then
+        // never reads the ranges after it.
+        if items.is_empty() {
+            return Ok(vec![]);
+        }
         if out.len().saturating_mul(items.len()) > MAX_NAMES {
             return Err(too_many(pattern));
         }
@@ -41,30 +46,64 @@ fn items(pattern: &str, range: &str) -> Result<Vec<String>, String> {
         Some(s) => s.parse().ok().filter(|&s| s > 0).ok_or_else(|| format!("`{pattern}`: bad step `{s}`"))?,
         None => 1,
     };
-    let (beg, end) = (parts[0], parts[1]);
-    if let (Ok(b), Ok(e)) = (beg.parse::<u64>(), end.parse::<u64>()) {
+    // As Ansible's `expand_hostname_range`: an empty start is 0; a start
+    // with a leading zero fixes the width, and the end must have it too;
+    // letters run through a-z then A-Z.
+    let (beg, end) = (if parts[0].is_empty() { "0" } else { parts[0] }, parts[1]);
+    if end.is_empty() {
+        return Err(format!("`{pattern}`: a range needs an end"));
+    }
+    const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let letter = |s: &str| (s.len() == 1).then(|| LETTERS.find(s)).flatten();
+    let step_by = usize::try_from(step).unwrap_or(usize::MAX);
+    if let (Some(b), Some(e)) = (letter(beg), letter(end)) {
         if b > e {
             return Err(format!("`{pattern}`: range start is after its end"));
         }
-        if (e - b) / step >= MAX_NAMES as u64 {
+        Ok(LETTERS[b..=e].chars().step_by(step_by).map(String::from).collect())
+    } else if let (Ok(b), Ok(e)) = (beg.parse::<u64>(), end.parse::<u64>()) {
+        let width = if beg.len() > 1 && beg.starts_with('0') { beg.len() } else { 0 };
+        if width > 0 && end.len() != width {
+            return Err(format!("`{pattern}`: a zero-padded range needs a start and an end of one width"));
+        }
+        // Counted before any is made.
+        if b <= e && (e - b) / step >= MAX_NAMES as u64 {
             return Err(too_many(pattern));
         }
-        // A leading zero fixes the width: [01:16] gives 01..16.
-        let width = if beg.len() > 1 && beg.starts_with('0') { beg.len() } else { 0 };
-        Ok((b..=e).step_by(step as usize).map(|n| format!("{n:0width$}")).collect())
-    } else if beg.len() == 1
-        && end.len() == 1
-        && beg.chars().all(|c| c.is_ascii_alphabetic())
-        && end.chars().all(|c| c.is_ascii_alphabetic())
-    {
-        let (b, e) = (beg.as_bytes()[0], end.as_bytes()[0]);
-        if b > e {
-            return Err(format!("`{pattern}`: range start is after its end"));
-        }
-        Ok((b..=e).step_by(usize::try_from(step).unwrap_or(usize::MAX)).map(|c| (c as char).to_string()).collect())
+        // Python's range(): an end before the start is no host at all.
+        Ok((b..=e).step_by(step_by).map(|n| format!("{n:0width$}")).collect())
     } else {
         Err(format!("`{pattern}`: `[{range}]` is neither a numeric nor an alphabetic range"))
     }
+}
+
+/// `host:2222` or `node[01:04]:2222` sets the port; an IPv6 address keeps its colons.
+pub fn split_port(pattern: &str) -> (&str, Option<u16>) {
+    // `[2001:db8::1]:2222`: a bracketed IPv6 address and its port.
+    if let Some((v6, port)) = pattern.strip_prefix('[').and_then(|r| r.split_once("]:")) {
+        if let (true, Ok(port)) = (v6.parse::<std::net::Ipv6Addr>().is_ok(), port.parse()) {
+            return (v6, Some(port));
+        }
+    }
+    let mut depth = 0i32;
+    let outside: Vec<usize> = pattern
+        .char_indices()
+        .filter_map(|(i, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                ':' if depth == 0 => return Some(i),
+                _ => {}
+            }
+            None
+        })
+        .collect();
+    if let [i] = outside[..] {
+        if let Ok(port) = pattern[i + 1..].parse() {
+            return (&pattern[..i], Some(port));
+        }
+    }
+    (pattern, None)
 }
 
 #[cfg(test)]
@@ -78,11 +117,16 @@ mod tests {
         assert_eq!(expand("x[0:6:3]").unwrap(), ["x0", "x3", "x6"]);
         assert_eq!(expand("r[1:2]c[1:2]").unwrap(), ["r1c1", "r1c2", "r2c1", "r2c2"]);
         assert_eq!(expand("plain").unwrap(), ["plain"]);
+        assert_eq!(expand("e[:2]").unwrap(), ["e0", "e1", "e2"]);
+        assert_eq!(expand("m[y:B]").unwrap(), ["my", "mz", "mA", "mB"]);
+        // Python's range(): backwards is empty, and what follows is not read.
+        assert!(expand("n[3:1]").unwrap().is_empty());
+        assert!(expand("n[3:1]x[q:1]").unwrap().is_empty());
     }
 
     #[test]
     fn bad_ranges_are_errors() {
-        for p in ["n[1:", "n[3:1]", "n[1:2:0]", "n[a:3]", "n[1]"] {
+        for p in ["n[1:", "n[c:a]", "n[1:2:0]", "n[a:3]", "n[1]", "n[01:3]", "n[1:]"] {
             assert!(expand(p).is_err(), "{p}");
         }
     }

@@ -5,21 +5,33 @@ use super::{yaml_format, Inventory, InventoryError, Vars};
 use crate::yaml;
 use std::path::{Path, PathBuf};
 
-/// Ansible skips these in inventory directories (INVENTORY_IGNORE_EXTS).
-const IGNORED_EXTS: &[&str] = &["orig", "ini", "cfg", "retry", "pyc", "pyo", "swp", "bak", "md", "txt", "rst"];
+/// Ansible skips these names in inventory directories (INVENTORY_IGNORE_EXTS
+/// with REJECT_EXTS, matched against the end of the name). `.ini` is not one.
+const IGNORED_ENDINGS: &[&str] =
+    &[".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst", ".orig", ".cfg", ".retry"];
+/// Never inventory sources in a directory (IGNORED_ALWAYS), besides hidden names.
+const IGNORED_NAMES: &[&str] = &["host_vars", "group_vars", "vars_plugins"];
 
+/// The inventory files of a directory source, in Ansible's order: names
+/// sorted, subdirectories walked in place.
 pub fn inventory_files_in(dir: &Path) -> Result<Vec<PathBuf>, InventoryError> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| InventoryError::Source { path: dir.display().to_string(), message: e.to_string() })?
         .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let ext = p.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
-            p.is_file() && !name.starts_with('.') && !name.ends_with('~') && !IGNORED_EXTS.contains(&ext.as_str())
-        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && !IGNORED_NAMES.contains(&n.as_str()))
+        .filter(|n| !IGNORED_ENDINGS.iter().any(|end| n.ends_with(end)))
         .collect();
-    files.sort();
+    names.sort();
+    let mut files = Vec::new();
+    for n in names {
+        let p = dir.join(n);
+        if p.is_dir() {
+            files.extend(inventory_files_in(&p)?);
+        } else {
+            files.push(p);
+        }
+    }
     Ok(files)
 }
 
@@ -38,31 +50,55 @@ pub fn load_beside(inv: &mut Inventory, dir: &Path) -> Result<(), InventoryError
     Ok(())
 }
 
-/// `<base>/<name>`, `<name>.yml`, `.yaml`, `.json`, or a directory of such files (sorted).
+/// Extensions a vars file may have; a name without one is read too.
+const VARS_EXTS: &[&str] = &[".yml", ".yaml", ".json"];
+
+/// As Ansible's `find_vars_files`: the first of `<base>/<name>`, `<name>.yml`,
+/// `.yaml`, `.json` that exists; a directory is read whole.
 fn read_vars(base: &Path, name: &str) -> Result<Vars, InventoryError> {
-    let mut vars = Vars::new();
     let mut files = Vec::new();
-    for ext in ["", ".yml", ".yaml", ".json"] {
+    for ext in std::iter::once("").chain(VARS_EXTS.iter().copied()) {
         let p = base.join(format!("{name}{ext}"));
-        if p.is_file() {
+        if p.is_dir() {
+            files = dir_vars_files(&p);
+            break;
+        } else if p.exists() {
             files.push(p);
-        } else if ext.is_empty() && p.is_dir() {
-            let mut inner: Vec<PathBuf> = std::fs::read_dir(&p)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|f| f.is_file() && !f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
-                .collect();
-            inner.sort();
-            files.extend(inner);
+            break;
         }
     }
+    let mut vars = Vars::new();
     for f in files {
         let node = yaml::parse_file(&f)?;
-        vars.extend(yaml_format::vars_of(&node, &format!("{}", f.display()))?);
+        let json = yaml_format::is_json(&node.loc.src.text);
+        vars.extend(yaml_format::vars_of(&node, &format!("{}", f.display()), json)?);
     }
     Ok(vars)
+}
+
+/// Every vars file under `dir`, sorted by name, subdirectories (without an
+/// extension) in place; hidden names, `~` backups and other extensions are skipped.
+fn dir_vars_files(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && !n.ends_with('~'))
+        .collect();
+    names.sort();
+    let mut files = Vec::new();
+    for n in names {
+        let p = dir.join(&n);
+        let ext = Path::new(&n).extension().map(|e| format!(".{}", e.to_string_lossy()));
+        match ext {
+            None if p.is_dir() => files.extend(dir_vars_files(&p)),
+            None if p.is_file() => files.push(p),
+            Some(e) if p.is_file() && VARS_EXTS.contains(&e.as_str()) => files.push(p),
+            _ => {}
+        }
+    }
+    files
 }
 
 #[cfg(test)]
@@ -88,13 +124,18 @@ mod tests {
     }
 
     #[test]
-    fn directory_source_skips_ini_and_hidden() {
+    fn directory_source_skips_ignored_and_hidden() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("01-lab.yml"), "all:\n  hosts: {a: }\n").unwrap();
         std::fs::write(d.path().join("02-more"), "[g]\nb\n").unwrap();
-        std::fs::write(d.path().join("notes.ini"), "[g]\nignored\n").unwrap();
+        std::fs::write(d.path().join("03.ini"), "[g]\nc\n").unwrap();
+        std::fs::write(d.path().join("notes.txt"), "[g]\nignored\n").unwrap();
+        std::fs::write(d.path().join("old.cfg"), "[g]\nignored\n").unwrap();
         std::fs::write(d.path().join(".hidden"), "[g]\nignored2\n").unwrap();
+        std::fs::create_dir(d.path().join("04-sub")).unwrap();
+        std::fs::write(d.path().join("04-sub/x.yml"), "all:\n  hosts: {d: }\n").unwrap();
         let inv = Inventory::load(&[d.path().to_path_buf()]).unwrap();
-        assert_eq!(inv.hosts.keys().collect::<Vec<_>>(), ["a", "b"]);
+        // Ansible reads .ini files in a directory, and walks subdirectories.
+        assert_eq!(inv.hosts.keys().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
     }
 }

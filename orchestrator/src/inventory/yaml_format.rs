@@ -5,38 +5,52 @@ use crate::yaml::{self, unknown_key, ConfigError, Node};
 
 pub fn load(inv: &mut Inventory, name: &str, text: &str) -> Result<(), ConfigError> {
     let root = yaml::parse_str(name, text)?;
+    let json = is_json(text);
     for (key, value) in root.expect_map("an inventory")? {
         let group = key.expect_str("a group name")?;
-        load_group(inv, group, value)?;
+        load_group(inv, group, value, json)?;
     }
     Ok(())
 }
 
-fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), ConfigError> {
+/// Whether `text` is a YAML mapping (Ansible's yaml plugin then takes a file
+/// without an extension; anything else goes to the ini plugin).
+pub fn is_mapping(name: &str, text: &str) -> bool {
+    yaml::parse_str(name, text).is_ok_and(|n| n.as_map().is_some())
+}
+
+fn load_group(inv: &mut Inventory, name: &str, node: &Node, json: bool) -> Result<(), ConfigError> {
     inv.ensure_group(name);
     for (key, value) in node.expect_map(&format!("group `{name}`"))? {
         match key.as_str() {
             Some("hosts") => {
                 for (hkey, hvars) in value.expect_map("`hosts`")? {
-                    let pattern = hkey.scalar_text().unwrap_or_default();
-                    let hosts = ranges::expand(&pattern).map_err(|e| hkey.error(e))?;
+                    let text = hkey.scalar_text().unwrap_or_default();
+                    let (pattern, port) = ranges::split_port(&text);
+                    let hosts = ranges::expand(pattern).map_err(|e| hkey.error(e))?;
                     inv.check_room(&hosts).map_err(|e| hkey.error(e))?;
                     for host in hosts {
+                        // As in INI: `web1:2222:` sets the port of a host this key creates.
+                        if let (Some(p), false) = (port, inv.hosts.contains_key(&host)) {
+                            inv.ensure_host(&host).vars.insert("ansible_port".into(), p.into());
+                        }
                         inv.add_host_to_group(name, &host);
-                        let vars = vars_of(hvars, &format!("host `{host}`"))?;
+                        let vars = vars_of(hvars, &format!("host `{host}`"), json)?;
                         inv.ensure_host(&host).vars.extend(vars);
                     }
                 }
             }
             Some("vars") => {
-                let vars = vars_of(value, &format!("`vars` of group `{name}`"))?;
-                inv.ensure_group(name).vars.extend(vars);
+                for (k, v) in value.expect_map(&format!("`vars` of group `{name}`"))? {
+                    let key = k.scalar_text().unwrap_or_default();
+                    inv.set_group_var(name, &key, self::value(v, json)).map_err(|e| v.error(e))?;
+                }
             }
             Some("children") => {
                 for (ckey, cnode) in value.expect_map("`children`")? {
                     let child = ckey.expect_str("a group name")?;
                     inv.add_child(name, child);
-                    load_group(inv, child, cnode)?;
+                    load_group(inv, child, cnode, json)?;
                 }
             }
             _ => return Err(unknown_key(key, &format!("group `{name}`"), &["hosts", "vars", "children"])),
@@ -45,9 +59,24 @@ fn load_group(inv: &mut Inventory, name: &str, node: &Node) -> Result<(), Config
     Ok(())
 }
 
-/// A mapping of variables (or nothing) as JSON values.
-pub fn vars_of(node: &Node, what: &str) -> Result<super::Vars, ConfigError> {
-    Ok(node.expect_map(what)?.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.to_json())).collect())
+/// A mapping of variables (or nothing) as JSON values, typed as Ansible's
+/// YAML loader types them; `json` when the whole file is JSON (see [`is_json`]).
+pub fn vars_of(node: &Node, what: &str, json: bool) -> Result<super::Vars, ConfigError> {
+    Ok(node.expect_map(what)?.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), value(v, json))).collect())
+}
+
+/// Ansible's loader tries JSON first: a JSON file is read as JSON, which the
+/// parser's own typing already matches; YAML gets YAML 1.1 typing.
+pub fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+fn value(node: &Node, json: bool) -> serde_json::Value {
+    if json {
+        node.to_json()
+    } else {
+        super::yaml11::to_json(node)
+    }
 }
 
 #[cfg(test)]
