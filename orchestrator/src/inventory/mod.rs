@@ -120,6 +120,7 @@ impl Inventory {
             }
         }
         inv.finish();
+        inv.check_no_loops(&inv.sources.join(", "))?;
         for dir in &beside {
             vars_dirs::load_beside(&mut inv, dir)?;
         }
@@ -182,6 +183,7 @@ impl Inventory {
         inv.sources.push(name.to_string());
         inv.load_text(name, Path::new(name).extension().and_then(|e| e.to_str()), text)?;
         inv.finish();
+        inv.check_no_loops(name)?;
         Ok(inv)
     }
 
@@ -242,6 +244,45 @@ impl Inventory {
                 }
             }
         }
+    }
+
+    /// A group may not be its own ancestor; Ansible refuses that inventory
+    /// ("recursive dependency loop") and so do we, naming the loop.
+    fn check_no_loops(&self, source: &str) -> Result<(), InventoryError> {
+        fn walk<'a>(
+            inv: &'a Inventory,
+            g: &'a str,
+            path: &mut Vec<&'a str>,
+            done: &mut Vec<&'a str>,
+        ) -> Option<String> {
+            if let Some(i) = path.iter().position(|p| *p == g) {
+                let mut lp: Vec<&str> = path[i..].to_vec();
+                lp.push(g);
+                return Some(lp.join(" → "));
+            }
+            if done.contains(&g) {
+                return None;
+            }
+            path.push(g);
+            for c in inv.groups.get(g).map(|x| x.children.as_slice()).unwrap_or_default() {
+                if let Some(found) = walk(inv, c, path, done) {
+                    return Some(found);
+                }
+            }
+            path.pop();
+            done.push(g);
+            None
+        }
+        let mut done = Vec::new();
+        for g in self.groups.keys() {
+            if let Some(lp) = walk(self, g, &mut Vec::new(), &mut done) {
+                return Err(InventoryError::Source {
+                    path: source.to_string(),
+                    message: format!("groups form a loop ({lp}): a group cannot be its own child"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Every group a host belongs to, directly or through a parent.
@@ -408,5 +449,12 @@ all:
         assert_eq!(i.hosts_of_group("ungrouped"), vec!["lone"]);
         assert_eq!(i.hosts_of_group("all"), vec!["lone", "m"]);
         assert!(i.groups["all"].children.contains(&"g".to_string()));
+    }
+
+    #[test]
+    fn a_loop_of_groups_is_refused_by_name() {
+        let e = Inventory::parse_str("h.ini", "[top:children]\na\n[a:children]\nb\n[b:children]\na\n[b]\nh1\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("groups form a loop (a → b → a)"), "{e}");
     }
 }
