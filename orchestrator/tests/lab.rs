@@ -706,6 +706,7 @@ fn the_html_report_is_one_file_with_a_chart_per_metric() {
         assert!(x_label.is_match(svg), "the x axis is named after the matrix axis");
     }
     assert!(html.contains("<h2>Hosts</h2>") && html.contains("localhost"));
+    assert!(html.contains("<th>host</th><th>noise</th><th>step</th>"), "a column per matrix axis");
     assert!(html.contains("noise=200 measure speed: CV"), "{html}");
 }
 

@@ -45,16 +45,25 @@ pub fn render(model: &Json) -> String {
     out
 }
 
+/// The play's summary, a column per matrix axis (and role), so it reads
+/// like the experiment's table.
 fn table(cells: &[&Json]) -> String {
-    let mut out = String::from(
-        "<table><tr><th>host</th><th>cell</th><th>step</th><th>metric</th><th>n</th><th>mean</th><th>±CI95</th><th>sd</th><th>unit</th><th>status</th></tr>\n",
-    );
+    let axes = axes(cells);
+    let mut out = String::from("<table><tr><th>host</th>");
+    for a in &axes {
+        out += &format!("<th>{}</th>", esc(a));
+    }
+    out += "<th>step</th><th>metric</th><th>n</th><th>mean</th><th>±CI95</th><th>sd</th><th>unit</th><th>status</th></tr>\n";
     for r in table_rows(cells.iter().copied()) {
         let class = if r.ok { "" } else { " class=\"bad\"" };
+        out += &format!("<tr><td>{}</td>", esc(&r.host));
+        for a in &axes {
+            let v = &r.params[a.as_str()];
+            out +=
+                &format!("<td>{}</td>", if v.is_null() { String::new() } else { esc(&crate::matrix::scalar_text(v)) });
+        }
         out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td{class}>{}</td></tr>\n",
-            esc(&r.host),
-            esc(&r.cell),
+            "<td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td{class}>{}</td></tr>\n",
             esc(&r.step),
             esc(&r.metric),
             esc(&r.n),
@@ -68,8 +77,8 @@ fn table(cells: &[&Json]) -> String {
     out + "</table>\n"
 }
 
-/// The one axis whose values are all numbers and vary, if exactly one does.
-fn numeric_axis(cells: &[&Json]) -> Option<String> {
+/// Every parameter name the play's cells have, in first-seen order.
+fn axes(cells: &[&Json]) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     for c in cells {
         for k in c["params"].as_object().into_iter().flat_map(|m| m.keys()) {
@@ -78,6 +87,12 @@ fn numeric_axis(cells: &[&Json]) -> Option<String> {
             }
         }
     }
+    keys
+}
+
+/// The one axis whose values are all numbers and vary, if exactly one does.
+fn numeric_axis(cells: &[&Json]) -> Option<String> {
+    let keys = axes(cells);
     let numeric: Vec<String> = keys
         .into_iter()
         .filter(|k| {

@@ -40,6 +40,8 @@ pub fn render(model: &Json) -> String {
 pub struct TableRow {
     pub host: String,
     pub cell: String,
+    /// The cell's parameters, axis by axis.
+    pub params: Json,
     pub step: String,
     pub metric: String,
     pub n: String,
@@ -60,6 +62,7 @@ pub fn table_rows<'a>(cells: impl Iterator<Item = &'a Json>) -> Vec<TableRow> {
             TableRow {
                 host: text(&c["host"]).to_string(),
                 cell: describe_params(&c["params"]),
+                params: c["params"].clone(),
                 step: step.to_string(),
                 metric: metric.to_string(),
                 n: m.map(|m| m["n"].to_string()).unwrap_or_else(|| "-".into()),
