@@ -1,0 +1,543 @@
+#!/usr/bin/env bash
+# ci/vm.sh — emulated "old machines" for the benchrig lab (issue 6).
+#
+# A guest is a Debian bookworm (kernel 6.1, which still has ReiserFS, JFS and
+# the kernel NFS server) booted under qemu with software emulation (TCG; KVM
+# does not work nested here). It gets its own root disk (a copy of a cached
+# image), 1-2 extra raw virtio disks throttled by qemu, the lab's ssh key, and
+# either a tap on the lab bridge (brlab0, when `ci/lab.sh up` has made it) with
+# a static 10.77.0.x address, or user-mode networking with a forwarded port.
+#
+# Run as root. Host packages this script needs (for .ci/run to preinstall):
+#   qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client
+# On bookworm with qemu-utils from bookworm-backports already installed (as on
+# this CI image), qemu-system-x86 must come from bookworm-backports too
+# (qemu-utils 10.x Breaks qemu-system-common < 8.0); `ensure_tools` does that
+# with a private apt sources list, leaving /etc/apt untouched.
+set -euo pipefail
+
+HOST_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client)
+
+usage() {
+    cat <<EOF
+usage: ${0##*/} COMMAND [ARGS]
+
+  image            build the guest image unless the cache already has one for
+                   the current package versions; print its directory
+  up               build/reuse the image, boot every guest that is not running
+                   (leave running ones alone), wait for sshd; print a table
+  down             stop the guests, remove their taps and run dirs
+                   (the image cache is kept)
+  status           per guest: qemu, network, ssh, kernel; exit 1 if anything is missing
+  ssh GUEST [CMD]  ssh into a guest with the lab key
+
+Guests: ${GUESTS[*]}
+Run dir: $VMROOT   Image cache: $CACHE
+Network: tap on $BRIDGE if it exists, else user-mode (ssh on 127.0.0.1:PORT);
+         force with BENCHRIG_VM_NET=tap|user
+EOF
+}
+
+# --------------------------------------------------------------------------
+# Guest table — edit here to add guests.
+#   name   <= 10 chars (tap is vmt-<name>)
+#   ip     static address on the lab bridge (10.77.0.0/24) in tap mode
+#   port   127.0.0.1 port forwarded to the guest's sshd in user mode
+#   mem    guest RAM in MiB
+#   disks  number of extra disks (vdb, vdc, ...), 1 or 2
+#   size   size of each extra disk (truncate -s syntax)
+#   bps    qemu throttling.bps-total of each extra disk (bytes/s)
+# --------------------------------------------------------------------------
+GUEST_TABLE=$(cat <<'EOF'
+# name  ip          port  mem   disks size bps
+old61   10.77.0.21  2221  1024  2     1G   20971520
+EOF
+)
+
+LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
+VMROOT=/var/tmp/benchrig-vm
+CACHE=/var/tmp/benchrig-vm-cache
+BRIDGE=${BENCHRIG_VM_BRIDGE:-brlab0}
+BRIDGE_IP=${BENCHRIG_VM_BRIDGE_IP:-10.77.0.1}
+NET_PREFIX=24
+TAP_PREFIX=vmt-
+NAME_PREFIX=benchrig-vm-        # qemu -name (shows in the monitor and window title)
+PROC_PREFIX=bvm-                # qemu process name (comm, max 15 chars), to recognise our qemus
+MIRROR=${BENCHRIG_VM_MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+ROOT_SIZE=3G
+SSH_WAIT_SECONDS=${BENCHRIG_VM_SSH_WAIT:-400}   # TCG boot is slow
+GUEST_PACKAGES=(openssh-server jfsutils reiserfsprogs nfs-kernel-server xfsprogs
+                btrfs-progs acl lzop kmod udev systemd-sysv linux-image-amd64
+                initramfs-tools iproute2)
+
+GUESTS=()
+declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS
+
+log() { printf '%s\n' "vm: $*" >&2; }
+die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
+
+load_guests() {
+    local name ip port mem disks size bps
+    while read -r name ip port mem disks size bps; do
+        [[ -z $name || $name == \#* ]] && continue
+        [[ $name =~ ^[a-z0-9]{1,10}$ ]] || die "bad guest name '$name' in GUEST_TABLE"
+        [[ -n $bps ]] || die "incomplete GUEST_TABLE line for '$name'"
+        [[ $disks =~ ^[12]$ ]] || die "guest '$name': disks must be 1 or 2"
+        GUESTS+=("$name")
+        G_IP[$name]=$ip G_PORT[$name]=$port G_MEM[$name]=$mem
+        G_DISKS[$name]=$disks G_SIZE[$name]=$size G_BPS[$name]=$bps
+    done <<<"$GUEST_TABLE"
+}
+
+need_guest() {
+    [[ -n ${1:-} ]] || die "missing GUEST (one of: ${GUESTS[*]})"
+    [[ -n ${G_IP[$1]+x} ]] || die "unknown guest '$1' (one of: ${GUESTS[*]})"
+}
+
+# ------------------------------------------------------------------ host tools
+
+BPO_DIR=$CACHE/apt-bpo
+apt_bpo() {   # apt-get with a private sources list that adds bookworm-backports
+    mkdir -p "$BPO_DIR/lists/partial" "$BPO_DIR/archives/partial"
+    printf 'deb %s %s main\n' "$MIRROR" "$SUITE-backports" "$MIRROR" "$SUITE" \
+        >"$BPO_DIR/sources.list"
+    DEBIAN_FRONTEND=noninteractive apt-get -o Dir::Etc::sourcelist="$BPO_DIR/sources.list" \
+        -o Dir::Etc::sourceparts=- -o Dir::State::lists="$BPO_DIR/lists" \
+        -o Dir::Cache::archives="$BPO_DIR/archives" "$@"
+}
+
+ensure_tools() {
+    local pkgs=() cmd pkg qutils
+    for cmd in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap \
+               mkfs.ext4:e2fsprogs debugfs:e2fsprogs ip:iproute2 ssh:openssh-client \
+               ssh-keygen:openssh-client; do
+        pkg=${cmd#*:}; cmd=${cmd%%:*}
+        command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
+    done
+    mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u | grep .) || true
+    ((${#pkgs[@]})) || return 0
+    log "installing missing packages: ${pkgs[*]}"
+    qutils=$(dpkg-query -W -f '${Version}' qemu-utils 2>/dev/null || true)
+    if [[ $qutils == *bpo* ]]; then
+        # Stay on the same qemu version as the installed qemu-utils.
+        apt_bpo update -qq >&2
+        apt_bpo install -y -qq --no-install-recommends -t "$SUITE-backports" "${pkgs[@]}" >&2
+    else
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
+    fi
+}
+
+# ------------------------------------------------------------------ image
+
+# Package versions the guest would get today, from a private apt state that
+# sees only $MIRROR $SUITE main (what debootstrap installs from).
+APT_DIR=$CACHE/apt
+apt_guest() {
+    mkdir -p "$APT_DIR/lists/partial"
+    printf 'deb %s %s main\n' "$MIRROR" "$SUITE" >"$APT_DIR/sources.list"
+    "$@" -o Dir::Etc::sourcelist="$APT_DIR/sources.list" -o Dir::Etc::sourceparts=- \
+         -o Dir::State::lists="$APT_DIR/lists" -o Dir::State::status=/dev/null \
+         -o APT::Architecture=amd64
+}
+
+guest_versions() {   # "pkg version" lines for the guest packages and the real kernel
+    local out dep
+    # One apt-cache call (each call re-reads the lists: ~0.5 s).
+    out=$(apt_guest apt-cache show --no-all-versions "${GUEST_PACKAGES[@]}" 2>/dev/null \
+          | awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }') || return 1
+    (($(wc -l <<<"$out") == ${#GUEST_PACKAGES[@]})) || return 1
+    echo "$out"
+    # linux-image-amd64 is a metapackage: the kernel ABI is in its dependency.
+    dep=$(apt_guest apt-cache show --no-all-versions linux-image-amd64 2>/dev/null \
+          | awk -F': ' '/^Depends:/ { print $2; exit }' | grep -o 'linux-image-[0-9][^ ,]*' | head -n1)
+    [[ -n $dep ]] || return 1
+    apt_guest apt-cache show --no-all-versions "$dep" | awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }'
+}
+
+# The cache key: package versions + this recipe (the functions that build the
+# image), so editing the recipe also invalidates the cache.
+image_key() {
+    { echo "$SUITE $MIRROR $ROOT_SIZE"; guest_versions; declare -f build_rootfs guest_files; } \
+        | sha256sum | cut -c1-16
+}
+
+# Files put into every guest image (network from the kernel command line,
+# sshd settings). Per-guest things (keys, address) are added at `up`.
+guest_files() {
+    local r=$1
+    echo benchrig-guest >"$r/etc/hostname"
+    printf '127.0.0.1 localhost\n' >"$r/etc/hosts"
+    printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' >"$r/etc/fstab"
+    cat >"$r/usr/local/sbin/benchrig-net" <<'EOF'
+#!/bin/sh
+# Static network from the kernel command line: benchrig.ip=ADDR/PFX benchrig.gw=GW
+set -e
+ip= gw=
+for a in $(cat /proc/cmdline); do
+    case $a in benchrig.ip=*) ip=${a#*=} ;; benchrig.gw=*) gw=${a#*=} ;; esac
+done
+ip link set lo up
+ip link set eth0 up
+[ -z "$ip" ] || ip addr replace "$ip" dev eth0
+[ -z "$gw" ] || ip route replace default via "$gw"
+EOF
+    chmod 755 "$r/usr/local/sbin/benchrig-net"
+    cat >"$r/etc/systemd/system/benchrig-net.service" <<'EOF'
+[Unit]
+Description=benchrig static network from the kernel command line
+DefaultDependencies=no
+After=systemd-udevd.service sys-subsystem-net-devices-eth0.device
+Wants=sys-subsystem-net-devices-eth0.device
+Before=network.target ssh.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/benchrig-net
+
+[Install]
+WantedBy=multi-user.target
+EOF
+    mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
+    ln -sfn /etc/systemd/system/benchrig-net.service \
+        "$r/etc/systemd/system/multi-user.target.wants/benchrig-net.service"
+    cat >"$r/etc/ssh/sshd_config.d/benchrig.conf" <<'EOF'
+# ci/vm.sh: key-only root login, as on the netns lab hosts.
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UseDNS no
+MaxSessions 32
+MaxStartups 64:30:128
+EOF
+    # Host keys are per guest (written at `up`, so known_hosts is known ahead).
+    rm -f "$r"/etc/ssh/ssh_host_*
+    # Not started at boot (benchrig starts/restarts it; `systemctl start
+    # nfs-server` works), so boot does not wait for it. Disabled, not masked.
+    rm -f "$r/etc/systemd/system/multi-user.target.wants/nfs-server.service"
+    # Small initramfs: only what a virtio root needs (faster to unpack under TCG).
+    cat >"$r/etc/initramfs-tools/conf.d/benchrig" <<'EOF'
+MODULES=list
+COMPRESS=zstd
+EOF
+    printf '%s\n' virtio_pci virtio_blk virtio_net ext4 >"$r/etc/initramfs-tools/modules"
+}
+
+BUILD_MOUNTS=()
+build_cleanup() {
+    local m
+    for m in "${BUILD_MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done
+    BUILD_MOUNTS=()
+}
+
+build_rootfs() {   # build_rootfs ROOTFS OUTDIR
+    local r=$1 out=$2 inc kver
+    inc=$(IFS=,; echo "${GUEST_PACKAGES[*]}")
+    log "debootstrap $SUITE (minbase + $inc) from $MIRROR"
+    debootstrap --variant=minbase --include="$inc" "$SUITE" "$r" "$MIRROR" >"$out/debootstrap.log" 2>&1 \
+        || { tail -n 30 "$out/debootstrap.log" >&2; die "debootstrap failed (log: $out/debootstrap.log)"; }
+    guest_files "$r"
+    kver=$(basename "$(ls -d "$r"/lib/modules/*/ | sort -V | tail -n1)")
+    [[ -f $r/boot/vmlinuz-$kver ]] || die "no kernel in the guest rootfs ($kver)"
+    log "regenerating the initramfs for $kver"
+    mount -t proc proc "$r/proc"; BUILD_MOUNTS+=("$r/proc")
+    chroot "$r" update-initramfs -u -k "$kver" >>"$out/debootstrap.log" 2>&1
+    build_cleanup
+    chroot "$r" dpkg-query -W -f '${Package} ${Version}\n' >"$out/packages.txt"
+    cp "$r/boot/vmlinuz-$kver" "$out/vmlinuz"
+    cp "$r/boot/initrd.img-$kver" "$out/initrd.img"
+    echo "$kver" >"$out/kernel-release"
+    rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/*
+    log "making the root disk ($ROOT_SIZE, mkfs.ext4 -d)"
+    mkfs.ext4 -q -F -L benchrig-root -d "$r" "$out/root.img" "$ROOT_SIZE"
+}
+
+# Prints the image dir. Reuses the cache when the key matches; when the mirror
+# cannot be asked, reuses the newest cached image (with a warning).
+cmd_image() {
+    local key dir tmp t0
+    mkdir -p "$CACHE/images"
+    if apt_guest apt-get update -qq >/dev/null 2>&1 && key=$(image_key) && [[ -n $key ]]; then
+        dir=$CACHE/images/$key
+    else
+        dir=$(ls -td "$CACHE"/images/*/ 2>/dev/null | head -n1)
+        [[ -n $dir && -f $dir/complete ]] || die "cannot reach $MIRROR and no cached image in $CACHE/images"
+        log "warning: cannot reach $MIRROR; using cached image $dir"
+        echo "${dir%/}"; return 0
+    fi
+    if [[ -f $dir/complete ]]; then
+        log "image $key is cached ($dir)"
+        echo "$dir"; return 0
+    fi
+    ensure_tools
+    t0=$SECONDS
+    tmp=$CACHE/build.$$
+    rm -rf "$dir" "$tmp"
+    mkdir -p "$tmp/rootfs" "$tmp/out"
+    trap 'build_cleanup; rm -rf --one-file-system "$tmp"' EXIT
+    build_rootfs "$tmp/rootfs" "$tmp/out"
+    rm -rf --one-file-system "$tmp/rootfs"
+    mv "$tmp/out" "$dir"
+    date -u +%FT%TZ >"$dir/complete"
+    rm -rf "$tmp"; trap - EXIT
+    # Keep only this image: old ones are several hundred MB each.
+    find "$CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
+    log "built image $key in $((SECONDS - t0))s ($dir)"
+    echo "$dir"
+}
+
+# ------------------------------------------------------------------ guests
+
+gdir() { echo "$VMROOT/$1"; }
+tap() { echo "$TAP_PREFIX$1"; }
+
+net_mode() {
+    case ${BENCHRIG_VM_NET:-} in
+        tap|user) echo "$BENCHRIG_VM_NET" ;;
+        "") if ip link show "$BRIDGE" >/dev/null 2>&1; then echo tap; else echo user; fi ;;
+        *) die "BENCHRIG_VM_NET must be tap or user" ;;
+    esac
+}
+
+# Where ssh reaches GUEST: "HOST PORT" (from the mode the guest was started in).
+ssh_target() {
+    local m
+    m=$(cat "$(gdir "$1")/net" 2>/dev/null) || m=$(net_mode)
+    if [[ $m == tap ]]; then echo "${G_IP[$1]} 22"; else echo "127.0.0.1 ${G_PORT[$1]}"; fi
+}
+
+client_key() {   # the lab's key if the lab has one, else our own
+    if [[ -s $LAB/id_ed25519 ]]; then echo "$LAB/id_ed25519"; else echo "$VMROOT/id_ed25519"; fi
+}
+
+ssh_opts() {   # ssh_opts GUEST
+    local host port
+    read -r host port < <(ssh_target "$1")
+    SSH_OPTS=(-F /dev/null -i "$(client_key)" -o "UserKnownHostsFile=$VMROOT/known_hosts"
+              -o StrictHostKeyChecking=yes -o BatchMode=yes -o IdentitiesOnly=yes
+              -o ConnectTimeout=5 -o LogLevel=ERROR -p "$port")
+    SSH_HOST=root@$host
+}
+
+ssh_ok() { ssh_opts "$1"; timeout 10 ssh "${SSH_OPTS[@]}" "$SSH_HOST" true </dev/null >/dev/null 2>&1; }
+
+qemu_pid() {   # pid of GUEST's running qemu, or fail
+    local pid
+    pid=$(cat "$(gdir "$1")/qemu.pid" 2>/dev/null) || return 1
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    # -name ...,process= sets comm; it also guards against pid reuse.
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$PROC_PREFIX$1" ]] || return 1
+    echo "$pid"
+}
+
+keys_up() {
+    local g d key
+    mkdir -p "$VMROOT"; chmod 700 "$VMROOT"
+    key=$(client_key)
+    if [[ ! -s $key ]]; then
+        ssh-keygen -q -t ed25519 -N '' -C benchrig-vm-client -f "$key"
+    fi
+    [[ -s $key.pub ]] || ssh-keygen -y -f "$key" >"$key.pub"
+    for g in "${GUESTS[@]}"; do
+        d=$(gdir "$g"); mkdir -p "$d"
+        [[ -s $d/ssh_host_ed25519_key ]] \
+            || ssh-keygen -q -t ed25519 -N '' -C "benchrig-vm-$g" -f "$d/ssh_host_ed25519_key"
+    done
+    for g in "${GUESTS[@]}"; do
+        local k; k=$(cut -d' ' -f1,2 "$(gdir "$g")/ssh_host_ed25519_key.pub")
+        printf '%s %s\n[127.0.0.1]:%s %s\n' "${G_IP[$g]}" "$k" "${G_PORT[$g]}" "$k"
+    done >"$VMROOT/known_hosts"
+}
+
+# Fresh root disk from the image, with the client key and the guest's host key.
+root_disk() {   # root_disk GUEST IMAGEDIR
+    local g=$1 img=$2 d
+    d=$(gdir "$g")
+    cp --sparse=always "$img/root.img" "$d/root.img.tmp"
+    install -m 600 "$(client_key).pub" "$d/authorized_keys"
+    debugfs -w "$d/root.img.tmp" -f - >"$d/debugfs.log" 2>&1 <<EOF
+mkdir /root/.ssh
+sif /root/.ssh mode 040700
+write $d/authorized_keys /root/.ssh/authorized_keys
+sif /root/.ssh/authorized_keys mode 0100600
+write $d/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key
+sif /etc/ssh/ssh_host_ed25519_key mode 0100600
+write $d/ssh_host_ed25519_key.pub /etc/ssh/ssh_host_ed25519_key.pub
+sif /etc/ssh/ssh_host_ed25519_key.pub mode 0100644
+EOF
+    # debugfs exits 0 even when a request fails: check the result.
+    debugfs -R 'stat /root/.ssh/authorized_keys' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \
+        && debugfs -R 'stat /etc/ssh/ssh_host_ed25519_key' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \
+        || { cat "$d/debugfs.log" >&2; die "could not write keys into $g's root disk"; }
+    mv -f "$d/root.img.tmp" "$d/root.img"
+}
+
+start_guest() {   # start_guest GUEST IMAGEDIR
+    local g=$1 img=$2 d mode i netdev append t0 deadline pid
+    d=$(gdir "$g")
+    mode=$(net_mode)
+    rm -f "$d/qemu.pid" "$d/monitor.sock"
+    root_disk "$g" "$img"
+    for ((i = 0; i < G_DISKS[$g]; i++)); do
+        [[ -e $d/disk$i.img ]] || truncate -s "${G_SIZE[$g]}" "$d/disk$i.img"   # sparse
+    done
+    append="root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname=$g quiet"
+    if [[ $mode == tap ]]; then
+        ip link show "$BRIDGE" >/dev/null 2>&1 || die "bridge $BRIDGE does not exist (run ci/lab.sh up, or BENCHRIG_VM_NET=user)"
+        ip link del "$(tap "$g")" >/dev/null 2>&1 || true
+        ip tuntap add dev "$(tap "$g")" mode tap
+        ip link set "$(tap "$g")" master "$BRIDGE" up
+        netdev="tap,id=n0,ifname=$(tap "$g"),script=no,downscript=no"
+        append+=" benchrig.ip=${G_IP[$g]}/$NET_PREFIX benchrig.gw=$BRIDGE_IP"
+    else
+        netdev="user,id=n0,hostfwd=tcp:127.0.0.1:${G_PORT[$g]}-:22"
+        append+=" benchrig.ip=10.0.2.15/24 benchrig.gw=10.0.2.2"
+    fi
+    echo "$mode" >"$d/net"
+    local args=(
+        -name "$NAME_PREFIX$g,process=$PROC_PREFIX$g"
+        -accel tcg -cpu max -smp 1 -m "${G_MEM[$g]}"
+        -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append"
+        -drive "file=$d/root.img,if=virtio,format=raw,cache=unsafe"
+        -netdev "$netdev"
+        -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "${G_IP[$g]##*.}")"
+        -display none -serial "file:$d/console.log" -monitor "unix:$d/monitor.sock,server,nowait"
+        -pidfile "$d/qemu.pid" -daemonize
+    )
+    for ((i = 0; i < G_DISKS[$g]; i++)); do
+        # cache=none (O_DIRECT): the host page cache must not hide the throttle.
+        args+=(-drive "file=$d/disk$i.img,if=virtio,format=raw,cache=none,aio=threads,throttling.bps-total=${G_BPS[$g]}")
+    done
+    t0=$SECONDS
+    qemu-system-x86_64 "${args[@]}" 2>"$d/qemu.log" \
+        || { cat "$d/qemu.log" >&2; die "qemu for $g did not start (log: $d/qemu.log)"; }
+    pid=$(qemu_pid "$g") || die "qemu for $g started but is not running (log: $d/qemu.log)"
+    log "started $g (qemu pid $pid, $mode network), waiting for sshd (up to ${SSH_WAIT_SECONDS}s)"
+    deadline=$((SECONDS + SSH_WAIT_SECONDS))
+    until ssh_ok "$g"; do
+        qemu_pid "$g" >/dev/null || { tail -n 30 "$d/console.log" >&2; die "qemu of $g exited during boot (console: $d/console.log)"; }
+        if ((SECONDS >= deadline)); then
+            tail -n 30 "$d/console.log" >&2 || true
+            die "sshd of $g not reachable after ${SSH_WAIT_SECONDS}s (console: $d/console.log)"
+        fi
+        sleep 2
+    done
+    echo "$((SECONDS - t0))" >"$d/boot-seconds"
+    log "$g: sshd reachable $((SECONDS - t0))s after qemu start"
+}
+
+cmd_up() {
+    local img g
+    ensure_tools
+    img=$(cmd_image)
+    keys_up
+    for g in "${GUESTS[@]}"; do
+        if qemu_pid "$g" >/dev/null; then
+            ssh_ok "$g" || log "warning: $g is running but ssh does not answer (yet)"
+        else
+            start_guest "$g" "$img"
+        fi
+    done
+    cmd_status
+}
+
+cmd_status() {
+    local g rc=0 pid net sshok kern tgt
+    printf '%-8s %-8s %-5s %-18s %-4s %s\n' GUEST QEMU NET SSH-AT SSH KERNEL
+    for g in "${GUESTS[@]}"; do
+        pid=$(qemu_pid "$g" 2>/dev/null) || pid=-
+        net=$(cat "$(gdir "$g")/net" 2>/dev/null) || net=-
+        tgt=$(ssh_target "$g" | tr ' ' :)
+        sshok=no kern=-
+        if [[ $pid != - ]] && ssh_ok "$g"; then
+            sshok=ok
+            kern=$(timeout 10 ssh "${SSH_OPTS[@]}" "$SSH_HOST" uname -r </dev/null 2>/dev/null) || kern=?
+        fi
+        [[ $pid != - && $sshok == ok ]] || rc=1
+        printf '%-8s %-8s %-5s %-18s %-4s %s\n' "$g" "$pid" "$net" "$tgt" "$sshok" "$kern"
+    done
+    return "$rc"
+}
+
+cmd_ssh() {
+    local g=$1; shift
+    ssh_opts "$g"
+    exec ssh "${SSH_OPTS[@]}" "$SSH_HOST" "$@"
+}
+
+# Guests from the table plus any run dir or tap left over (e.g. a guest removed
+# from the table while running), so `down` gets them all.
+all_known_guests() {
+    {
+        printf '%s\n' "${GUESTS[@]}"
+        [[ -d $VMROOT ]] && find "$VMROOT" -mindepth 1 -maxdepth 1 -type d -printf '%f\n'
+        ip -o link show 2>/dev/null | awk -F': ' -v p="$TAP_PREFIX" 'index($2, p) == 1 { sub(/@.*/, "", $2); print substr($2, length(p) + 1) }'
+    } | sort -u
+}
+
+stop_guest() {   # stop_guest GUEST — quit via the monitor, then TERM, then KILL
+    local g=$1 pid try d
+    d=$(gdir "$g")
+    pid=$(qemu_pid "$g") || return 0
+    if [[ -S $d/monitor.sock ]] && command -v socat >/dev/null 2>&1; then
+        echo quit | timeout 5 socat - "UNIX-CONNECT:$d/monitor.sock" >/dev/null 2>&1 || true
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((try = 0; try < 100; try++)); do
+        [[ -e /proc/$pid ]] || { log "stopped $g (pid $pid)"; return 0; }
+        ((try == 50)) && kill -KILL "$pid" 2>/dev/null
+        sleep 0.1
+    done
+    log "qemu of $g (pid $pid) survived kill -9"
+    return 1
+}
+
+cmd_down() {
+    local g rc=0 left
+    for g in $(all_known_guests); do
+        stop_guest "$g" || rc=1
+        if ip link show "$(tap "$g")" >/dev/null 2>&1; then ip link del "$(tap "$g")" || rc=1; fi
+    done
+    # Build mounts of an interrupted `image` (proc in a rootfs under the cache).
+    while read -r g; do
+        [[ -n $g ]] && { umount "$g" 2>/dev/null || umount -l "$g" || rc=1; }
+    done < <(findmnt -rn -o TARGET | awk -v a="$VMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1' | sort -r)
+    rm -rf --one-file-system -- "$VMROOT" "$CACHE"/build.* || rc=1
+
+    left=$(
+        for p in /proc/[0-9]*; do
+            [[ $(cat "$p/comm" 2>/dev/null) == "$PROC_PREFIX"* ]] && echo "process ${p#/proc/} $(cat "$p/comm")"
+        done
+        ip -o link show 2>/dev/null | awk -F': ' -v p="$TAP_PREFIX" 'index($2, p) == 1 { print "link " $2 }'
+        findmnt -rn -o TARGET | awk -v a="$VMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1 { print "mount " $0 }'
+        [[ -e $VMROOT ]] && echo "$VMROOT"
+        true
+    )
+    if [[ -n $left ]]; then
+        log "left behind:"
+        printf '%s\n' "$left" >&2
+        rc=1
+    fi
+    ((rc == 0)) && log "guests are down (image cache kept in $CACHE)"
+    return "$rc"
+}
+
+main() {
+    load_guests
+    local cmd=${1:-}
+    [[ $# -gt 0 ]] && shift
+    case $cmd in
+        image|up|down|status) [[ $# -eq 0 ]] || { usage >&2; exit 2; } ;;&
+        image|up|down|status|ssh) [[ $(id -u) -eq 0 ]] || die "must run as root" ;;&
+        image) ensure_tools; cmd_image ;;
+        up) cmd_up ;;
+        down) cmd_down ;;
+        status) cmd_status ;;
+        ssh) need_guest "${1:-}"; cmd_ssh "$@" ;;
+        -h|--help|help) usage ;;
+        *) usage >&2; exit 2 ;;
+    esac
+}
+
+main "$@"
