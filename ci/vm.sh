@@ -402,7 +402,7 @@ start_guest() {   # start_guest GUEST IMAGEDIR
         -drive "file=$d/root.img,if=virtio,format=raw,cache=unsafe"
         -netdev "$netdev"
         -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "${G_IP[$g]##*.}")"
-        -display none -serial "file:$d/console.log" -monitor "unix:$d/monitor.sock,server,nowait"
+        -nodefaults -display none -serial "file:$d/console.log" -monitor "unix:$d/monitor.sock,server,nowait"
         -pidfile "$d/qemu.pid" -daemonize
     )
     for ((i = 0; i < G_DISKS[$g]; i++)); do
