@@ -374,7 +374,7 @@ EOF
 }
 
 start_guest() {   # start_guest GUEST IMAGEDIR
-    local g=$1 img=$2 d mode i netdev append t0 deadline pid
+    local g=$1 img=$2 d mode i netdev append pid
     d=$(gdir "$g")
     mode=$(net_mode)
     rm -f "$d/qemu.pid" "$d/monitor.sock"
@@ -409,22 +409,39 @@ start_guest() {   # start_guest GUEST IMAGEDIR
         # cache=none (O_DIRECT): the host page cache must not hide the throttle.
         args+=(-drive "file=$d/disk$i.img,if=virtio,format=raw,cache=none,aio=threads,throttling.bps-total=${G_BPS[$g]}")
     done
-    t0=$SECONDS
     qemu-system-x86_64 "${args[@]}" 2>"$d/qemu.log" \
         || { cat "$d/qemu.log" >&2; die "qemu for $g did not start (log: $d/qemu.log)"; }
+    echo "$SECONDS" >"$d/started-at"
     pid=$(qemu_pid "$g") || die "qemu for $g started but is not running (log: $d/qemu.log)"
-    log "started $g (qemu pid $pid, $mode network), waiting for sshd (up to ${SSH_WAIT_SECONDS}s)"
+    log "started $g (qemu pid $pid, $mode network)"
+}
+
+# Wait for the sshds of the guests just started (they boot in parallel).
+wait_guests() {   # wait_guests GUEST...
+    local g d deadline waiting=("$@") still
+    ((${#waiting[@]})) || return 0
+    log "waiting for sshd of ${waiting[*]} (up to ${SSH_WAIT_SECONDS}s)"
     deadline=$((SECONDS + SSH_WAIT_SECONDS))
-    until ssh_ok "$g"; do
-        qemu_pid "$g" >/dev/null || { tail -n 30 "$d/console.log" >&2; die "qemu of $g exited during boot (console: $d/console.log)"; }
-        if ((SECONDS >= deadline)); then
-            tail -n 30 "$d/console.log" >&2 || true
-            die "sshd of $g not reachable after ${SSH_WAIT_SECONDS}s (console: $d/console.log)"
-        fi
-        sleep 2
+    while ((${#waiting[@]})); do
+        still=()
+        for g in "${waiting[@]}"; do
+            d=$(gdir "$g")
+            if ssh_ok "$g"; then
+                echo "$((SECONDS - $(cat "$d/started-at")))" >"$d/boot-seconds"
+                log "$g: sshd reachable $(cat "$d/boot-seconds")s after qemu start"
+                continue
+            fi
+            qemu_pid "$g" >/dev/null || { tail -n 30 "$d/console.log" >&2; die "qemu of $g exited during boot (console: $d/console.log)"; }
+            if ((SECONDS >= deadline)); then
+                tail -n 30 "$d/console.log" >&2 || true
+                die "sshd of $g not reachable after ${SSH_WAIT_SECONDS}s (console: $d/console.log)"
+            fi
+            still+=("$g")
+        done
+        waiting=("${still[@]}")
+        if ((${#waiting[@]})); then sleep 2; fi
     done
-    echo "$((SECONDS - t0))" >"$d/boot-seconds"
-    log "$g: sshd reachable $((SECONDS - t0))s after qemu start"
+    return 0
 }
 
 cmd_up() {
@@ -432,13 +449,16 @@ cmd_up() {
     ensure_tools
     img=$(cmd_image)
     keys_up
+    local started=()
     for g in "${GUESTS[@]}"; do
         if qemu_pid "$g" >/dev/null; then
             ssh_ok "$g" || log "warning: $g is running but ssh does not answer (yet)"
         else
             start_guest "$g" "$img"
+            started+=("$g")
         fi
     done
+    wait_guests "${started[@]}"
     cmd_status
 }
 
