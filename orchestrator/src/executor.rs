@@ -1,5 +1,5 @@
-//! Running a cell through its hosts' agent sessions (one host, or one per
-//! role): setup once, then for each repetition the `before_each` steps and
+//! Running a cell's visits (`schedule`) through its hosts' agent sessions
+//! (one host, or one per role): setup, then for each repetition the `before_each` steps and
 //! the measured `benchmark` steps (every sample stored as it arrives), and
 //! the teardown, which runs whatever happened before it unless a host itself
 //! is gone. Each step goes to the agent of its host.
@@ -36,6 +36,11 @@ impl CellOutcome {
             CellOutcome::Unsupported(_) => "unsupported",
             CellOutcome::Skipped(_) => "skipped",
         }
+    }
+
+    /// Failed, on a host still there or on one that was lost.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, CellOutcome::Failed(_) | CellOutcome::HostLost { .. })
     }
 
     pub fn reason(&self) -> Option<String> {
@@ -156,15 +161,6 @@ impl CellRunner<'_> {
 
     fn interrupted(&self) -> bool {
         *self.cancel.borrow()
-    }
-
-    /// Run a cell to its end and record it; the outcome says how it ended.
-    pub async fn run(&self, cell: &Cell, cell_id: i64) -> CellOutcome {
-        if let Err(bad) = self.start(cell_id) {
-            return bad;
-        }
-        let (outcome, _) = self.visit(cell, cell_id, 1..=cell.repeat).await;
-        self.finish(cell_id, outcome)
     }
 
     /// Mark a cell as running (before its first visit).

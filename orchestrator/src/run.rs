@@ -393,9 +393,7 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
         sh.reporter.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
     let mut failed_here = false;
-    let mut book = CellBook::new(total, play.cell_order, seed);
-    let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
-    let visits = schedule::visits(&repeats, play.cell_order, seed);
+    let (mut book, visits) = CellBook::new(&cells, play.cell_order, seed);
     let bar = crate::reporter::host_bar(&host, &play.name, visits.len());
     for visit in visits {
         bar.pb_inc(1);
@@ -411,7 +409,8 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
             book.end(n);
             continue;
         }
-        sh.reporter.line(&host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), book.visit_note(&visit, cell)));
+        sh.reporter
+            .line(&host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&visit, cell)));
         let (outcome, ended) = {
             let session = slot.session.as_ref().expect("checked by skip_reason");
             let runner = CellRunner {
@@ -425,7 +424,7 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
         if ended {
             book.end(n);
         }
-        failed_here |= matches!(outcome, CellOutcome::Failed(_) | CellOutcome::HostLost { .. });
+        failed_here |= outcome.is_failure();
         settle(&sh, outcome, &mut [(&host, slot)]).await;
         if failed_here && play.any_errors_fatal {
             sh.halt(format!("play `{}` has any_errors_fatal and a cell failed on {host}", play.name));
@@ -450,14 +449,18 @@ struct CellBook {
 }
 
 impl CellBook {
-    fn new(cells: usize, order: CellOrder, seed: u64) -> Self {
+    /// The book for a host's (or a role play's) cells, and the visits to run them in.
+    fn new(cells: &[Cell], order: CellOrder, seed: u64) -> (Self, Vec<schedule::Visit>) {
+        let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
+        let visits = schedule::visits(&repeats, order, seed);
+        let n = cells.len();
         let schedule = match order {
             CellOrder::Sequential => serde_json::json!({"cell_order": "sequential"}),
             CellOrder::Interleaved => serde_json::json!({"cell_order": "interleaved"}),
             CellOrder::Shuffled(_) => serde_json::json!({"cell_order": "shuffled", "seed": seed}),
         };
         let schedule = schedule.as_object().cloned().unwrap_or_default();
-        CellBook { schedule, ids: vec![None; cells], ended: vec![false; cells], unstored: false }
+        (CellBook { schedule, ids: vec![None; n], ended: vec![false; n], unstored: false }, visits)
     }
 
     /// Cell `n`'s id and whether this is its first visit; `None` when it
@@ -483,7 +486,7 @@ impl CellBook {
     }
 
     /// " (rep 2/3)" when the cell's repetitions are spread over visits.
-    fn visit_note(&self, visit: &schedule::Visit, cell: &Cell) -> String {
+    fn visit_note(visit: &schedule::Visit, cell: &Cell) -> String {
         if visit.reps.clone().count() as u32 == cell.repeat {
             String::new()
         } else {
@@ -527,10 +530,8 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         }
     };
     let total = cells.len();
-    let seed = play_seed(play, sh);
-    let mut book = CellBook::new(total, play.cell_order, seed);
-    let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
-    for visit in schedule::visits(&repeats, play.cell_order, seed) {
+    let (mut book, visits) = CellBook::new(&cells, play.cell_order, play_seed(play, sh));
+    for visit in visits {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
         let Some((cell_id, first)) = book.open(sh, n, cell) else { continue };
         // This cell's hosts, in the order of their first step.
@@ -548,8 +549,10 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
             book.end(n);
             continue;
         }
-        sh.reporter
-            .line(&cell.host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), book.visit_note(&visit, cell)));
+        sh.reporter.line(
+            &cell.host,
+            format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&visit, cell)),
+        );
         let (outcome, ended) = {
             let agents: Vec<(&str, &crate::agent_client::AgentClient)> =
                 involved.iter().map(|(h, s)| (h.as_str(), &s.session.as_ref().expect("not down").agent)).collect();
@@ -559,7 +562,7 @@ async fn run_role_play(pi: usize, hosts: &[String], sh: &Arc<Shared>) {
         if ended {
             book.end(n);
         }
-        if play.any_errors_fatal && matches!(outcome, CellOutcome::Failed(_) | CellOutcome::HostLost { .. }) {
+        if play.any_errors_fatal && outcome.is_failure() {
             sh.halt(format!("play `{}` has any_errors_fatal and cell {} failed", play.name, cell.describe()));
         }
         let mut pairs: Vec<(&str, &mut Slot)> = involved.iter_mut().map(|(h, s)| (h.as_str(), &mut **s)).collect();

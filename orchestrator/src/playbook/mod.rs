@@ -118,8 +118,10 @@ pub enum Assign {
 #[derive(Clone, Debug)]
 pub struct Step {
     pub name: Option<String>,
-    /// The role whose host runs this step; every host of the cell when absent.
+    /// The role whose host runs this step (and where it is written); every
+    /// host of the cell when absent.
     pub role: Option<String>,
+    pub role_loc: Option<Loc>,
     pub action: String,
     pub args: Node,
     pub loc: Loc,

@@ -207,7 +207,7 @@ fn check_role(s: &Step, roles: &[String]) -> Result<(), ConfigError> {
         return Ok(());
     }
     let err = ConfigError::at(
-        &s.loc,
+        s.role_loc.as_ref().unwrap_or(&s.loc),
         format!("step `{}` runs on role `{role}`, which the play does not define", s.display_name()),
     );
     Err(if roles.is_empty() {
@@ -300,6 +300,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
     })?;
     let mut name = None;
     let mut role = None;
+    let mut role_loc = None;
     let mut action: Option<(&Node, &Node)> = None;
     let (mut when, mut lp, mut loop_var, mut tag_list) = (Vec::new(), None, "item".to_string(), Vec::new());
     let (mut ignore_errors, mut timeout) = (false, None);
@@ -309,6 +310,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             name = Some(v.scalar_text().ok_or_else(|| v.error("a step's `name` must be a string"))?);
         } else if key == "role" {
             role = Some(v.expect_str("a step's `role`")?.to_string());
+            role_loc = Some(v.loc.clone());
         } else if key == "when" {
             when = conditions(v)?;
         } else if key == "loop" {
@@ -376,6 +378,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
     Ok(Step {
         name,
         role,
+        role_loc,
         action,
         args: args.clone(),
         loc: k.loc.clone(),

@@ -351,7 +351,7 @@ impl Store {
     pub fn hosts(&self, run: i64) -> Result<Vec<HostRow>, StoreError> {
         let mut db = self.db();
         // In the order they were added (inventory order).
-        let order = if db.is_postgres() { "seq" } else { "rowid" };
+        let order = db.hosts_order();
         let rows = db.query(
             &format!("SELECT name, status, reason, facts FROM hosts WHERE run_id = ?1 ORDER BY {order}"),
             &[run.into()],

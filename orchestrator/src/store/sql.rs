@@ -162,8 +162,13 @@ impl Db {
         }
     }
 
-    pub fn is_postgres(&self) -> bool {
-        matches!(self, Db::Postgres(_))
+    /// The column that orders `hosts` as they were added: SQLite's rowid,
+    /// PostgreSQL's `seq` (schema).
+    pub fn hosts_order(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "rowid",
+            Db::Postgres(_) => "seq",
+        }
     }
 }
 

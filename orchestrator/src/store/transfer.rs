@@ -69,7 +69,7 @@ impl Store {
         let db = &mut *db;
         let run_row = rows(db, "SELECT * FROM runs WHERE id = ?1", run)?;
         let Some(run_row) = run_row.into_iter().next() else { return Err(StoreError::NoSuchRun(run.to_string())) };
-        let order = if db.is_postgres() { "seq" } else { "rowid" };
+        let order = db.hosts_order();
         Ok(json!({
             "benchrig_export": FORMAT,
             "run": run_row,
