@@ -35,6 +35,34 @@ cargo test --locked -p benchrig --test lab -- --ignored --test-threads=1
 step "round-trip benchmark (figures, not a pass/fail test)"
 ci/bench-roundtrip.sh
 
+step "the lab's emulated old machines: image, two kernel-6.1 guests (up twice: idempotent)"
+# ci/vm.sh installs qemu and debootstrap itself (see its header), builds the
+# guest image or takes it from its cache, and boots the guests on brlab0.
+ci/vm.sh up
+ci/vm.sh up >/dev/null
+
+step "end-to-end tests on the guests"
+cargo test --locked -p benchrig --test vm -- --ignored --test-threads=1
+
+step "guests down, and nothing left behind"
+ci/vm.sh down
+ci/vm.sh down >/dev/null   # idempotent
+left=$(
+    for p in /proc/[0-9]*; do
+        [[ $(cat "$p/comm" 2>/dev/null) == bvm-* ]] && echo "qemu ${p#/proc/}"
+    done
+    pgrep -af qemu-system || true
+    ip -o link show | grep -o 'vmt-[^:@]*' || true
+    grep benchrig-vm /proc/mounts || true
+    ls -d /var/tmp/benchrig-vm 2>/dev/null || true
+)
+if [[ -n $left ]]; then
+    echo "the guests left things behind:" >&2
+    echo "$left" >&2
+    exit 1
+fi
+echo "ok: no qemu, tap or mount left"
+
 step "lab down, and nothing left behind"
 trap - EXIT
 ci/postgres.sh down

@@ -51,6 +51,7 @@ EOF
 GUEST_TABLE=$(cat <<'EOF'
 # name  ip          port  mem   disks size bps
 old61   10.77.0.21  2221  1024  2     1G   20971520
+old61b  10.77.0.22  2222  1024  2     1G   20971520
 EOF
 )
 
@@ -167,7 +168,13 @@ image_key() {
 guest_files() {
     local r=$1
     echo benchrig-guest >"$r/etc/hostname"
-    printf '127.0.0.1 localhost\n' >"$r/etc/hosts"
+    printf '127.0.0.1 localhost\n' >"$r/etc/hosts"   # the guests' names are added at `up`
+    # No DNS in the lab: debootstrap copied the build host's resolver, which
+    # the guest cannot reach, and every lookup (rpc.idmapd's at each NFS
+    # server start) waited 10 s for it. Empty: glibc asks 127.0.0.1, refused at once.
+    printf '# no DNS in the benchrig lab\n' >"$r/etc/resolv.conf"
+    printf '[General]\nDomain = benchrig.lab\n[Mapping]\nNobody-User = nobody\nNobody-Group = nogroup\n' \
+        >"$r/etc/idmapd.conf"
     printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' >"$r/etc/fstab"
     cat >"$r/usr/local/sbin/benchrig-net" <<'EOF'
 #!/bin/sh
@@ -250,7 +257,9 @@ build_rootfs() {   # build_rootfs ROOTFS OUTDIR
     echo "$kver" >"$out/kernel-release"
     rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/*
     log "making the root disk ($ROOT_SIZE, mkfs.ext4 -d)"
-    mkfs.ext4 -q -F -L benchrig-root -d "$r" "$out/root.img" "$ROOT_SIZE"
+    # Its "Creating regular file" goes to the log: stdout is the image dir.
+    mkfs.ext4 -q -F -L benchrig-root -d "$r" "$out/root.img" "$ROOT_SIZE" >>"$out/debootstrap.log" 2>&1 \
+        || { tail -n 5 "$out/debootstrap.log" >&2; die "mkfs.ext4 -d failed"; }
 }
 
 # Prints the image dir. Reuses the cache when the key matches; when the mirror
@@ -356,6 +365,7 @@ root_disk() {   # root_disk GUEST IMAGEDIR
     d=$(gdir "$g")
     cp --sparse=always "$img/root.img" "$d/root.img.tmp"
     install -m 600 "$(client_key).pub" "$d/authorized_keys"
+    { echo "127.0.0.1 localhost"; for h in "${GUESTS[@]}"; do echo "${G_IP[$h]} $h"; done; } >"$d/hosts"
     debugfs -w "$d/root.img.tmp" -f - >"$d/debugfs.log" 2>&1 <<EOF
 mkdir /root/.ssh
 sif /root/.ssh mode 040700
@@ -365,6 +375,9 @@ write $d/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key
 sif /etc/ssh/ssh_host_ed25519_key mode 0100600
 write $d/ssh_host_ed25519_key.pub /etc/ssh/ssh_host_ed25519_key.pub
 sif /etc/ssh/ssh_host_ed25519_key.pub mode 0100644
+rm /etc/hosts
+write $d/hosts /etc/hosts
+sif /etc/hosts mode 0100644
 EOF
     # debugfs exits 0 even when a request fails: check the result.
     debugfs -R 'stat /root/.ssh/authorized_keys' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \

@@ -26,6 +26,10 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
             .collect(),
         swaps: view.swaps(),
         filesystems: kernel_filesystems(view),
+        module_filesystems: module_filesystems(
+            &std::path::Path::new("/lib/modules").join(uname.release().to_string_lossy().as_ref()),
+        ),
+        loadable_modules: view.proc_.join("modules").exists(),
         tools: tools::KNOWN
             .iter()
             .filter_map(|(name, _)| {
@@ -53,6 +57,20 @@ pub fn kernel_filesystems(view: &SysView) -> Vec<String> {
         .filter_map(|l| l.split_whitespace().last())
         .map(str::to_string)
         .collect()
+}
+
+/// Filesystem types the running kernel loads on demand: the `fs-<type>`
+/// aliases (MODULE_ALIAS_FS) in its modules.alias. `/proc/filesystems`
+/// lists a modular filesystem only once something loaded it.
+pub fn module_filesystems(modules_dir: &std::path::Path) -> Vec<String> {
+    let text = fs::read_to_string(modules_dir.join("modules.alias")).unwrap_or_default();
+    let mut types: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("alias fs-")?.split_whitespace().next().map(str::to_string))
+        .collect();
+    types.sort();
+    types.dedup();
+    types
 }
 
 fn distribution() -> Distribution {
@@ -195,4 +213,23 @@ fn user() -> User {
     let root = rustix::process::geteuid().is_root();
     let passwordless_sudo = !root && cmd::run(&["sudo", "-n", "true"]).map(|o| o.ok()).unwrap_or(false);
     User { uid, name, root, passwordless_sudo }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_filesystems_are_the_fs_aliases_of_modules_alias() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("modules.alias"),
+            "alias fs-reiserfs reiserfs\nalias fs-nfs4 nfsv4\nalias fs-nfs nfs\nalias pci:v00008086d* e1000\n\
+             alias fs-jfs jfs\nalias fs-nfs nfs\nalias char-major-10-229 fuse\n",
+        )
+        .unwrap();
+        assert_eq!(module_filesystems(dir.path()), ["jfs", "nfs", "nfs4", "reiserfs"]);
+        // A kernel without modules (the lab's 6.18) has none.
+        assert!(module_filesystems(&dir.path().join("absent")).is_empty());
+    }
 }

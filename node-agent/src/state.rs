@@ -1,8 +1,9 @@
 //! What this agent session has set up on the host, so it can always be undone:
-//! mounts it made and loop devices it attached. Released by `unmount`, and by
+//! mounts it made, loop devices it attached, NFS exports of its mounts. Released by `unmount`, and by
 //! the session on shutdown or when the orchestrator disappears.
 
 use crate::cmd;
+use crate::exports::{self, Export};
 use crate::sysfs::SysView;
 use benchrig_wire::messages::{AgentError, ErrorCode};
 use benchrig_wire::scratch::ScratchDevice;
@@ -15,6 +16,8 @@ pub struct HostState {
     pub scratch: Vec<ScratchDevice>,
     /// Oldest first; the last one is the default target of a workload.
     pub mounted: Vec<Mounted>,
+    /// NFS exports of directories in `mounted`, undone before their mount.
+    pub exports: Vec<Export>,
 }
 
 #[derive(Clone, Debug)]
@@ -35,7 +38,7 @@ pub struct Mounted {
 
 impl HostState {
     pub fn new(view: SysView) -> Self {
-        HostState { view, work_dir: PathBuf::new(), scratch: Vec::new(), mounted: Vec::new() }
+        HostState { view, work_dir: PathBuf::new(), scratch: Vec::new(), mounted: Vec::new(), exports: Vec::new() }
     }
 
     /// The inventory entry for a scratch name: the only way to a device.
@@ -88,6 +91,12 @@ impl HostState {
                 keep.push(m);
                 continue;
             }
+            // An exported filesystem is busy for the kernel: unexport first.
+            if let Err(e) = self.unexport(&m.scratch) {
+                errors.push(e);
+                keep.push(m);
+                continue;
+            }
             match release_one(&mut m) {
                 Ok(()) => released.push(format!("{} ({})", m.scratch, m.mountpoint.display())),
                 Err(e) => {
@@ -103,6 +112,18 @@ impl HostState {
         } else {
             Err(errors.join("; "))
         }
+    }
+}
+
+impl HostState {
+    /// Undo the exports living on mount `target`.
+    fn unexport(&mut self, target: &str) -> Result<(), String> {
+        while let Some(i) = self.exports.iter().rposition(|e| e.target == target) {
+            let others_left = self.exports.iter().enumerate().any(|(j, e)| j != i && e.target != target);
+            exports::remove(&self.exports[i], others_left)?;
+            self.exports.remove(i);
+        }
+        Ok(())
     }
 }
 

@@ -541,6 +541,10 @@ fn unsupported_reason(entry: &ScratchDevice, profile: &FsProfile, host: &str, fa
         _ => {}
     }
     let facts = facts?;
+    // The kernel first: without it, installing the tool would not help.
+    if let Some(fstype) = profile.fstype.as_deref().filter(|f| facts.lacks_filesystem(f)) {
+        return Some(format!("the kernel ({}) of {host} has no {fstype} support", facts.kernel.release));
+    }
     let tool = profile.mkfs.first()?;
     let known = KNOWN_TOOLS.iter().any(|(t, _)| t == tool);
     (known && facts.tool(tool).is_none()).then(|| format!("{tool} is not installed on {host}"))
@@ -628,6 +632,28 @@ mod tests {
         let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
         assert!(cells[0].unsupported.is_none());
         assert_eq!(cells[2].unsupported.as_deref(), Some("mkfs.xfs is not installed on h1"));
+    }
+
+    #[test]
+    fn a_kernel_without_the_filesystem_is_the_reason_before_a_missing_tool() {
+        let mut facts = Facts {
+            kernel: benchrig_wire::facts::Kernel { release: "6.18.4".into(), version: String::new() },
+            filesystems: vec!["ext4".into(), "btrfs".into()],
+            ..Default::default()
+        };
+        // A kernel without modules: what it lists is all it has. Where the
+        // kernel has the filesystem, the tool is looked at next.
+        let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
+        assert_eq!(cells[0].unsupported.as_deref(), Some("mkfs.ext4 is not installed on h1"));
+        assert_eq!(cells[2].unsupported.as_deref(), Some("the kernel (6.18.4) of h1 has no xfs support"));
+        // With modules but no readable list, only the agent can tell.
+        facts.loadable_modules = true;
+        let xfs = plan(PB, Vars::new(), Some(&facts)).unwrap()[2].unsupported.clone();
+        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1"));
+        // XFS as a module not yet loaded is support.
+        facts.module_filesystems = vec!["xfs".into()];
+        let xfs = plan(PB, Vars::new(), Some(&facts)).unwrap()[2].unsupported.clone();
+        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1"));
     }
 
     #[test]

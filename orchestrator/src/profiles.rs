@@ -21,7 +21,8 @@ const BUILTIN: &[Builtin] = &[
     ("btrfs-lzo", Some("btrfs"), &["mkfs.btrfs", "-f", "-q"], &["compress=lzo"]),
     ("btrfs-zstd", Some("btrfs"), &["mkfs.btrfs", "-f", "-q"], &["compress=zstd"]),
     ("jfs", Some("jfs"), &["mkfs.jfs", "-q"], &[]),
-    ("reiserfs", Some("reiserfs"), &["mkfs.reiserfs", "-q", "-f"], &[]),
+    // ReiserFS has ACLs and user xattrs only when mounted with them (as in 2003).
+    ("reiserfs", Some("reiserfs"), &["mkfs.reiserfs", "-q", "-f"], &["acl", "user_xattr"]),
     ("f2fs", Some("f2fs"), &["mkfs.f2fs", "-f", "-q"], &[]),
     ("existing", None, &[], &[]),
 ];

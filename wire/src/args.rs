@@ -439,3 +439,53 @@ pub struct MountArgs {
     #[serde(default)]
     pub options: Vec<String>,
 }
+
+/// Export a directory of a filesystem this session mounted over the kernel
+/// NFS server (started if it is not running). Undone with the mount it
+/// lives on: unexported, and the server stopped again if this started it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NfsExportArgs {
+    /// The scratch (or ramdisk) whose mount holds the directory.
+    pub target: String,
+    /// A directory inside it, relative (`.`: the whole filesystem).
+    #[serde(default = "dot")]
+    pub dir: String,
+    /// Who may mount it, as in exports(5): `*`, a host, `10.77.0.0/24`.
+    #[serde(default = "any_client")]
+    pub clients: String,
+    /// exports(5) options.
+    #[serde(default = "default_export_options")]
+    pub options: Vec<String>,
+}
+
+fn dot() -> String {
+    ".".into()
+}
+
+fn any_client() -> String {
+    "*".into()
+}
+
+fn default_export_options() -> Vec<String> {
+    ["rw", "sync", "no_subtree_check", "no_root_squash"].map(String::from).to_vec()
+}
+
+/// What `service` does to a system service, as Ansible's `service` module says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceState {
+    Started,
+    Stopped,
+    Restarted,
+    Reloaded,
+}
+
+/// Start, stop, restart or reload a system service (systemd, else SysV init),
+/// timed: a server restarted before each repetition is part of the experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceArgs {
+    pub name: String,
+    pub state: ServiceState,
+}

@@ -17,6 +17,14 @@ pub struct Facts {
     pub swaps: Vec<String>,
     /// `/proc/filesystems`, without the `nodev` marker.
     pub filesystems: Vec<String>,
+    /// Filesystem types the kernel has as loadable modules, not yet loaded
+    /// (the `fs-*` aliases of modules.alias).
+    #[serde(default)]
+    pub module_filesystems: Vec<String>,
+    /// The kernel loads modules at all (`/proc/modules` exists): without
+    /// that, `filesystems` is all it will ever have.
+    #[serde(default)]
+    pub loadable_modules: bool,
     pub tools: Vec<Tool>,
     pub user: User,
     pub agent: AgentInfo,
@@ -127,11 +135,20 @@ pub const KNOWN_TOOLS: &[(&str, &str)] = &[
     ("tar", "--version"),
     ("fio", "--version"),
     ("sshfs", "--version"),
+    ("mount.nfs", "-V"),
+    ("exportfs", "-h"),
 ];
 
 impl Facts {
     pub fn supports_filesystem(&self, fstype: &str) -> bool {
-        self.filesystems.iter().any(|f| f == fstype)
+        self.filesystems.iter().chain(&self.module_filesystems).any(|f| f == fstype)
+    }
+
+    /// Whether the kernel is known to lack `fstype`: not built in, and not
+    /// among its modules (when it has modules and their list was readable).
+    pub fn lacks_filesystem(&self, fstype: &str) -> bool {
+        let modules_known = !self.loadable_modules || !self.module_filesystems.is_empty();
+        !self.filesystems.is_empty() && modules_known && !self.supports_filesystem(fstype)
     }
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {

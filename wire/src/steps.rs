@@ -48,6 +48,10 @@ actions! {
     Ramdisk(RamdiskArgs) = "ramdisk",
     /// A remote filesystem (sshfs, NFS), usable as a target.
     Mount(MountArgs) = "mount",
+    /// Export a directory of a mounted scratch over the kernel NFS server.
+    NfsExport(NfsExportArgs) = "nfs_export",
+    /// Start, stop, restart or reload a system service, timed.
+    Service(ServiceArgs) = "service",
     /// Unmount what this session mounted (one device, or all) and detach its loop devices.
     Unmount(UnmountArgs) = "unmount",
     /// `sync`, then drop the page cache (root) — the before-each step of cold runs.
@@ -211,6 +215,8 @@ mod tests {
                     json!({"device": "d", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}})
                 }
                 "seq_write" => json!({"size": 1}),
+                "nfs_export" => json!({"target": "hdd0"}),
+                "service" => json!({"name": "nfs-server", "state": "restarted"}),
                 _ => json!({}),
             };
             assert_eq!(Action::from_parts(name, args).unwrap().name(), *name);

@@ -1,6 +1,6 @@
 //! `benchrig cleanup`: undo what an earlier session could not (killed
 //! orchestrator, crashed host): mounts under the work dir, loop devices
-//! backed by benchrig's images, per-cell directories of dead agents.
+//! backed by benchrig's images, per-cell directories and NFS exports of dead agents.
 
 use super::{expand_home, failed};
 use crate::state::{detach_loop, unmount, HostState};
@@ -46,6 +46,15 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
             }
         }
     }
+    // NFS export files of dead agents; the server reads the table again.
+    let stale = crate::exports::stale();
+    for f in &stale {
+        std::fs::remove_file(f).map_err(|e| failed(format!("remove {}: {e}", f.display())))?;
+    }
+    if !stale.is_empty() && crate::cmd::which("exportfs").is_some() {
+        crate::cmd::run_ok(&["exportfs", "-ra"]).map_err(failed)?;
+    }
+    removed.extend(stale.iter().map(|f| f.display().to_string()));
     let mut out = StepOutput::default();
     out.info.insert("unmounted".into(), unmounted.into());
     out.info.insert("detached".into(), detached.into());

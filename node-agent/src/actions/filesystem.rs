@@ -36,10 +36,11 @@ pub fn run(args: &FilesystemArgs, st: &mut HostState, ctx: &StepCtx) -> Result<S
     };
     let mkfs =
         profile.mkfs.first().ok_or_else(|| AgentError::new(ErrorCode::BadRequest, "profile has no mkfs command"))?;
+    // The kernel first: without it, installing the tool would not help.
+    kernel_supports(st, fstype)?;
     if cmd::which(mkfs).is_none() {
         return Err(unsupported(format!("{mkfs} is not installed on this host")));
     }
-    kernel_supports(st, fstype)?;
 
     let (dev_path, attached) = match entry.kind {
         ScratchKind::Image => {

@@ -5,7 +5,9 @@ mod cleanup;
 mod drop_caches;
 pub(crate) mod filesystem;
 mod mount;
+mod nfs_export;
 mod ramdisk;
+mod service;
 mod unmount;
 mod volume;
 
@@ -24,6 +26,8 @@ pub fn run(action: &Action, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
         Action::VolumeRemove(a) => volume::remove(a, st, ctx),
         Action::Ramdisk(a) => ramdisk::run(a, st),
         Action::Mount(a) => mount::run(a, st),
+        Action::NfsExport(a) => nfs_export::run(a, st, ctx),
+        Action::Service(a) => service::run(a, ctx),
         Action::Unmount(a) => unmount::run(a, st),
         Action::DropCaches(_) => drop_caches::run(ctx),
         Action::Cleanup(_) => cleanup::run(st),

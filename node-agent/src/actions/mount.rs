@@ -27,6 +27,7 @@ pub fn run(args: &MountArgs, st: &mut HostState) -> Result<StepOutput, AgentErro
             message: format!("{} is a local block device: use a `filesystem` step on a scratch device", args.source),
         });
     }
+    network_fs_supported(st, &args.fstype)?;
     if st.mounted.iter().any(|m| m.scratch == args.name) {
         st.release(Some(&args.name)).map_err(failed)?;
     }
@@ -43,7 +44,8 @@ pub fn run(args: &MountArgs, st: &mut HostState) -> Result<StepOutput, AgentErro
     if !out.ok() {
         let reason = out.reason();
         let _ = std::fs::remove_dir(&mountpoint);
-        return Err(if reason.contains("unknown filesystem type") {
+        let helper_missing = reason.contains("helper program");
+        return Err(if reason.contains("unknown filesystem type") || helper_missing {
             AgentError::new(ErrorCode::Unsupported, format!("mount -t {} refused: {reason}", args.fstype))
         } else {
             failed(format!("`{}` failed: {reason}", argv.join(" ")))
@@ -62,4 +64,17 @@ pub fn run(args: &MountArgs, st: &mut HostState) -> Result<StepOutput, AgentErro
     out.info.insert("source".into(), args.source.clone().into());
     out.info.insert("mount_seconds".into(), serde_json::json!(t0.elapsed().as_secs_f64()));
     Ok(out)
+}
+
+/// NFS needs the kernel's client and mount.nfs (nfs-common): without them
+/// the host cannot take part, which is "unsupported", not a failure.
+fn network_fs_supported(st: &HostState, fstype: &str) -> Result<(), AgentError> {
+    if !matches!(fstype, "nfs" | "nfs4") {
+        return Ok(());
+    }
+    super::filesystem::kernel_supports(st, fstype)?;
+    if cmd::which("mount.nfs").is_none() {
+        return Err(super::unsupported("mount.nfs is not installed on this host (nfs-common)"));
+    }
+    Ok(())
 }

@@ -74,6 +74,11 @@ pub fn human(name: &str, via: &str, f: &Facts) -> String {
         s += &format!("  disk {}: {} {kind} {}\n", d.name, gib(d.size_bytes), extra.join(", "));
     }
     s += &format!("  filesystems: {}\n", f.filesystems.join(" "));
+    let loadable: Vec<&str> =
+        f.module_filesystems.iter().filter(|m| !f.filesystems.contains(m)).map(String::as_str).collect();
+    if !loadable.is_empty() {
+        s += &format!("  as modules: {}\n", loadable.join(" "));
+    }
     let tools: Vec<String> = f
         .tools
         .iter()

@@ -1,0 +1,80 @@
+//! `nfs_export`: serve a directory of a filesystem this session mounted over
+//! the kernel NFS server. Only what the agent mounted can be exported, and
+//! the export goes with its mount (see `state.rs`).
+
+use super::filesystem::kernel_supports;
+use super::{failed, unsupported};
+use crate::exports::{self, Export};
+use crate::outbox::StepCtx;
+use crate::services::{self, ServiceError};
+use crate::state::HostState;
+use crate::{cmd, facts};
+use benchrig_wire::messages::{AgentError, ErrorCode, LogLevel};
+use benchrig_wire::steps::{NfsExportArgs, ServiceState, StepOutput};
+use serde_json::json;
+use std::path::{Component, Path};
+
+pub fn run(args: &NfsExportArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+    let bad = |m: String| AgentError::new(ErrorCode::BadRequest, m);
+    let dir = Path::new(&args.dir);
+    if !dir.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return Err(bad(format!("nfs_export: `dir` must be relative and stay inside the mount: `{}`", args.dir)));
+    }
+    // exports(5) syntax: a client or option with blanks, parentheses or a
+    // comment sign would change the line's meaning.
+    let plain = |s: &str| !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || "()#,\"".contains(c));
+    if !plain(&args.clients) {
+        return Err(bad(format!("nfs_export: bad `clients` `{}`", args.clients)));
+    }
+    if let Some(o) = args.options.iter().find(|o| !plain(o)) {
+        return Err(bad(format!("nfs_export: bad option `{o}`")));
+    }
+    let path = st.target(Some(&args.target))?.mountpoint.join(dir);
+    if !path.is_dir() {
+        return Err(failed(format!("nfs_export: {} is not a directory", path.display())));
+    }
+    // The kernel first: without it, installing the tools would not help.
+    kernel_supports(st, "nfsd")?;
+    if cmd::which("exportfs").is_none() {
+        return Err(unsupported("exportfs is not installed on this host (the kernel NFS server's tools)"));
+    }
+    if st.exports.iter().any(|e| e.path == path) {
+        return Err(failed(format!("nfs_export: {} is already exported by this session", path.display())));
+    }
+
+    let started_server = !services::nfsd_running();
+    let server = services::nfs_server_name();
+    if started_server {
+        let done = services::control(server, ServiceState::Started).map_err(|e| match e {
+            ServiceError::Missing(m) => unsupported(m),
+            ServiceError::Failed(m) => failed(m),
+        })?;
+        ctx.log(LogLevel::Info, format!("service {server} started by {} in {:.2} s", done.manager, done.seconds));
+    }
+    let line = exports::line(&path, &args.clients, &args.options);
+    let export = Export {
+        target: args.target.clone(),
+        file: exports::file_for(&args.target),
+        path: path.clone(),
+        clients: args.clients.clone(),
+        started_server,
+    };
+    // Registered first: whatever happens next, release undoes it.
+    st.exports.push(export.clone());
+    exports::add(&export, &line).map_err(failed)?;
+    if !exports::is_exported(&path) {
+        return Err(failed(format!("nfs_export: `exportfs -ra` did not export {}", path.display())));
+    }
+
+    let mut out = StepOutput::default();
+    let info = &mut out.info;
+    info.insert("export".into(), line.into());
+    info.insert("path".into(), path.to_string_lossy().into_owned().into());
+    info.insert("server".into(), server.into());
+    info.insert("server_started_here".into(), started_server.into());
+    let read = |f: &str| std::fs::read_to_string(Path::new("/proc/fs/nfsd").join(f)).ok().map(|t| t.trim().to_string());
+    info.insert("nfsd_versions".into(), json!(read("versions")));
+    info.insert("nfsd_threads".into(), json!(read("threads")));
+    info.insert("kernel".into(), facts::kernel_release().into());
+    Ok(out)
+}
