@@ -54,7 +54,7 @@ left=$(
     pgrep -af qemu-system || true
     ip -o link show | grep -o 'vmt-[^:@]*' || true
     grep benchrig-vm /proc/mounts || true
-    ls -d /var/tmp/benchrig-vm 2>/dev/null || true
+    ls -d /var/tmp/benchrig-vm /sys/fs/cgroup/cpu/benchrig-vm 2>/dev/null || true
 )
 if [[ -n $left ]]; then
     echo "the guests left things behind:" >&2

@@ -47,13 +47,16 @@ EOF
 #   disks  number of extra disks (vdb, vdc, ...), 1 or 2
 #   size   size of each extra disk (truncate -s syntax)
 #   bps    qemu throttling.bps-total of each extra disk (bytes/s)
+#   cpu    cgroup v1 cpu.cfs_quota_us of its qemu per 100000 us, or - for a whole core
 # --------------------------------------------------------------------------
 GUEST_TABLE=$(cat <<'EOF'
-# name  ip          port  mem   disks size bps
-old61   10.77.0.21  2221  1024  2     1G   20971520
-old61b  10.77.0.22  2222  1024  2     1G   20971520
+# name  ip          port  mem   disks size bps       cpu
+old61   10.77.0.21  2221  1024  2     1G   20971520  -
+old61b  10.77.0.22  2222  1024  2     1G   20971520  40000
 EOF
 )
+# old61b is the slower machine of the pair (40% of a core for its emulated
+# CPU), as seed 001 had a Pentium and a 486 serving each other.
 
 LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
 VMROOT=/var/tmp/benchrig-vm
@@ -73,21 +76,21 @@ GUEST_PACKAGES=(openssh-server jfsutils reiserfsprogs nfs-kernel-server xfsprogs
                 initramfs-tools iproute2)
 
 GUESTS=()
-declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS
+declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU
 
 log() { printf '%s\n' "vm: $*" >&2; }
 die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
 
 load_guests() {
-    local name ip port mem disks size bps
-    while read -r name ip port mem disks size bps; do
+    local name ip port mem disks size bps cpu
+    while read -r name ip port mem disks size bps cpu; do
         [[ -z $name || $name == \#* ]] && continue
         [[ $name =~ ^[a-z0-9]{1,10}$ ]] || die "bad guest name '$name' in GUEST_TABLE"
-        [[ -n $bps ]] || die "incomplete GUEST_TABLE line for '$name'"
+        [[ -n $cpu ]] || die "incomplete GUEST_TABLE line for '$name'"
         [[ $disks =~ ^[12]$ ]] || die "guest '$name': disks must be 1 or 2"
         GUESTS+=("$name")
         G_IP[$name]=$ip G_PORT[$name]=$port G_MEM[$name]=$mem
-        G_DISKS[$name]=$disks G_SIZE[$name]=$size G_BPS[$name]=$bps
+        G_DISKS[$name]=$disks G_SIZE[$name]=$size G_BPS[$name]=$bps G_CPU[$name]=$cpu
     done <<<"$GUEST_TABLE"
 }
 
@@ -426,7 +429,18 @@ start_guest() {   # start_guest GUEST IMAGEDIR
         || { cat "$d/qemu.log" >&2; die "qemu for $g did not start (log: $d/qemu.log)"; }
     echo "$SECONDS" >"$d/started-at"
     pid=$(qemu_pid "$g") || die "qemu for $g started but is not running (log: $d/qemu.log)"
+    cpu_limit "$g" "$pid"
     log "started $g (qemu pid $pid, $mode network)"
+}
+
+CG_CPU=/sys/fs/cgroup/cpu/benchrig-vm
+cpu_limit() {   # cpu_limit GUEST PID — every qemu thread (the vCPU's too) under the quota
+    [[ ${G_CPU[$1]} == - ]] && return 0
+    [[ -d ${CG_CPU%/*} ]] || die "no cgroup v1 cpu controller at ${CG_CPU%/*} (needed for $1's cpu limit)"
+    mkdir -p "$CG_CPU/$1"
+    echo 100000 >"$CG_CPU/$1/cpu.cfs_period_us"
+    echo "${G_CPU[$1]}" >"$CG_CPU/$1/cpu.cfs_quota_us"
+    echo "$2" >"$CG_CPU/$1/cgroup.procs"
 }
 
 # Wait for the sshds of the guests just started (they boot in parallel).
@@ -537,6 +551,10 @@ cmd_down() {
         [[ -n $g ]] && { umount "$g" 2>/dev/null || umount -l "$g" || rc=1; }
     done < <(findmnt -rn -o TARGET | awk -v a="$VMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1' | sort -r)
     rm -rf --one-file-system -- "$VMROOT" "$CACHE"/build.* || rc=1
+    if [[ -d $CG_CPU ]]; then
+        find "$CG_CPU" -depth -type d -exec rmdir {} + 2>/dev/null \
+            || { sleep 0.5; find "$CG_CPU" -depth -type d -exec rmdir {} + || rc=1; }
+    fi
 
     left=$(
         for p in /proc/[0-9]*; do
@@ -545,6 +563,7 @@ cmd_down() {
         ip -o link show 2>/dev/null | awk -F': ' -v p="$TAP_PREFIX" 'index($2, p) == 1 { print "link " $2 }'
         findmnt -rn -o TARGET | awk -v a="$VMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1 { print "mount " $0 }'
         [[ -e $VMROOT ]] && echo "$VMROOT"
+        [[ -e $CG_CPU ]] && echo "cgroup $CG_CPU"
         true
     )
     if [[ -n $left ]]; then

@@ -361,9 +361,12 @@ fn seed_000_acl_ea_runs_reduced() {
     let cells = b.store().cells(run).unwrap();
     let status = |fs: &str| cells.iter().filter(|c| c.params["fs"] == fs).map(|c| c.status.clone()).collect::<Vec<_>>();
     assert!(status("ext4-128").iter().all(|s| s == "ok"));
-    // xfs-256 needs the v4 format, which this kernel refuses; jfs has no mkfs here.
+    // xfs-256 needs the v4 format, which this kernel refuses; the kernel has
+    // no jfs at all, which is the reason given (not the missing mkfs.jfs).
     assert!(status("xfs-256").iter().all(|s| s == "unsupported"));
     assert!(status("jfs").iter().all(|s| s == "unsupported"));
+    let jfs_why: Vec<_> = cells.iter().filter(|c| c.params["fs"] == "jfs").filter_map(|c| c.reason.clone()).collect();
+    assert!(!jfs_why.is_empty() && jfs_why.iter().all(|r| r.contains("has no jfs support")), "{jfs_why:?}");
 }
 
 #[test]

@@ -200,11 +200,8 @@ fn seed_000_on_the_guest_runs_the_papers_own_filesystems() {
     let b = Bench::new();
     let pb = repo().join("playbooks/acl-ea.yml");
     let profiles = r#"{"acl_profiles": ["ext2", "ext3", "reiserfs", "jfs", "xfs-256", "xfs-512"]}"#;
-    let out = run(
-        &b,
-        &["run", pb.to_str().unwrap()],
-        &["-l", "old61", "-e", "scale=0.005", "-e", "reps=1", "-e", profiles],
-    );
+    let out =
+        run(&b, &["run", pb.to_str().unwrap()], &["-l", "old61", "-e", "scale=0.005", "-e", "reps=1", "-e", profiles]);
     assert_eq!(out.status.code(), Some(0));
     let s = b.store();
     let run = s.resolve_run("last").unwrap().id;

@@ -56,7 +56,9 @@ impl TagFilter {
         self.selects(&all)
     }
 
-    /// Drop the steps the filter does not select (with no flags: `never` ones).
+    /// Drop the steps the filter does not select (with no flags: `never`
+    /// ones), and the plays left with no step: `-t table7` plans no empty
+    /// cells for the other plays.
     pub fn apply(&self, pb: &mut Playbook) {
         for p in &mut pb.plays {
             let tags = p.tags.clone();
@@ -64,6 +66,7 @@ impl TagFilter {
                 list.retain(|s| self.keeps(&tags, s));
             }
         }
+        pb.plays.retain(|p| [&p.setup, &p.before_each, &p.benchmark, &p.teardown].iter().any(|l| !l.is_empty()));
     }
 }
 
@@ -121,6 +124,8 @@ mod tests {
         assert_eq!(pb.plays[1].benchmark.len(), 1);
         let mut pb = super::super::parse("t.yml", text).unwrap();
         f(&["nightly"], &[]).apply(&mut pb);
-        assert_eq!((pb.plays[0].benchmark.len(), pb.plays[1].benchmark.len()), (2, 0));
+        // The second play has no step left: it is gone.
+        assert_eq!(pb.plays.len(), 1);
+        assert_eq!(pb.plays[0].benchmark.len(), 2);
     }
 }
