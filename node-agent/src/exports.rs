@@ -70,15 +70,27 @@ pub fn remove(e: &Export, others_left: bool) -> Result<(), String> {
     }
     if services::nfsd_running() {
         let state = if e.started_server && !others_left { ServiceState::Stopped } else { ServiceState::Restarted };
-        services::control(services::nfs_server_name(), state).map_err(|err| match err {
-            services::ServiceError::Missing(m) | services::ServiceError::Failed(m) => m,
-        })?;
+        services::control(services::nfs_server_name(), state).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
+/// Remove the export files of agents that are gone (a killed session),
+/// and have nfsd let go of their filesystems (see `remove`). Returns the
+/// files removed.
+pub fn remove_stale() -> Result<Vec<String>, String> {
+    let files = stale();
+    for f in &files {
+        std::fs::remove_file(f).map_err(|e| format!("remove {}: {e}", f.display()))?;
+    }
+    if !files.is_empty() && services::nfsd_running() {
+        services::control(services::nfs_server_name(), ServiceState::Restarted).map_err(|e| e.to_string())?;
+    }
+    Ok(files.iter().map(|f| f.display().to_string()).collect())
+}
+
 /// Export files of agents that are gone (a killed session).
-pub fn stale() -> Vec<PathBuf> {
+fn stale() -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(DIR) else { return Vec::new() };
     dir.flatten()
         .map(|e| e.path())

@@ -6,10 +6,12 @@ use benchrig_wire::steps::ServiceState;
 use std::path::Path;
 use std::time::Instant;
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     /// No such service, or no way to control services on this host.
+    #[error("{0}")]
     Missing(String),
+    #[error("{0}")]
     Failed(String),
 }
 

@@ -1,6 +1,7 @@
 //! What this agent session has set up on the host, so it can always be undone:
-//! mounts it made, loop devices it attached, NFS exports of its mounts. Released by `unmount`, and by
-//! the session on shutdown or when the orchestrator disappears.
+//! mounts it made, loop devices it attached, NFS exports of its mounts.
+//! Released by `unmount`, and by the session on shutdown or when the
+//! orchestrator disappears.
 
 use crate::cmd;
 use crate::exports::{self, Export};
@@ -113,13 +114,11 @@ impl HostState {
             Err(errors.join("; "))
         }
     }
-}
 
-impl HostState {
     /// Undo the exports living on mount `target`.
     fn unexport(&mut self, target: &str) -> Result<(), String> {
         while let Some(i) = self.exports.iter().rposition(|e| e.target == target) {
-            let others_left = self.exports.iter().enumerate().any(|(j, e)| j != i && e.target != target);
+            let others_left = self.exports.iter().any(|e| e.target != target);
             exports::remove(&self.exports[i], others_left)?;
             self.exports.remove(i);
         }

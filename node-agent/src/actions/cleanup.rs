@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
     st.release(None).map_err(failed)?;
+    // NFS exports of dead agents first: nfsd keeps an exported filesystem busy.
+    let stale = crate::exports::remove_stale().map_err(failed)?;
     let mnt = st.work_dir.join("mnt");
     let mut targets: Vec<String> =
         st.view.mountinfo().into_iter().map(|m| m.target).filter(|t| PathBuf::from(t).starts_with(&mnt)).collect();
@@ -46,15 +48,7 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
             }
         }
     }
-    // NFS export files of dead agents; the server reads the table again.
-    let stale = crate::exports::stale();
-    for f in &stale {
-        std::fs::remove_file(f).map_err(|e| failed(format!("remove {}: {e}", f.display())))?;
-    }
-    if !stale.is_empty() && crate::cmd::which("exportfs").is_some() {
-        crate::cmd::run_ok(&["exportfs", "-ra"]).map_err(failed)?;
-    }
-    removed.extend(stale.iter().map(|f| f.display().to_string()));
+    removed.extend(stale);
     let mut out = StepOutput::default();
     out.info.insert("unmounted".into(), unmounted.into());
     out.info.insert("detached".into(), detached.into());
