@@ -68,8 +68,13 @@ pub fn remove(e: &Export, others_left: bool) -> Result<(), String> {
     if is_exported(&e.path) {
         cmd::run_ok(&["exportfs", "-u", &format!("{}:{}", e.clients, e.path.display())])?;
     }
+    let state = if e.started_server && !others_left { ServiceState::Stopped } else { ServiceState::Restarted };
+    let_go(state)
+}
+
+/// Stop or restart nfsd, if it runs, so it lets go of unexported filesystems.
+fn let_go(state: ServiceState) -> Result<(), String> {
     if services::nfsd_running() {
-        let state = if e.started_server && !others_left { ServiceState::Stopped } else { ServiceState::Restarted };
         services::control(services::nfs_server_name(), state).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -83,8 +88,8 @@ pub fn remove_stale() -> Result<Vec<String>, String> {
     for f in &files {
         std::fs::remove_file(f).map_err(|e| format!("remove {}: {e}", f.display()))?;
     }
-    if !files.is_empty() && services::nfsd_running() {
-        services::control(services::nfs_server_name(), ServiceState::Restarted).map_err(|e| e.to_string())?;
+    if !files.is_empty() {
+        let_go(ServiceState::Restarted)?;
     }
     Ok(files.iter().map(|f| f.display().to_string()).collect())
 }

@@ -6,10 +6,10 @@ use super::filesystem::kernel_supports;
 use super::{failed, unsupported};
 use crate::exports::{self, Export};
 use crate::outbox::StepCtx;
-use crate::services::{self, ServiceError};
+use crate::services;
 use crate::state::HostState;
 use crate::{cmd, facts};
-use benchrig_wire::messages::{AgentError, ErrorCode, LogLevel};
+use benchrig_wire::messages::{AgentError, ErrorCode};
 use benchrig_wire::steps::{NfsExportArgs, ServiceState, StepOutput};
 use serde_json::json;
 use std::path::{Component, Path};
@@ -45,11 +45,7 @@ pub fn run(args: &NfsExportArgs, st: &mut HostState, ctx: &StepCtx) -> Result<St
     let started_server = !services::nfsd_running();
     let server = services::nfs_server_name();
     if started_server {
-        let done = services::control(server, ServiceState::Started).map_err(|e| match e {
-            ServiceError::Missing(m) => unsupported(m),
-            ServiceError::Failed(m) => failed(m),
-        })?;
-        ctx.log(LogLevel::Info, format!("service {server} started by {} in {:.2} s", done.manager, done.seconds));
+        super::service::control(server, ServiceState::Started, ctx)?;
     }
     let line = exports::line(&path, &args.clients, &args.options);
     let export = Export {

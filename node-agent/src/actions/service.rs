@@ -4,23 +4,35 @@
 
 use super::{failed, unsupported};
 use crate::outbox::StepCtx;
-use crate::services::{self, ServiceError};
+use crate::services::{self, Done, ServiceError};
 use benchrig_wire::messages::{AgentError, LogLevel};
-use benchrig_wire::steps::{ServiceArgs, StepOutput};
+use benchrig_wire::steps::{ServiceArgs, ServiceState, StepOutput};
 use serde_json::json;
 
 pub fn run(args: &ServiceArgs, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
-    let done = services::control(&args.name, args.state).map_err(|e| match e {
-        ServiceError::Missing(m) => unsupported(m),
-        ServiceError::Failed(m) => failed(m),
-    })?;
-    let state = serde_json::to_value(args.state).unwrap_or_default();
-    let state = state.as_str().unwrap_or_default();
-    ctx.log(LogLevel::Info, format!("service {} {state} by {} in {:.2} s", args.name, done.manager, done.seconds));
+    let done = control(&args.name, args.state, ctx)?;
     let mut out = StepOutput::default();
     out.info.insert("service".into(), args.name.clone().into());
-    out.info.insert("state".into(), state.into());
+    out.info.insert("state".into(), state_name(args.state).into());
     out.info.insert("manager".into(), done.manager.into());
     out.info.insert("seconds".into(), json!(done.seconds));
     Ok(out)
+}
+
+/// A service brought to `state` by a step (this one, or `nfs_export`
+/// starting the server), logged for the run: a host without it is
+/// "unsupported", anything else a failure.
+pub(super) fn control(name: &str, state: ServiceState, ctx: &StepCtx) -> Result<Done, AgentError> {
+    let done = services::control(name, state).map_err(|e| match e {
+        ServiceError::Missing(m) => unsupported(m),
+        ServiceError::Failed(m) => failed(m),
+    })?;
+    let how = format!("by {} in {:.2} s", done.manager, done.seconds);
+    ctx.log(LogLevel::Info, format!("service {name} {} {how}", state_name(state)));
+    Ok(done)
+}
+
+/// The state as a playbook writes it (`restarted`).
+fn state_name(state: ServiceState) -> String {
+    serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
