@@ -11,6 +11,7 @@ pub mod codec;
 pub mod content;
 pub mod exports;
 pub mod facts;
+pub mod ledger;
 pub mod measure;
 pub mod outbox;
 pub mod safety;

@@ -5,6 +5,8 @@
 //! at that moment: it checks again. A refusal names its rule and changes
 //! nothing.
 
+use crate::ledger::Made;
+use crate::signature::Signature;
 use crate::sysfs::{kernel_name, SysView};
 use benchrig_wire::scratch::ScratchDevice;
 
@@ -23,12 +25,14 @@ fn refuse(rule: &'static str, message: String) -> Refusal {
 
 /// What the rules need from the device itself; faked in tests so they need no disk.
 pub trait DeviceProbe {
-    /// The first filesystem, RAID, LVM, LUKS, swap or partition-table signature, if any.
-    fn signature(&self) -> Result<Option<String>, String>;
+    /// Every filesystem, RAID, LVM, LUKS, swap or partition-table signature on it.
+    fn signatures(&self) -> Result<Vec<Signature>, String>;
     /// Open the device exclusively (O_EXCL) and close it again: the kernel
     /// refuses while anything claims it, in any mount namespace (a mount, a
     /// btrfs/md/dm member, swap, a lazily unmounted filesystem).
     fn exclusive(&self) -> Result<(), String>;
+    /// What the host's format ledger says benchrig last made on this device.
+    fn made_here(&self) -> Option<Made>;
 }
 
 /// Mountpoints whose backing device is never scratch.
@@ -93,21 +97,55 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn De
                 ),
             ));
         }
-        match probe.signature() {
-            Ok(None) => {}
-            Ok(Some(sig)) => {
-                return Err(refuse(
-                    "signature",
-                    format!(
-                        "{} carries a {sig} signature; set `wipe: true` on the entry to allow formatting over it",
-                        dev.name
-                    ),
-                ))
-            }
-            Err(e) => return Err(refuse("signature", format!("cannot read {} to look for signatures: {e}", dev.name))),
+        let found = probe
+            .signatures()
+            .map_err(|e| refuse("signature", format!("cannot read {} to look for signatures: {e}", dev.name)))?;
+        if !found.is_empty() {
+            own_filesystem(&dev.name, &found, probe.made_here().as_ref()).map_err(|m| refuse("signature", m))?;
         }
     }
     Ok(())
+}
+
+/// A device that carries signatures may be formatted without `wipe` only
+/// when every one of them is the filesystem benchrig last made on it: the
+/// same UUID the ledger recorded at mkfs. Otherwise the refusal says what
+/// is there and what benchrig knows of the device.
+fn own_filesystem(dev: &str, found: &[Signature], made: Option<&Made>) -> Result<(), String> {
+    let what = |s: &Signature| match &s.uuid {
+        Some(u) => format!("{} signature (UUID {u})", s.name),
+        None => format!("{} signature", s.name),
+    };
+    let proceed = "if nothing on it is needed, set `wipe: true` on its scratch_devices entry, or clear it on the host (`wipefs -a`)";
+    let Some(made) = made else {
+        return Err(format!(
+            "{dev} carries a {} that benchrig did not make on this device; {proceed}",
+            what(&found[0])
+        ));
+    };
+    let ours = format!("the {} (UUID {}) benchrig made on it {}", made.fstype, made.uuid, date(made.made_at));
+    match found.iter().find(|s| s.uuid.as_deref() != Some(made.uuid.as_str())) {
+        None => Ok(()),
+        Some(other) if found.iter().any(|s| s.uuid.as_deref() == Some(made.uuid.as_str())) => {
+            Err(format!("{dev} carries {ours}, but also a {}; {proceed}", what(other)))
+        }
+        Some(other) => Err(format!("{dev} carries a {}, not {ours}: it was made again since; {proceed}", what(other))),
+    }
+}
+
+/// Seconds since the epoch as a UTC date and time (the agent has no date crate).
+fn date(secs: u64) -> String {
+    // Howard Hinnant's civil_from_days.
+    let days = (secs / 86400) as i64 + 719_468;
+    let (era, doe) = (days.div_euclid(146_097), days.rem_euclid(146_097));
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let t = secs % 86400;
+    format!("on {year:04}-{month:02}-{day:02} {:02}:{:02} UTC", t / 3600, t / 60 % 60)
 }
 
 #[cfg(test)]
@@ -117,7 +155,8 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     /// A fake machine: `vda` (root, with vda1 mounted at /), `sdb` blank scratch,
-    /// `sdc` with a partition used as swap, `sdd` held by dm-0, `sde` with serial.
+    /// `sdc` with a partition used as swap, `sdd` held by dm-0, `sde` with serial,
+    /// `sdf` mounted at /data, `sdg` with a partition.
     struct Fake {
         _dir: tempfile::TempDir,
         view: SysView,
@@ -153,6 +192,8 @@ mod tests {
         fs::create_dir_all(sde.join("device")).unwrap();
         fs::write(sde.join("device/serial"), "WD-REAL\n").unwrap();
         dev_dir(r, "sdf", None, "8:80");
+        dev_dir(r, "sdg", None, "8:96");
+        dev_dir(r, "sdg1", Some("sdg"), "8:97");
         fs::create_dir_all(r.join("proc/self")).unwrap();
         fs::write(
             r.join("proc/self/mountinfo"),
@@ -180,15 +221,20 @@ mod tests {
         Device { name: name.into(), major, minor }
     }
 
-    /// A device as the probes see it: its signature, and whether something claims it.
+    /// A device as the probes see it: its signatures, whether something
+    /// claims it, and what the ledger says benchrig made on it.
     struct Probe {
-        signature: Result<Option<String>, String>,
+        signatures: Result<Vec<Signature>, String>,
         claimed: bool,
+        made: Option<Made>,
     }
 
     impl DeviceProbe for Probe {
-        fn signature(&self) -> Result<Option<String>, String> {
-            self.signature.clone()
+        fn signatures(&self) -> Result<Vec<Signature>, String> {
+            self.signatures.clone()
+        }
+        fn made_here(&self) -> Option<Made> {
+            self.made.clone()
         }
         fn exclusive(&self) -> Result<(), String> {
             if self.claimed {
@@ -199,7 +245,24 @@ mod tests {
         }
     }
 
-    const BLANK: Probe = Probe { signature: Ok(None), claimed: false };
+    const BLANK: Probe = Probe { signatures: Ok(Vec::new()), claimed: false, made: None };
+
+    fn sig(name: &str, uuid: Option<&str>) -> Signature {
+        Signature { name: name.into(), uuid: uuid.map(str::to_string) }
+    }
+
+    fn made(uuid: &str) -> Option<Made> {
+        Some(Made {
+            fstype: "ext2/ext3/ext4".into(),
+            uuid: uuid.into(),
+            made_at: 1_764_578_096,
+            path: "/dev/sdb".into(),
+        })
+    }
+
+    fn carrying(signatures: Vec<Signature>, made: Option<Made>) -> Probe {
+        Probe { signatures: Ok(signatures), claimed: false, made }
+    }
 
     fn rule(r: Result<(), Refusal>) -> &'static str {
         r.err().map(|e| e.rule).unwrap_or("accepted")
@@ -265,13 +328,65 @@ mod tests {
     #[test]
     fn signature_needs_wipe() {
         let f = fake();
-        let ext4 = Probe { signature: Ok(Some("ext2/ext3/ext4".to_string())), claimed: false };
+        let ext4 = carrying(vec![sig("ext2/ext3/ext4", Some("u-1"))], None);
         let mut e = entry("sdb");
         let r = check(&f.view, &e, &dev(&f, "sdb"), &ext4);
         assert_eq!(rule(r.clone()), "signature");
-        assert!(r.unwrap_err().message.contains("wipe: true"));
+        let m = r.unwrap_err().message;
+        assert!(m.contains("ext2/ext3/ext4 signature (UUID u-1) that benchrig did not make on this device"), "{m}");
+        assert!(m.contains("wipe: true") && m.contains("wipefs -a"), "{m}");
         e.wipe = true;
         assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &ext4)), "accepted");
+    }
+
+    #[test]
+    fn the_filesystem_benchrig_made_here_needs_no_wipe() {
+        let f = fake();
+        let ours = carrying(vec![sig("ext2/ext3/ext4", Some("u-1")), sig("ext4 (blkid)", Some("u-1"))], made("u-1"));
+        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &ours)), "accepted");
+    }
+
+    #[test]
+    fn a_filesystem_made_again_since_is_refused() {
+        // mkfs by hand after benchrig's: another UUID, whatever its label says.
+        let f = fake();
+        let remade = carrying(vec![sig("ext2/ext3/ext4", Some("u-2"))], made("u-1"));
+        let r = check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &remade);
+        let m = r.unwrap_err().message;
+        assert!(
+            m.contains("(UUID u-2), not the ext2/ext3/ext4 (UUID u-1) benchrig made on it on 2025-12-01 08:34 UTC"),
+            "{m}"
+        );
+        assert!(m.contains("made again since"), "{m}");
+    }
+
+    #[test]
+    fn the_filesystem_benchrig_made_beside_another_signature_is_refused() {
+        let f = fake();
+        for other in [sig("LVM2_member", None), sig("LVM2_member (blkid)", Some("pv-9"))] {
+            let both = carrying(vec![sig("ext2/ext3/ext4", Some("u-1")), other], made("u-1"));
+            let m = check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &both).unwrap_err().message;
+            assert!(m.contains("but also a LVM2_member"), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_signature_without_uuid_is_never_taken_for_benchrigs() {
+        // A partition table, RAID or swap has no filesystem UUID to match.
+        let f = fake();
+        for name in ["dos partition table or boot sector", "linux_raid_member (1.2)", "swap"] {
+            let p = carrying(vec![sig(name, None)], made("u-1"));
+            assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &p)), "signature", "{name}");
+        }
+    }
+
+    #[test]
+    fn partitions_are_refused_whatever_the_ledger_says() {
+        let f = fake();
+        let p = carrying(vec![sig("ext2/ext3/ext4", Some("u-1"))], made("u-1"));
+        let r = check(&f.view, &entry("sdg"), &dev(&f, "sdg"), &p);
+        assert_eq!(rule(r.clone()), "signature");
+        assert!(r.unwrap_err().message.contains("has partitions (sdg1)"));
     }
 
     #[test]
@@ -281,14 +396,14 @@ mod tests {
         let f = fake();
         let mut e = entry("sdb");
         e.wipe = true;
-        let claimed = Probe { signature: Ok(None), claimed: true };
+        let claimed = Probe { signatures: Ok(Vec::new()), claimed: true, made: None };
         assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &claimed)), "in_use");
     }
 
     #[test]
     fn unreadable_device_is_refused_not_assumed_blank() {
         let f = fake();
-        let broken = Probe { signature: Err("EIO".to_string()), claimed: false };
+        let broken = Probe { signatures: Err("EIO".to_string()), claimed: false, made: made("u-1") };
         assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &broken)), "signature");
     }
 }

@@ -1,5 +1,6 @@
 //! Is there anything on this device? Filesystem, RAID, LVM, LUKS, swap and
-//! partition-table signatures found by their magic numbers.
+//! partition-table signatures found by their magic numbers, with the
+//! filesystem's UUID where its superblock has one.
 //!
 //! By hand because the agent is static and pure Rust (no libblkid); the
 //! table covers what a lab disk plausibly carries. Where `blkid` exists on
@@ -7,63 +8,85 @@
 
 use std::io::{self, Read, Seek, SeekFrom};
 
-/// (offset, magic, name). Offsets as in util-linux's libblkid probers.
-const MAGICS: &[(u64, &[u8], &str)] = &[
-    (0x438, &[0x53, 0xEF], "ext2/ext3/ext4"),
-    (0, b"XFSB", "xfs"),
-    (0x10040, b"_BHRfS_M", "btrfs"),
-    (0x8000, b"JFS1", "jfs"),
-    (0x10034, b"ReIsErFs", "reiserfs"),
-    (0x10034, b"ReIsEr2Fs", "reiserfs"),
-    (0x10034, b"ReIsEr3Fs", "reiserfs"),
-    (0x2034, b"ReIsErFs", "reiserfs (3.5, old layout)"),
-    (0x400, &[0x10, 0x20, 0xF5, 0xF2], "f2fs"),
-    (0x406, &[0x34, 0x34], "nilfs2"),
-    (0, b"hsqs", "squashfs"),
-    (0x8001, b"CD001", "iso9660"),
-    (3, b"NTFS    ", "ntfs"),
-    (0x36, b"FAT", "vfat"),
-    (0x52, b"FAT32", "vfat"),
-    (0, b"LUKS\xba\xbe", "crypto_LUKS"),
-    (0x200, b"LABELONE", "LVM2_member"),
-    (0x400, b"LABELONE", "LVM2_member"),
-    (0x600, b"LABELONE", "LVM2_member"),
-    (0, &[0xFC, 0x4E, 0x2B, 0xA9], "linux_raid_member (1.1)"),
-    (0x1000, &[0xFC, 0x4E, 0x2B, 0xA9], "linux_raid_member (1.2)"),
-    (0x1000 - 10, b"SWAPSPACE2", "swap"),
-    (0x2000 - 10, b"SWAPSPACE2", "swap"),
-    (0x4000 - 10, b"SWAPSPACE2", "swap"),
-    (0x10000 - 10, b"SWAPSPACE2", "swap"),
-    (0x1000 - 10, b"SWAP-SPACE", "swap"),
-    (0x200, b"EFI PART", "gpt partition table"),
-    (0x1000, b"EFI PART", "gpt partition table (4k sectors)"),
-    (0x1FE, &[0x55, 0xAA], "dos partition table or boot sector"),
+/// One signature found on a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// What it is (`ext2/ext3/ext4`, `LVM2_member`, `gpt partition table`).
+    pub name: String,
+    /// The filesystem's UUID as blkid prints it (lowercase, hyphenated), where it has one.
+    pub uuid: Option<String>,
+}
+
+/// (offset, magic, name, offset of the 16-byte UUID). Offsets as in
+/// util-linux's libblkid probers (superblock start + the field's offset).
+const MAGICS: &[(u64, &[u8], &str, Option<u64>)] = &[
+    (0x438, &[0x53, 0xEF], "ext2/ext3/ext4", Some(0x400 + 0x68)),
+    (0, b"XFSB", "xfs", Some(0x20)),
+    (0x10040, b"_BHRfS_M", "btrfs", Some(0x10000 + 0x20)),
+    (0x8000, b"JFS1", "jfs", Some(0x8000 + 0x88)),
+    (0x10034, b"ReIsErFs", "reiserfs", Some(0x10000 + 0x54)),
+    (0x10034, b"ReIsEr2Fs", "reiserfs", Some(0x10000 + 0x54)),
+    (0x10034, b"ReIsEr3Fs", "reiserfs", Some(0x10000 + 0x54)),
+    (0x2034, b"ReIsErFs", "reiserfs (3.5, old layout)", None),
+    (0x400, &[0x10, 0x20, 0xF5, 0xF2], "f2fs", None),
+    (0x406, &[0x34, 0x34], "nilfs2", None),
+    (0, b"hsqs", "squashfs", None),
+    (0x8001, b"CD001", "iso9660", None),
+    (3, b"NTFS    ", "ntfs", None),
+    (0x36, b"FAT", "vfat", None),
+    (0x52, b"FAT32", "vfat", None),
+    (0, b"LUKS\xba\xbe", "crypto_LUKS", None),
+    (0x200, b"LABELONE", "LVM2_member", None),
+    (0x400, b"LABELONE", "LVM2_member", None),
+    (0x600, b"LABELONE", "LVM2_member", None),
+    (0, &[0xFC, 0x4E, 0x2B, 0xA9], "linux_raid_member (1.1)", None),
+    (0x1000, &[0xFC, 0x4E, 0x2B, 0xA9], "linux_raid_member (1.2)", None),
+    (0x1000 - 10, b"SWAPSPACE2", "swap", None),
+    (0x2000 - 10, b"SWAPSPACE2", "swap", None),
+    (0x4000 - 10, b"SWAPSPACE2", "swap", None),
+    (0x10000 - 10, b"SWAPSPACE2", "swap", None),
+    (0x1000 - 10, b"SWAP-SPACE", "swap", None),
+    (0x200, b"EFI PART", "gpt partition table", None),
+    (0x1000, b"EFI PART", "gpt partition table (4k sectors)", None),
+    (0x1FE, &[0x55, 0xAA], "dos partition table or boot sector", None),
 ];
 
 /// How much of the start of the device the table needs.
 const HEAD: u64 = 0x10100;
 
-/// The first signature found on a device of `size` bytes, if any.
-pub fn probe<R: Read + Seek>(dev: &mut R, size: u64) -> io::Result<Option<&'static str>> {
+/// Every signature found on a device of `size` bytes: a device that carries
+/// two is never taken for the one it also has.
+pub fn probe<R: Read + Seek>(dev: &mut R, size: u64) -> io::Result<Vec<Signature>> {
     let head = read_at(dev, 0, HEAD.min(size) as usize)?;
-    for (off, magic, name) in MAGICS {
+    let mut found = Vec::new();
+    for (off, magic, name, uuid_at) in MAGICS {
         let (o, m) = (*off as usize, magic.len());
         if head.len() >= o + m && &head[o..o + m] == *magic {
-            return Ok(Some(name));
+            let uuid = uuid_at.and_then(|u| head.get(u as usize..u as usize + 16)).and_then(format_uuid);
+            found.push(Signature { name: name.to_string(), uuid });
         }
     }
     // md 0.90 and 1.0 keep their superblock at the end of the device.
     if size >= 0x20000 {
         let md090 = (size & !0xFFFF) - 0x10000;
         if read_at(dev, md090, 4)? == [0xFC, 0x4E, 0x2B, 0xA9] {
-            return Ok(Some("linux_raid_member (0.90)"));
+            found.push(Signature { name: "linux_raid_member (0.90)".into(), uuid: None });
         }
         let md10 = (size - 8 * 1024) & !(4096 - 1);
         if read_at(dev, md10, 4)? == [0xFC, 0x4E, 0x2B, 0xA9] {
-            return Ok(Some("linux_raid_member (1.0)"));
+            found.push(Signature { name: "linux_raid_member (1.0)".into(), uuid: None });
         }
     }
-    Ok(None)
+    Ok(found)
+}
+
+/// 16 raw bytes as blkid prints a UUID; all zeros is no UUID.
+fn format_uuid(b: &[u8]) -> Option<String> {
+    if b.iter().all(|&x| x == 0) {
+        return None;
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Some(format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]))
 }
 
 fn read_at<R: Read + Seek>(dev: &mut R, off: u64, len: usize) -> io::Result<Vec<u8>> {
@@ -84,18 +107,42 @@ mod tests {
         Cursor::new(d)
     }
 
+    fn names(found: Vec<Signature>) -> Vec<String> {
+        found.into_iter().map(|s| s.name).collect()
+    }
+
     #[test]
     fn blank_device_has_no_signature() {
         let mut d = Cursor::new(vec![0u8; 4 << 20]);
-        assert_eq!(probe(&mut d, 4 << 20).unwrap(), None);
+        assert_eq!(probe(&mut d, 4 << 20).unwrap(), vec![]);
     }
 
     #[test]
     fn every_magic_in_the_table_is_found() {
-        for (off, magic, name) in MAGICS {
+        for (off, magic, name, _) in MAGICS {
             let mut d = disk_with(*off as usize, magic);
-            assert_eq!(probe(&mut d, 4 << 20).unwrap(), Some(*name), "{name} at {off:#x}");
+            assert!(names(probe(&mut d, 4 << 20).unwrap()).contains(&name.to_string()), "{name} at {off:#x}");
         }
+    }
+
+    #[test]
+    fn two_signatures_are_both_reported() {
+        // An ext4 superblock over an LVM label: neither hides the other.
+        let mut d = disk_with(0x438, &[0x53, 0xEF]);
+        d.get_mut()[0x200..0x208].copy_from_slice(b"LABELONE");
+        assert_eq!(names(probe(&mut d, 4 << 20).unwrap()), ["ext2/ext3/ext4", "LVM2_member"]);
+    }
+
+    #[test]
+    fn uuid_is_read_from_the_superblock() {
+        let mut d = disk_with(0x438, &[0x53, 0xEF]);
+        let uuid: Vec<u8> = (1..=16).collect();
+        d.get_mut()[0x468..0x478].copy_from_slice(&uuid);
+        let found = probe(&mut d, 4 << 20).unwrap();
+        assert_eq!(found[0].uuid.as_deref(), Some("01020304-0506-0708-090a-0b0c0d0e0f10"));
+        // A zeroed UUID field is no UUID.
+        let mut d = disk_with(0, b"XFSB");
+        assert_eq!(probe(&mut d, 4 << 20).unwrap()[0].uuid, None);
     }
 
     #[test]
@@ -103,12 +150,46 @@ mod tests {
         let size = 4u64 << 20;
         let off = ((size & !0xFFFF) - 0x10000) as usize;
         let mut d = disk_with(off, &[0xFC, 0x4E, 0x2B, 0xA9]);
-        assert_eq!(probe(&mut d, size).unwrap(), Some("linux_raid_member (0.90)"));
+        assert_eq!(names(probe(&mut d, size).unwrap()), ["linux_raid_member (0.90)"]);
     }
 
     #[test]
     fn tiny_device_does_not_panic() {
         let mut d = Cursor::new(vec![0u8; 100]);
-        assert_eq!(probe(&mut d, 100).unwrap(), None);
+        assert_eq!(probe(&mut d, 100).unwrap(), vec![]);
+    }
+
+    /// The oracle: real mkfs on an image file, and blkid's UUID for it. Needs
+    /// the tools `.ci/run` installs (e2fsprogs, xfsprogs, btrfs-progs,
+    /// jfsutils, reiserfsprogs, util-linux): a missing one fails, naming it.
+    #[test]
+    fn uuids_agree_with_blkid_for_every_filesystem_mkfs_makes() {
+        use std::process::Command;
+        let cases: &[(&str, &[&str])] = &[
+            ("ext2/ext3/ext4", &["mkfs.ext4", "-q", "-F"]),
+            ("ext2/ext3/ext4", &["mkfs.ext2", "-q", "-F"]),
+            ("xfs", &["mkfs.xfs", "-q", "-f"]),
+            ("btrfs", &["mkfs.btrfs", "-q", "-f"]),
+            ("jfs", &["mkfs.jfs", "-q"]),
+            ("reiserfs", &["mkfs.reiserfs", "-q", "-f", "-f"]),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (want, mkfs) in cases {
+            let img = dir.path().join("img");
+            let f = std::fs::File::create(&img).unwrap();
+            f.set_len(320 << 20).unwrap();
+            let out = Command::new(mkfs[0]).args(&mkfs[1..]).arg(&img).output();
+            let out = out.unwrap_or_else(|e| panic!("{}: {e} (install it: .ci/run lists the package)", mkfs[0]));
+            assert!(out.status.success(), "{mkfs:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let blkid = Command::new("blkid").args(["-p", "-o", "value", "-s", "UUID"]).arg(&img).output().unwrap();
+            let blkid = String::from_utf8_lossy(&blkid.stdout).trim().to_string();
+            assert!(!blkid.is_empty(), "blkid found no UUID after {mkfs:?}");
+            let mut dev = std::fs::File::open(&img).unwrap();
+            let found = probe(&mut dev, 320 << 20).unwrap();
+            let fs: Vec<_> = found.iter().filter(|s| s.uuid.is_some()).collect();
+            assert_eq!(fs.len(), 1, "{mkfs:?}: {found:?}");
+            assert_eq!(fs[0].name, *want, "{mkfs:?}");
+            assert_eq!(fs[0].uuid.as_deref(), Some(blkid.as_str()), "{mkfs:?}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::cmd;
 use crate::exports::{self, Export};
+use crate::ledger::Ledger;
 use crate::sysfs::SysView;
 use benchrig_wire::messages::{AgentError, ErrorCode};
 use benchrig_wire::scratch::ScratchDevice;
@@ -19,6 +20,8 @@ pub struct HostState {
     pub mounted: Vec<Mounted>,
     /// NFS exports of directories in `mounted`, undone before their mount.
     pub exports: Vec<Export>,
+    /// The host's record of the filesystems benchrig made on it.
+    pub ledger: Ledger,
 }
 
 #[derive(Clone, Debug)]
@@ -39,7 +42,14 @@ pub struct Mounted {
 
 impl HostState {
     pub fn new(view: SysView) -> Self {
-        HostState { view, work_dir: PathBuf::new(), scratch: Vec::new(), mounted: Vec::new(), exports: Vec::new() }
+        HostState {
+            view,
+            work_dir: PathBuf::new(),
+            scratch: Vec::new(),
+            mounted: Vec::new(),
+            exports: Vec::new(),
+            ledger: Ledger::for_this_user(),
+        }
     }
 
     /// The inventory entry for a scratch name: the only way to a device.

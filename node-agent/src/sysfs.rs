@@ -101,6 +101,40 @@ impl SysView {
         self.read(&dev.join("wwid")).or_else(|| self.read(&self.class_block(name).join("wwid")))
     }
 
+    /// What stays the same for this device while kernel names move
+    /// (sdb today, sdc after a reboot): WWN, else model and serial, else
+    /// for a loop device its backing file (path, filesystem and inode), else
+    /// its place on the bus (the sysfs device path). A partition is its
+    /// disk's identity and its number. Used to key the format ledger, so a
+    /// wrong identity can only make the ledger refuse, never accept.
+    pub fn stable_identity(&self, name: &str) -> String {
+        if self.is_partition(name) {
+            if let Some(disk) = self.parent_disk(name) {
+                let n = self.read(&self.class_block(name).join("partition")).unwrap_or_default();
+                return format!("{}#part{n}", self.stable_identity(&disk));
+            }
+        }
+        if let Some(w) = self.wwn(name) {
+            return format!("wwn:{w}");
+        }
+        if let Some(s) = self.serial(name) {
+            let model = self.read(&self.class_block(name).join("device/model")).unwrap_or_default();
+            return format!("serial:{model}:{s}");
+        }
+        if let Some(file) = self.read(&self.class_block(name).join("loop/backing_file")) {
+            use std::os::unix::fs::MetadataExt;
+            // The inode tells a file from a copy of it put at the same path.
+            return match fs::metadata(&file) {
+                Ok(m) => format!("loop:{file}@{}:{}", m.dev(), m.ino()),
+                Err(_) => format!("loop:{file}"),
+            };
+        }
+        match fs::canonicalize(self.class_block(name)) {
+            Ok(p) => format!("sysfs:{}", p.strip_prefix(&self.sys).unwrap_or(&p).display()),
+            Err(_) => format!("name:{name}"),
+        }
+    }
+
     /// Loop devices (kernel names) whose backing file is `file`.
     pub fn loops_backed_by(&self, file: &Path) -> Vec<String> {
         let mut loops: Vec<String> = fs::read_dir(self.sys.join("class/block"))

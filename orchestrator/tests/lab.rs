@@ -171,6 +171,74 @@ fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
     );
 }
 
+/// The quickstart's cells on `host` with one 1 GiB scratch device and no `wipe`:
+/// the run's status and each cell's (status, reason).
+fn quickstart_on(b: &Bench, host: &str, address: &str, dev: &LoopDisk, name: &str) -> (i32, Vec<(String, String)>) {
+    let inv = if host == "localhost" {
+        format!("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      scratch_devices:\n        - {{ path: {}, name: d0 }}\n", dev.dev)
+    } else {
+        inventory_for(host, address, &format!("        - {{ path: {}, name: d0 }}\n", dev.dev))
+    };
+    let inv = b.write(&format!("{name}.yml"), &inv);
+    let pb = repo().join("playbooks/quickstart.yml");
+    let args = ["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "-e", "size=32M", "-e", "reps=2"];
+    let out = b.run(&[&args[..], &["--name", name]].concat());
+    let s = b.store();
+    let cells = s.cells(s.resolve_run(name).unwrap().id).unwrap();
+    (out.status.code().unwrap(), cells.into_iter().map(|c| (c.status, c.reason.unwrap_or_default())).collect())
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn without_wipe_benchrig_formats_over_its_own_filesystem_and_nothing_else() {
+    let b = Bench::new();
+    lab_inventory();
+    let disk = LoopDisk::new(1024);
+    // A blank device, no `wipe`: every cell formats over the one before it.
+    let (code, cells) = quickstart_on(&b, "fast2", "10.77.0.13", &disk, "own");
+    assert_eq!(cells.len(), 6);
+    assert!(cells.iter().all(|(s, _)| s == "ok"), "{cells:?}");
+    assert_eq!(code, 0);
+
+    // The same bytes on another device (an image benchrig formatted
+    // elsewhere, copied here): not benchrig's on this device.
+    let copy = disk.copy();
+    let before = copy.digest();
+    let (code, cells) = quickstart_on(&b, "fast1", "10.77.0.12", &copy, "copied");
+    assert_eq!(code, 2);
+    for (status, why) in &cells {
+        assert_eq!(status, "failed");
+        assert!(
+            why.contains("refused by rule `signature`") && why.contains("that benchrig did not make on this device"),
+            "{why}"
+        );
+        assert!(why.contains("wipe: true"), "the refusal says how to proceed: {why}");
+    }
+    assert_eq!(copy.digest(), before, "a refused device was written to");
+
+    // Made again by hand since: refused, and the refusal says so.
+    sh(&format!("mkfs.ext4 -q -F {}", disk.dev));
+    let before = disk.digest();
+    let (code, cells) = quickstart_on(&b, "fast2", "10.77.0.13", &disk, "remade");
+    assert_eq!(code, 2);
+    for (status, why) in &cells {
+        assert_eq!(status, "failed");
+        assert!(why.contains("refused by rule `signature`") && why.contains("made again since"), "{why}");
+    }
+    assert_eq!(disk.digest(), before, "a refused device was written to");
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/build-agents.sh)"]
+fn without_wipe_the_quickstart_on_this_machine_completes_on_a_blank_device() {
+    let b = Bench::new();
+    let disk = LoopDisk::new(1024);
+    let (code, cells) = quickstart_on(&b, "localhost", "", &disk, "local");
+    assert_eq!(cells.len(), 6);
+    assert!(cells.iter().all(|(s, _)| s == "ok"), "{cells:?}");
+    assert_eq!(code, 0);
+}
+
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_device_missing_from_scratch_devices_is_an_error_before_any_host_is_touched() {

@@ -4,10 +4,12 @@
 //! kernel? safety rules?) runs before the one step that writes (mkfs).
 
 use super::{expand_home, failed, unsupported};
+use crate::ledger::{self, Made};
 use crate::outbox::StepCtx;
 use crate::safety::{self, DeviceProbe};
+use crate::signature::{self, Signature};
 use crate::state::{detach_loop, HostState, Mounted};
-use crate::{cmd, facts, signature, tools};
+use crate::{cmd, facts, tools};
 use benchrig_wire::messages::{AgentError, ErrorCode, LogLevel};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::{FilesystemArgs, FsProfile, StepOutput};
@@ -79,6 +81,7 @@ fn format_and_mount(
         return Err(unsupported(format!("{} refused: {}", mkfs_argv[0], out.reason())));
     }
     let mkfs_s = t0.elapsed().as_secs_f64();
+    record_made(st, &dev.name, &real_path, ctx);
 
     let mountpoint = st.mountpoint_for(&entry.name);
     std::fs::create_dir_all(&mountpoint).map_err(|e| failed(format!("mkdir {}: {e}", mountpoint.display())))?;
@@ -146,10 +149,12 @@ pub(crate) fn checked_device(
     let mut rules_entry = entry.clone();
     // An image benchrig created is its own: its old filesystem is ours to overwrite.
     rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
-    safety::check(&st.view, &rules_entry, &dev, &RealDevice(&real_path)).map_err(|r| AgentError {
-        code: ErrorCode::Refused,
-        rule: Some(r.rule.to_string()),
-        message: format!("{} ({}): {}", entry.name, entry.path, r.message),
+    safety::check(&st.view, &rules_entry, &dev, &RealDevice::new(st, &dev.name, &real_path)).map_err(|r| {
+        AgentError {
+            code: ErrorCode::Refused,
+            rule: Some(r.rule.to_string()),
+            message: format!("{} ({}): {}", entry.name, entry.path, r.message),
+        }
     })?;
     Ok((dev, real_path))
 }
@@ -263,7 +268,7 @@ pub(crate) fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<Path
             .into_iter()
             .next()
             .map(|m| format!("mounted at {}", m.target));
-        if let Some(why) = busy.or_else(|| RealDevice(&dev).exclusive().err()) {
+        if let Some(why) = busy.or_else(|| exclusive_open(&dev).err()) {
             return Err(AgentError {
                 code: ErrorCode::Refused,
                 rule: Some("in_use".into()),
@@ -279,46 +284,99 @@ pub(crate) fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<Path
     Ok(PathBuf::from(out.stdout.trim()))
 }
 
+/// Note in the host's ledger the filesystem mkfs just made on a device
+/// (kernel name `dev`), so a later cell may format over it without `wipe`.
+/// Failing to is no error: the next format is then refused, and says why.
+pub(crate) fn record_made(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx) {
+    let probe = RealDevice::new(st, dev, path);
+    let found = probe.signatures().unwrap_or_default();
+    // Our table's name for it where it knows the filesystem, else blkid's.
+    let Some(fs) = found.iter().find(|s| s.uuid.is_some()) else {
+        ctx.log(
+            LogLevel::Warn,
+            format!(
+                "cannot read the UUID of the filesystem made on {}: formatting over it will need `wipe: true`",
+                path.display()
+            ),
+        );
+        return;
+    };
+    let made = Made {
+        fstype: fs.name.clone(),
+        uuid: fs.uuid.clone().unwrap_or_default(),
+        made_at: ledger::now(),
+        path: path.to_string_lossy().into_owned(),
+    };
+    if let Err(e) = st.ledger.record(&probe.identity, made) {
+        ctx.log(
+            LogLevel::Warn,
+            format!(
+                "cannot record the new filesystem in {}: {e}; formatting over it will need `wipe: true`",
+                st.ledger.path().display()
+            ),
+        );
+    }
+}
+
 /// The real device behind the safety rules' probes.
-struct RealDevice<'a>(&'a Path);
+struct RealDevice<'a> {
+    path: &'a Path,
+    /// Its stable identity, the ledger's key.
+    identity: String,
+    ledger: &'a ledger::Ledger,
+}
+
+impl<'a> RealDevice<'a> {
+    fn new(st: &'a HostState, dev: &str, path: &'a Path) -> Self {
+        RealDevice { path, identity: st.view.stable_identity(dev), ledger: &st.ledger }
+    }
+}
 
 impl safety::DeviceProbe for RealDevice<'_> {
-    /// Our own magic table first, then blkid's (which knows more) where the host has it.
-    fn signature(&self) -> Result<Option<String>, String> {
-        let mut f = File::open(self.0).map_err(|e| e.to_string())?;
+    /// Our own magic table, then blkid's view (which knows more) where the host has it.
+    fn signatures(&self) -> Result<Vec<Signature>, String> {
+        let mut f = File::open(self.path).map_err(|e| e.to_string())?;
         let size = f.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
-        if let Some(sig) = signature::probe(&mut f, size).map_err(|e| e.to_string())? {
-            return Ok(Some(sig.to_string()));
-        }
+        let mut found = signature::probe(&mut f, size).map_err(|e| e.to_string())?;
         if cmd::which("blkid").is_none() {
-            return Ok(None);
+            return Ok(found);
         }
-        let out = cmd::run(&["blkid", "-p", "-o", "export", &self.0.to_string_lossy()])?;
+        let out = cmd::run(&["blkid", "-p", "-o", "export", &self.path.to_string_lossy()])?;
+        let field = |key: &str| out.stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::to_string);
         match out.status {
             // 2: nothing found. 0: found. Anything else (8: ambivalent, 4: error) is not "blank".
-            2 => Ok(None),
-            0 => {
-                let kind = out
-                    .stdout
-                    .lines()
-                    .find_map(|l| l.strip_prefix("TYPE=").or_else(|| l.strip_prefix("PTTYPE=")))
-                    .unwrap_or("unknown");
-                Ok(Some(format!("{kind} (blkid)")))
-            }
-            8 => Ok(Some("more than one (blkid: ambivalent result)".into())),
-            n => Err(format!("blkid -p exited {n}: {}", out.reason())),
+            2 => {}
+            0 => found.push(Signature {
+                name: format!(
+                    "{} (blkid)",
+                    field("TYPE=").or_else(|| field("PTTYPE=")).as_deref().unwrap_or("unknown")
+                ),
+                uuid: field("UUID="),
+            }),
+            8 => found.push(Signature { name: "more than one (blkid: ambivalent result)".into(), uuid: None }),
+            n => return Err(format!("blkid -p exited {n}: {}", out.reason())),
         }
+        Ok(found)
     }
 
     fn exclusive(&self) -> Result<(), String> {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
-            .open(self.0)
-            .map(drop)
-            .map_err(|e| e.to_string())
+        exclusive_open(self.path)
     }
+
+    fn made_here(&self) -> Option<Made> {
+        self.ledger.lookup(&self.identity)
+    }
+}
+
+/// Open a device exclusively and close it again: fails while anything claims it.
+fn exclusive_open(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
+        .open(path)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// The filesystem's own description of itself, recorded with the cell.

@@ -5,7 +5,7 @@
 //! Speed of add/remove, as in the Reiser5 benchmark this reproduces: data on
 //! the volume / time of the operation, a full sync included.
 
-use super::filesystem::{attach_image, checked_device, fs_dump, kernel_supports};
+use super::filesystem::{attach_image, checked_device, fs_dump, kernel_supports, record_made};
 use super::{expand_home, failed, unsupported};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -107,6 +107,9 @@ pub fn make(args: &VolumeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
         detach_all(&members);
         return Err(unsupported(format!("mkfs.btrfs refused: {}", out.reason())));
     }
+    for m in &members {
+        record_made(st, &m.kernel_name, &m.path, ctx);
+    }
     let mountpoint = st.mountpoint_for(&members[0].name);
     std::fs::create_dir_all(&mountpoint).map_err(|e| failed(format!("mkdir {}: {e}", mountpoint.display())))?;
     // No udev here necessarily: name every member so the kernel assembles the volume.
@@ -200,6 +203,8 @@ pub fn add(args: &VolumeChangeArgs, st: &mut HostState, ctx: &StepCtx) -> Result
         vec!["btrfs".into(), "balance".into(), "start".into(), "--full-balance".into(), mp.clone()],
     ];
     let result = timed_change(st, &devices, &mountpoint, &argvs);
+    // Added, it carries the volume's UUID: benchrig's to format over later.
+    record_made(st, &m.kernel_name, &m.path, ctx);
     // Whatever happened, the device may now be part of the volume: release it with it.
     let vol = &mut st.mounted[vi];
     vol.devices = devices;

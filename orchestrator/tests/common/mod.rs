@@ -124,6 +124,15 @@ impl LoopDisk {
         LoopDisk { dev, _img: img }
     }
 
+    /// A loop device over a copy of this one's image: the same bytes on
+    /// another device, as a disk image copied from another host would be.
+    pub fn copy(&self) -> Self {
+        let img = tempfile::Builder::new().prefix("brtest").suffix(".img").tempfile_in("/var/tmp").unwrap();
+        sh(&format!("sync && cp --sparse=always {} {}", self._img.path().display(), img.path().display()));
+        let dev = sh(&format!("losetup --find --show {}", img.path().display()));
+        LoopDisk { dev, _img: img }
+    }
+
     /// sha256 of the whole device: proof that nothing wrote to it.
     pub fn digest(&self) -> String {
         sh(&format!("sha256sum {} | cut -d' ' -f1", self.dev))
