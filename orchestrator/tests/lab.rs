@@ -639,6 +639,26 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
 
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
+fn a_failed_cell_on_this_machine_exits_2() {
+    let b = Bench::new();
+    // One cell of two fails: the run goes on, and its exit code says so.
+    let pb = b.write(
+        "fails.yml",
+        "- name: fails\n  hosts: all\n  matrix:\n    status: [0, 1]\n  benchmark:\n    - name: exit\n      \
+         exec:\n        command: \"exit {{ status }}\"\n",
+    );
+    let out = b.run(&["run", pb.to_str().unwrap(), "--name", "fails"]);
+    assert_eq!(out.status.code(), Some(2), "a failed cell makes exit code 2");
+    let s = b.store();
+    let run = s.resolve_run("fails").unwrap();
+    assert_eq!(run.status, "failed");
+    let mut statuses: Vec<String> = s.cells(run.id).unwrap().into_iter().map(|c| c.status).collect();
+    statuses.sort();
+    assert_eq!(statuses, ["failed", "ok"]);
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
 fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_recorded() {
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
