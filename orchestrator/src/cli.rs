@@ -4,7 +4,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "benchrig", version, about = "Storage and filesystem experiments across a lab of Linux hosts")]
+#[command(
+    name = "benchrig",
+    version,
+    about = "Storage and filesystem experiments across a lab of Linux hosts",
+    after_help = crate::exit_code::HELP
+)]
 pub struct Cli {
     /// More log output (-v info from every host, -vv debug, -vvv trace). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

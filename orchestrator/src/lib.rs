@@ -1,9 +1,27 @@
+/// `print!` / `println!` that return the write's `io::Result` instead of
+/// panicking, for `?`: a closed stdout then reaches main's one error path,
+/// which ends quietly with `exit_code::BROKEN_PIPE`. (Defined before the
+/// modules so that every one of them sees them.)
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($t)*)
+    }};
+}
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($t)*)
+    }};
+}
+
 pub mod agent_client;
 pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod deploy;
 pub mod executor;
+pub mod exit_code;
 pub mod extra_vars;
 pub mod host;
 pub mod inventory;

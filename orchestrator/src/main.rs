@@ -1,18 +1,35 @@
 use benchrig::cli::{Cli, Command};
 use benchrig::commands;
+use benchrig::exit_code;
 use benchrig::reporter::Reporter;
-use benchrig::run::{self, exit, RunOptions};
+use benchrig::run::{self, RunOptions};
 use clap::Parser;
+use std::io::Write;
 
 fn main() {
-    quiet_on_closed_stdout();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's own `exit()` would end a usage error with 2, which is ours
+        // for a failed cell; print exactly what it prints, exit as we say.
+        Err(e) => std::process::exit(match e.print() {
+            Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => exit_code::BROKEN_PIPE,
+            // --help and --version go to stdout and are no error.
+            _ if !e.use_stderr() => exit_code::OK,
+            _ => exit_code::USAGE,
+        }),
+    };
     init_logging(cli.verbose, cli.quiet);
     let reporter = Reporter { quiet: cli.quiet };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let code = rt.block_on(dispatch(cli.command, reporter)).unwrap_or_else(|e| {
-        eprintln!("error: {e:#}");
-        exit::USAGE
+        let code = exit_code::for_error(&e);
+        // `benchrig runs | head`: whoever closed stdout wants no message.
+        // (SIGPIPE stays ignored, as Rust leaves it: a dead ssh channel
+        // must be an error we handle, not a signal that kills the run.)
+        if code != exit_code::BROKEN_PIPE {
+            eprintln!("error: {e:#}");
+        }
+        code
     });
     std::process::exit(code);
 }
@@ -36,8 +53,9 @@ async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
                 reporter,
             })
             .await?;
-            print!("{}", result.table);
-            println!("run {}: {}", result.run, result.status);
+            let mut out = std::io::stdout().lock();
+            write!(out, "{}", result.table)?;
+            writeln!(out, "run {}: {}", result.run, result.status)?;
             Ok(result.exit_code)
         }
         Command::Plan(a) => commands::plan::run(a),
@@ -81,24 +99,4 @@ fn init_logging(verbose: u8, quiet: bool) {
     } else {
         tracing_subscriber::registry().with(fmt.with_writer(std::io::stderr).with_filter(filter)).init();
     }
-}
-
-/// `benchrig inventory --list | head` closes our stdout early: end quietly
-/// with the shell's "killed by SIGPIPE" status, as `cat` would, instead of
-/// a panic message. (SIGPIPE itself stays ignored: a dead ssh channel must
-/// be an error we handle, not a signal that kills the run.)
-fn quiet_on_closed_stdout() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
-            std::process::exit(141);
-        }
-        default(info);
-    }));
 }

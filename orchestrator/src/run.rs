@@ -4,6 +4,7 @@
 
 use crate::deploy::AgentBuilds;
 use crate::executor::{CellOutcome, CellRunner};
+use crate::exit_code;
 use crate::host::{HostError, HostSession};
 use crate::inventory::{Inventory, Vars};
 use crate::planner::{self, Cell, HostInput};
@@ -20,25 +21,20 @@ use std::sync::Arc;
 use tokio::sync::{watch, Mutex, Semaphore};
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
-pub mod exit {
-    pub const OK: i32 = 0;
-    pub const USAGE: i32 = 1;
-    pub const CELL_FAILED: i32 = 2;
-    pub const UNREACHABLE: i32 = 4;
-    pub const INTERRUPTED: i32 = 130;
-
-    /// The run's status word and exit code; the more serious wins.
-    pub fn outcome(interrupted: bool, unreachable: bool, failed: bool) -> (&'static str, i32) {
-        if interrupted {
-            ("interrupted", INTERRUPTED)
-        } else if unreachable {
-            ("unreachable", UNREACHABLE)
-        } else if failed {
-            ("failed", CELL_FAILED)
-        } else {
-            ("ok", OK)
-        }
-    }
+/// The run's status word (as stored) and exit code; the most serious wins.
+pub fn outcome(interrupted: bool, unreachable: bool, failed: bool) -> (&'static str, i32) {
+    let code = exit_code::most_serious([
+        if interrupted { exit_code::INTERRUPTED } else { exit_code::OK },
+        if unreachable { exit_code::UNREACHABLE } else { exit_code::OK },
+        if failed { exit_code::CELL_FAILED } else { exit_code::OK },
+    ]);
+    let status = match code {
+        exit_code::INTERRUPTED => "interrupted",
+        exit_code::UNREACHABLE => "unreachable",
+        exit_code::CELL_FAILED => "failed",
+        _ => "ok",
+    };
+    (status, code)
 }
 
 pub struct RunOptions {
@@ -231,7 +227,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
             let _ = cancel_tx.send(true);
             if tokio::signal::ctrl_c().await.is_ok() {
                 // The agents release their mounts when their channel closes.
-                std::process::exit(exit::INTERRUPTED);
+                std::process::exit(exit_code::INTERRUPTED);
             }
         }
     });
@@ -273,9 +269,9 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         failed |= slot.failed || slot.down.is_some();
     }
     failed |= store.cells(run)?.iter().any(|c| c.status == "failed");
-    let (status, exit_code) = exit::outcome(interrupted, unreachable, failed);
+    let (status, code) = outcome(interrupted, unreachable, failed);
     store.finish_run(run, status)?;
-    Ok(RunResult { run, status, exit_code, table: crate::summary::render(&store, run)? })
+    Ok(RunResult { run, status, exit_code: code, table: crate::summary::render(&store, run)? })
 }
 
 async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: impl Iterator<Item = F>) {

@@ -313,6 +313,7 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
 /// Ctrl-C the group as a terminal would (agents started locally get it too).
 fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) {
     let args: Vec<&str> = args.iter().copied().chain(["--name", "int"]).collect();
+    let agents_before = agents();
     let child = b.spawn(&args, envs);
     b.wait_for_cell("int", "a cell to start running", |c| c.status == "running");
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -326,9 +327,16 @@ fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) 
     let cells = s.cells(run.id).unwrap();
     assert!(cells.iter().all(|c| c.status != "running" && c.status != "pending"), "{cells:?}");
     assert!(cells.iter().any(|c| c.status == "skipped" && c.reason.as_deref() == Some("interrupted")), "{cells:?}");
-    // No agent process anywhere on the machine (the lab shares one PID space).
+    // No agent process of this run anywhere on the machine (the lab shares
+    // one PID space); agents already running belong to someone else.
     std::thread::sleep(std::time::Duration::from_secs(1));
-    assert_eq!(sh("pgrep -c -f 'benchrig-agent-[0-9a-f]{64} serve' || true"), "0", "an agent was left running");
+    let left: Vec<String> = agents().into_iter().filter(|a| !agents_before.contains(a)).collect();
+    assert!(left.is_empty(), "an agent was left running: {left:?}");
+}
+
+/// Every benchrig agent on the machine, as `pgrep -a` lists it (pid and command line).
+fn agents() -> Vec<String> {
+    sh("pgrep -a -f 'benchrig-agent-[0-9a-f]{64} serve' || true").lines().map(str::to_string).collect()
 }
 
 #[test]
@@ -703,6 +711,59 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
     let out = b.run(&["compare", "base", "base", "--fail-on-regression"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("0 regressed, 0 improved, 2 unchanged"), "{}", stdout(&out));
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn a_failed_cell_on_this_machine_exits_2() {
+    let b = Bench::new();
+    // One cell of two fails: the run goes on, and its exit code says so.
+    let pb = b.write(
+        "fails.yml",
+        "- name: fails\n  hosts: all\n  matrix:\n    status: [0, 1]\n  benchmark:\n    - name: exit\n      \
+         exec:\n        command: \"exit {{ status }}\"\n",
+    );
+    let out = b.run(&["run", pb.to_str().unwrap(), "--name", "fails"]);
+    assert_eq!(out.status.code(), Some(2), "a failed cell makes exit code 2");
+    let s = b.store();
+    let run = s.resolve_run("fails").unwrap();
+    assert_eq!(run.status, "failed");
+    let mut statuses: Vec<String> = s.cells(run.id).unwrap().into_iter().map(|c| c.status).collect();
+    statuses.sort();
+    assert_eq!(statuses, ["failed", "ok"]);
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn a_test_that_panics_stops_the_run_it_started() {
+    let b = Bench::new();
+    let home = b.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // The test's directory in every process of the run (the agent lives
+    // under $HOME, the step's shell names it), to find any left behind.
+    let marker = b.dir.path().display().to_string();
+    let pb = b.write(
+        "slow.yml",
+        &format!("- name: slow\n  hosts: all\n  benchmark:\n    - name: wait\n      exec:\n        command: \"sleep 600; : {marker}\"\n"),
+    );
+    let pid = std::cell::Cell::new(0);
+    let started = std::time::Instant::now();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let child = b.spawn(&["run", pb.to_str().unwrap(), "--name", "slow"], &[("HOME", &home)]);
+        pid.set(child.id());
+        b.wait_for_cell("slow", "the step to start", |c| c.status == "running");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        panic!("the test fails while its run is going");
+    }));
+    assert!(failed.is_err());
+    assert!(started.elapsed() < TEARDOWN_GRACE, "the run was killed, not interrupted");
+    assert!(!std::path::Path::new(&format!("/proc/{}", pid.get())).exists(), "benchrig is still there");
+    // Interrupted, so it tore down and stored what happened.
+    assert_eq!(b.store().resolve_run("slow").unwrap().status, "interrupted");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // pgrep itself, not through sh, whose command line would match.
+    let left = std::process::Command::new("pgrep").args(["-a", "-f", &marker]).output().unwrap();
+    assert_eq!(stdout(&left), "", "a process of the run was left behind");
 }
 
 #[test]

@@ -19,11 +19,12 @@ pub async fn run(args: HostsArgs, reporter: Reporter) -> anyhow::Result<i32> {
             }
         };
         let done = s.cleanup().await;
-        match &done {
-            Ok(what) => println!("{h}: cleaned up {what}"),
-            Err(e) => println!("{h}: cleanup failed: {e}"),
-        }
         let closed = s.close().await;
+        // Printed after the close, so that a closed stdout leaves no session open.
+        match &done {
+            Ok(what) => outln!("{h}: cleaned up {what}")?,
+            Err(e) => outln!("{h}: cleanup failed: {e}")?,
+        }
         results.push((h, done.and(closed).map(|_| ())));
     }
     Ok(exit_code_for(&results))

@@ -1,8 +1,9 @@
 //! `benchrig compare BASE NEW`: the verdict per metric, as a table or as
-//! markdown for a CI summary; exit 3 on a regression when asked.
+//! markdown for a CI summary; `exit_code::REGRESSED` on a regression when asked.
 
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, Options, Row, RunData, Verdict};
+use crate::exit_code;
 use crate::store::Store;
 use crate::summary::{fmt_num, table};
 
@@ -11,9 +12,6 @@ pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
     let r = store.resolve_run(spec)?;
     Ok((r.id, RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? }))
 }
-
-/// The exit code of `--fail-on-regression` when a metric regressed.
-pub const REGRESSED: i32 = 3;
 
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
@@ -34,13 +32,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
     match args.format {
         CompareFormat::Table => {
-            print!("{}", table(&HEADER, &cells));
-            println!("{summary}");
+            out!("{}", table(&HEADER, &cells))?;
+            outln!("{summary}")?;
         }
-        CompareFormat::Md => print!("{}", markdown(&cells, &summary)),
+        CompareFormat::Md => out!("{}", markdown(&cells, &summary))?,
     }
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
-    Ok(if args.fail_on_regression && regressed { REGRESSED } else { 0 })
+    Ok(if args.fail_on_regression && regressed { exit_code::REGRESSED } else { exit_code::OK })
 }
 
 const HEADER: [&str; 11] =

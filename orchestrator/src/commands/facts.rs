@@ -21,7 +21,7 @@ pub async fn run(args: FactsArgs, reporter: Reporter) -> anyhow::Result<i32> {
                 if args.json {
                     json.insert(h.clone(), serde_json::to_value(&s.facts)?);
                 } else {
-                    print!("{}", human(&h, &s.describe(), &s.facts));
+                    out!("{}", human(&h, &s.describe(), &s.facts))?;
                 }
                 let facts = s.facts.clone();
                 closed.push((h, s.close().await.map(|_| facts)));
@@ -30,7 +30,7 @@ pub async fn run(args: FactsArgs, reporter: Reporter) -> anyhow::Result<i32> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     }
     Ok(exit_code_for(&closed))
 }

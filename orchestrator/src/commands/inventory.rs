@@ -2,6 +2,7 @@
 //! `ansible-inventory` (and `ansible P --list-hosts`) print them.
 
 use crate::cli::InventoryArgs;
+use crate::exit_code;
 use crate::inventory::Inventory;
 use crate::selection;
 use serde_json::{json, Map, Value as Json};
@@ -13,23 +14,23 @@ pub fn run(args: InventoryArgs) -> anyhow::Result<i32> {
         if !inv.hosts.contains_key(h) {
             anyhow::bail!("host `{h}` is not in the inventory");
         }
-        println!("{}", serde_json::to_string_pretty(&Json::Object(shown(inv.host_vars_plain(h))))?);
+        outln!("{}", serde_json::to_string_pretty(&Json::Object(shown(inv.host_vars_plain(h))))?)?;
     } else if args.graph {
         if !inv.groups.contains_key(&args.group) {
             anyhow::bail!("`{}` is not a group: --graph starts at a group", args.group);
         }
-        print!("{}", graph(&inv, &args.group, 0));
+        out!("{}", graph(&inv, &args.group, 0))?;
     } else if let Some(p) = &args.list_hosts {
         let hosts = selection::select(&inv, p, limit)?;
-        println!("  hosts ({}):", hosts.len());
+        outln!("  hosts ({}):", hosts.len())?;
         for h in hosts {
-            println!("    {h}");
+            outln!("    {h}")?;
         }
     } else {
         let hosts = selection::select(&inv, "all", limit)?;
-        println!("{}", serde_json::to_string_pretty(&list(&inv, &hosts))?);
+        outln!("{}", serde_json::to_string_pretty(&list(&inv, &hosts))?)?;
     }
-    Ok(0)
+    Ok(exit_code::OK)
 }
 
 /// `--list` over the hosts a limit left: groups keep only those hosts, a group

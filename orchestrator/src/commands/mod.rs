@@ -46,8 +46,8 @@ pub async fn open_sessions(
     out
 }
 
-/// 4 when any host was unreachable, 2 when any failed otherwise.
+/// UNREACHABLE when any host was unreachable, CELL_FAILED when any failed otherwise.
 pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
     let unreachable = results.iter().any(|(_, r)| matches!(r, Err(HostError::Unreachable(_))));
-    crate::run::exit::outcome(false, unreachable, results.iter().any(|(_, r)| r.is_err())).1
+    crate::run::outcome(false, unreachable, results.iter().any(|(_, r)| r.is_err())).1
 }

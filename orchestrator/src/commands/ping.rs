@@ -76,10 +76,10 @@ pub async fn run(args: PingArgs, reporter: Reporter) -> anyhow::Result<i32> {
             },
         ));
     }
-    print!(
+    out!(
         "{}",
         table(&["HOST", "ARCH", "STARTUP_S", "PING_P50_MS", "PING_P95_MS", "NOOP_P50_MS", "NOOP_P95_MS"], &rows)
-    );
-    println!("all hosts connected, deployed and facts gathered in {:.2} s", all_up.as_secs_f64());
+    )?;
+    outln!("all hosts connected, deployed and facts gathered in {:.2} s", all_up.as_secs_f64())?;
     Ok(exit_code_for(&results))
 }

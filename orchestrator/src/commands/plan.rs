@@ -2,6 +2,7 @@
 //! Facts come from the database when a host was seen before.
 
 use crate::cli::{PlanArgs, PlaybookArgs};
+use crate::exit_code;
 use crate::extra_vars;
 use crate::planner::{self, HostInput};
 use crate::playbook::TagFilter;
@@ -18,22 +19,22 @@ pub fn listing(pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
     if !(pa.syntax_check || pa.list_hosts || pa.list_tasks) {
         return None;
     }
-    Some(checked(pa).map(|(checked, _)| {
+    Some(checked(pa).and_then(|(checked, _)| {
         if pa.syntax_check {
-            println!("playbook: {} ({} plays): OK", pa.playbook.display(), checked.playbook.plays.len());
-            return 0;
+            outln!("playbook: {} ({} plays): OK", pa.playbook.display(), checked.playbook.plays.len())?;
+            return Ok(exit_code::OK);
         }
         for (i, play) in checked.playbook.plays.iter().enumerate() {
             let hosts = checked.hosts_of_play(i);
-            println!("play #{} ({}): {}  TAGS: [{}]", i + 1, play.hosts, play.name, play.tags.join(","));
+            outln!("play #{} ({}): {}  TAGS: [{}]", i + 1, play.hosts, play.name, play.tags.join(","))?;
             if pa.list_hosts {
-                println!("  hosts ({}):", hosts.len());
+                outln!("  hosts ({}):", hosts.len())?;
                 for h in &hosts {
-                    println!("    {h}");
+                    outln!("    {h}")?;
                 }
             }
             if pa.list_tasks {
-                println!("  steps:");
+                outln!("  steps:")?;
                 for (phase, steps) in [
                     ("setup", &play.setup),
                     ("before_each", &play.before_each),
@@ -42,12 +43,12 @@ pub fn listing(pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
                 ] {
                     for s in steps {
                         let tags: Vec<&str> = play.tags.iter().chain(&s.tags).map(String::as_str).collect();
-                        println!("    {phase}: {}  TAGS: [{}]", s.display_name(), tags.join(","));
+                        outln!("    {phase}: {}  TAGS: [{}]", s.display_name(), tags.join(","))?;
                     }
                 }
             }
         }
-        0
+        Ok(exit_code::OK)
     }))
 }
 
@@ -131,7 +132,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    print!("{}", table(&["HOST", "PLAY", "CELL", "REPEAT", "STEPS", "NOTE"], &rows));
-    println!("{total} cells on {} hosts", checked.hosts.len());
-    Ok(0)
+    out!("{}", table(&["HOST", "PLAY", "CELL", "REPEAT", "STEPS", "NOTE"], &rows))?;
+    outln!("{total} cells on {} hosts", checked.hosts.len())?;
+    Ok(exit_code::OK)
 }

@@ -1,6 +1,7 @@
 //! `benchrig runs`, `show RUN`, `report RUN`, `export RUN`, `import FILE`.
 
 use crate::cli::{DbArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs};
+use crate::exit_code;
 use crate::store::Store;
 use crate::summary::table;
 
@@ -22,23 +23,23 @@ pub fn list(args: DbArgs) -> anyhow::Result<i32> {
             ]
         })
         .collect();
-    print!("{}", table(&["ID", "NAME", "PLAYBOOK", "STARTED", "HOSTS", "CELLS", "STATUS"], &rows));
-    Ok(0)
+    out!("{}", table(&["ID", "NAME", "PLAYBOOK", "STARTED", "HOSTS", "CELLS", "STATUS"], &rows))?;
+    Ok(exit_code::OK)
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
     let r = store.resolve_run(&args.run)?;
-    println!(
+    outln!(
         "run {} · {} · {} · started {}{}",
         r.id,
         r.playbook,
         r.status,
         r.started,
         r.finished.map(|f| format!(", finished {f}")).unwrap_or_default()
-    );
-    print!("{}", crate::summary::render(&store, r.id)?);
-    Ok(0)
+    )?;
+    out!("{}", crate::summary::render(&store, r.id)?)?;
+    Ok(exit_code::OK)
 }
 
 pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
@@ -70,9 +71,9 @@ fn write_out(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<i32
         Some(path) => {
             std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
         }
-        None => print!("{text}"),
+        None => out!("{text}")?,
     }
-    Ok(0)
+    Ok(exit_code::OK)
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<i32> {
@@ -92,7 +93,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<i32> {
         let doc: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
         let id = store.import_run(&doc).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-        println!("{}: imported as run {id}", f.display());
+        outln!("{}: imported as run {id}", f.display())?;
     }
-    Ok(0)
+    Ok(exit_code::OK)
 }

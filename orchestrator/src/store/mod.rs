@@ -34,6 +34,27 @@ pub enum StoreError {
     Postgres(String),
 }
 
+/// How long a statement waits for another process's lock on a SQLite file.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Switch to WAL (a no-op once the file is WAL). It takes an exclusive lock,
+/// and when two connections opening one fresh file both hold the read lock
+/// and want it, SQLite breaks that deadlock by failing one at once, busy
+/// timeout or not: wait and retry then, as the busy handler would.
+fn set_wal(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r => return r,
+        }
+    }
+}
+
 pub fn now() -> String {
     time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
@@ -133,8 +154,10 @@ impl Store {
             return Ok(Store { conn: Arc::new(Mutex::new(db)) });
         }
         let conn = Connection::open(path).map_err(|source| StoreError::Open { path: shown.clone(), source })?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Before anything that locks: switching a fresh file to WAL and
+        // migrating both wait for a writer in another process rather than fail.
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         schema::migrate(&conn, &shown)?;

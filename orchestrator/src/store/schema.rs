@@ -3,7 +3,7 @@
 
 use super::sql::{Db, Val};
 use super::StoreError;
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 const MIGRATIONS: &[&str] = &[
     // 1: runs, hosts with their facts, cells, samples with CPU and device I/O.
@@ -200,18 +200,32 @@ pub fn migrate_pg(db: &mut Db, url: &str) -> Result<(), StoreError> {
     result
 }
 
+/// Bring a SQLite file to the current schema. Several processes may open
+/// one fresh file at once (two runners sharing it, `benchrig runs` polled
+/// while a run starts): the version is read again under the write lock, so
+/// only the first applies a migration and the others find it done.
 pub fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
-    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
-    if current > known {
-        return Err(StoreError::TooNew { path: path.to_string(), found: current, known });
+    let version = |conn: &Connection| -> Result<i64, StoreError> {
+        let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if current > known {
+            return Err(StoreError::TooNew { path: path.to_string(), found: current, known });
+        }
+        Ok(current)
+    };
+    // Up to date (the common case): no write lock, so readers never wait on a run.
+    if version(conn)? == known {
+        return Ok(());
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-        let tx = conn.unchecked_transaction()?;
+    // IMMEDIATE takes the write lock at BEGIN (waiting out the busy
+    // timeout), so nobody can migrate between our read and our writes.
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let current = version(&tx)?;
+    for sql in MIGRATIONS.iter().skip(current as usize) {
         tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
     }
+    tx.pragma_update(None, "user_version", known)?;
+    tx.commit()?;
     Ok(())
 }
 

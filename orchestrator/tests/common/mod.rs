@@ -2,8 +2,10 @@
 //! simulated lab that `ci/lab.sh up` builds (see ci/test.sh).
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -50,10 +52,11 @@ impl Bench {
     }
 
     /// Start benchrig in the background, in its own process group (as a
-    /// terminal's foreground job would be), output captured.
-    pub fn spawn(&self, args: &[&str], envs: &[(&str, &Path)]) -> std::process::Child {
+    /// terminal's foreground job would be), output captured; stopped if the
+    /// test panics before waiting for it (see `Running`).
+    pub fn spawn(&self, args: &[&str], envs: &[(&str, &Path)]) -> Running {
         use std::os::unix::process::CommandExt;
-        Command::new(env!("CARGO_BIN_EXE_benchrig"))
+        let child = Command::new(env!("CARGO_BIN_EXE_benchrig"))
             .args(args)
             .env("BENCHRIG_DB", self.db())
             .envs(envs.iter().map(|(k, v)| (*k, *v)))
@@ -62,7 +65,8 @@ impl Bench {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("start benchrig")
+            .expect("start benchrig");
+        Running { child: Some(child) }
     }
 
     /// Poll the database until a cell of run `run` satisfies `pred`.
@@ -90,6 +94,73 @@ impl Bench {
     pub fn store(&self) -> benchrig::store::Store {
         benchrig::store::Store::open(&self.db()).unwrap()
     }
+}
+
+/// A benchrig started in the background by a test. A test that panics
+/// before `wait_with_output` must not leave its run going: it would hold
+/// the next test's devices and agents ("an agent was left running"). So
+/// dropping this stops the run as Ctrl-C would — SIGINT to its process
+/// group, so that it cancels its steps and tears down — then SIGKILL if it
+/// is not gone within `TEARDOWN_GRACE`, and reaps it.
+pub struct Running {
+    child: Option<Child>,
+}
+
+/// Long enough for a Ctrl-C'd run to cancel a step and release its mounts.
+pub const TEARDOWN_GRACE: Duration = Duration::from_secs(60);
+
+impl Running {
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().expect("not waited for yet").id()
+    }
+
+    /// As `Child::wait_with_output`; the run is the caller's to judge then.
+    pub fn wait_with_output(mut self) -> std::io::Result<Output> {
+        self.child.take().expect("not waited for yet").wait_with_output()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        // Keep reading its output, or a run blocked on a full pipe cannot
+        // tear down; shown for the failing test. Not joined: a process it
+        // started may hold the pipe after it is gone.
+        let drain = |r: Option<Box<dyn Read + Send>>| {
+            if let Some(mut r) = r {
+                std::thread::spawn(move || {
+                    let mut text = Vec::new();
+                    let _ = r.read_to_end(&mut text);
+                    eprint!("--- output of the stopped benchrig\n{}", String::from_utf8_lossy(&text));
+                });
+            }
+        };
+        drain(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+        drain(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+        stop(&mut child, TEARDOWN_GRACE);
+    }
+}
+
+/// SIGINT to the child's process group, SIGKILL after `grace`, then reap.
+/// Signalled only while the child is unreaped, so its group id is still its own.
+fn stop(child: &mut Child, grace: Duration) {
+    use rustix::process::{kill_process_group, Pid, Signal};
+    if !matches!(child.try_wait(), Ok(None)) {
+        return;
+    }
+    let group = Pid::from_child(child);
+    eprintln!("stopping benchrig (pid {}) left running by the test", child.id());
+    let _ = kill_process_group(group, Signal::INT);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("benchrig (pid {}) ignored SIGINT for {grace:?}: killing it", child.id());
+    let _ = kill_process_group(group, Signal::KILL);
+    let _ = child.wait();
 }
 
 pub fn stdout(o: &Output) -> String {
