@@ -2,12 +2,14 @@
 //! Best effort throughout: a fact that cannot be read is left empty, never an error.
 
 use crate::sysfs::SysView;
-use crate::{cmd, tools};
+use crate::{cgroup, cmd, tools};
 use benchrig_wire::facts::*;
 use std::fs;
 
 pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
     let uname = rustix::system::uname();
+    let (cpu, memory) = (cpu(view), memory(view));
+    let affinity = rustix::thread::sched_getaffinity(None).ok().map(|set| set.count());
     Facts {
         hostname: uname.nodename().to_string_lossy().into_owned(),
         arch: uname.machine().to_string_lossy().into_owned(),
@@ -16,8 +18,9 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
             version: uname.version().to_string_lossy().into_owned(),
         },
         distribution: distribution(),
-        cpu: cpu(view),
-        memory: memory(view),
+        limits: Some(limits(view, &memory, &cpu, affinity)),
+        cpu,
+        memory,
         block_devices: block_devices(view),
         mounts: view
             .mountinfo()
@@ -103,7 +106,7 @@ fn cpu(view: &SysView) -> Cpu {
             std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
         },
         mhz: field("cpu MHz").and_then(|v| v.parse().ok()),
-        quota: cgroup_cpu_quota(view),
+        quota: None,
     }
 }
 
@@ -114,49 +117,37 @@ fn memory(view: &SysView) -> Memory {
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
-    let total_bytes = total_kb * 1024;
-    let limit = cgroup_file(view, "memory", "memory.limit_in_bytes", "memory.max")
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|&l| l < total_bytes);
-    Memory { total_bytes, cgroup_limit_bytes: limit }
+    Memory { total_bytes: total_kb * 1024, cgroup_limit_bytes: None }
 }
 
-/// cgroup v1 `cpu.cfs_quota_us / cpu.cfs_period_us` or v2 `cpu.max`, in CPUs.
-fn cgroup_cpu_quota(view: &SysView) -> Option<f64> {
-    if let Some(max) = cgroup_file(view, "cpu", "cpu.cfs_quota_us", "cpu.max") {
-        let mut it = max.split_whitespace();
-        let quota: f64 = it.next()?.parse().ok()?;
-        let period: f64 = match it.next() {
-            Some(p) => p.parse().ok()?,
-            None => cgroup_file(view, "cpu", "cpu.cfs_period_us", "")?.parse().ok()?,
-        };
-        return (quota > 0.0 && period > 0.0).then(|| quota / period);
+/// What the agent may really use: its cgroups' limits, its CPU affinity,
+/// and the effective figures they leave of the machine's `memory` and `cpu`.
+pub fn limits(view: &SysView, memory: &Memory, cpu: &Cpu, affinity: Option<u32>) -> Limits {
+    let cg = cgroup::limits(view);
+    let online = view
+        .read(&view.sys.join("devices/system/cpu/online"))
+        .and_then(|l| cgroup::cpu_list_count(&l))
+        .filter(|&n| n > 0)
+        .unwrap_or(cpu.count);
+    let total = memory.total_bytes;
+    // A limit counts only where it leaves less than the machine has.
+    let memory_bytes = cg.memory_bytes.filter(|&l| total == 0 || l < total);
+    let cpu_quota = cg.cpu_quota.filter(|&q| q < online as f64);
+    let cpuset_cpus = cg.cpuset.as_deref().and_then(cgroup::cpu_list_count).filter(|&n| n > 0 && n < online);
+    let affinity_cpus = affinity.filter(|&n| n > 0 && n < online);
+    let cpus = [cpuset_cpus, affinity_cpus].into_iter().flatten().fold(online, u32::min);
+    Limits {
+        memory_bytes,
+        memory_swap_bytes: cg.memory_swap_bytes,
+        cpu_quota,
+        cpuset: cpuset_cpus.and(cg.cpuset),
+        cpuset_cpus,
+        affinity_cpus,
+        online_cpus: online,
+        // memory_bytes is below the total when there is one.
+        effective_memory_bytes: memory_bytes.unwrap_or(total),
+        effective_cpus: cpu_quota.map_or(cpus as f64, |q| q.min(cpus as f64)),
     }
-    None
-}
-
-/// A file of the agent's own cgroup: v1 `<controller>/<path>/<v1>` or v2 `<path>/<v2>`.
-fn cgroup_file(view: &SysView, controller: &str, v1: &str, v2: &str) -> Option<String> {
-    let groups = fs::read_to_string(view.proc_.join("self/cgroup")).ok()?;
-    for line in groups.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let path = path.trim_start_matches('/');
-        let candidate = if ctrls.is_empty() {
-            if v2.is_empty() {
-                continue;
-            }
-            view.sys.join("fs/cgroup").join(path).join(v2)
-        } else if ctrls.split(',').any(|c| c == controller) {
-            view.sys.join("fs/cgroup").join(controller).join(path).join(v1)
-        } else {
-            continue;
-        };
-        if let Some(v) = view.read(&candidate).filter(|v| v != "max" && v != "-1") {
-            return Some(v);
-        }
-    }
-    None
 }
 
 fn block_devices(view: &SysView) -> Vec<BlockDevice> {
@@ -231,5 +222,61 @@ mod tests {
         assert_eq!(module_filesystems(dir.path()), ["jfs", "nfs", "nfs4", "reiserfs"]);
         // A kernel without modules (the lab's 6.18) has none.
         assert!(module_filesystems(&dir.path().join("absent")).is_empty());
+    }
+
+    #[test]
+    fn effective_limits_are_the_least_of_machine_cgroups_and_affinity() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let write = |rel: &str, text: &str| {
+            let p = r.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        };
+        write("sys/devices/system/cpu/online", "0-3\n");
+        write("proc/self/cgroup", "0::/a\n");
+        write("proc/self/mountinfo", "30 22 0:26 / /cg rw - cgroup2 cgroup2 rw\n");
+        write("cg/a/memory.max", "536870912\n");
+        write("cg/a/cpu.max", "150000 100000\n");
+        write("cg/a/cpuset.cpus.effective", "0-1\n");
+        let view = SysView::at(r);
+        let memory = Memory { total_bytes: 24 << 30, cgroup_limit_bytes: None };
+        let cpu = Cpu { count: 4, ..Default::default() };
+        let l = limits(&view, &memory, &cpu, Some(4));
+        assert_eq!(
+            l,
+            Limits {
+                memory_bytes: Some(536870912),
+                memory_swap_bytes: None,
+                cpu_quota: Some(1.5),
+                cpuset: Some("0-1".into()),
+                cpuset_cpus: Some(2),
+                affinity_cpus: None, // all four: no limit
+                online_cpus: 4,
+                effective_memory_bytes: 536870912,
+                effective_cpus: 1.5,
+            }
+        );
+        // Pinned to one CPU by affinity: that is all it gets.
+        assert_eq!(limits(&view, &memory, &cpu, Some(1)).effective_cpus, 1.0);
+        // A limit above what the machine has limits nothing.
+        write("cg/a/memory.max", "34359738368\n");
+        write("cg/a/cpu.max", "800000 100000\n");
+        write("cg/a/cpuset.cpus.effective", "0-3\n");
+        let l = limits(&view, &memory, &cpu, None);
+        assert_eq!((l.memory_bytes, l.cpu_quota, l.cpuset, l.cpuset_cpus), (None, None, None, None));
+        assert_eq!((l.effective_memory_bytes, l.effective_cpus), (24 << 30, 4.0));
+    }
+
+    /// The machine this runs on, whatever it is: the figures hold together.
+    #[test]
+    fn this_hosts_limits_are_consistent() {
+        let view = SysView::real();
+        let (cpu, memory) = (cpu(&view), memory(&view));
+        let affinity = rustix::thread::sched_getaffinity(None).ok().map(|s| s.count());
+        let l = limits(&view, &memory, &cpu, affinity);
+        eprintln!("{l:?}");
+        assert!(l.online_cpus >= 1 && l.effective_cpus > 0.0 && l.effective_cpus <= l.online_cpus as f64);
+        assert!(l.effective_memory_bytes > 0 && l.effective_memory_bytes <= memory.total_bytes);
     }
 }

@@ -6,6 +6,7 @@ pub mod acl;
 pub mod actions;
 pub mod buffer;
 pub mod cache;
+pub mod cgroup;
 pub mod cmd;
 pub mod codec;
 pub mod content;

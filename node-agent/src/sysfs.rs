@@ -11,16 +11,24 @@ pub struct SysView {
     pub sys: PathBuf,
     pub proc_: PathBuf,
     pub run: PathBuf,
+    /// What `/` is: where a path read from mountinfo lives (a mount point).
+    pub root: PathBuf,
 }
 
 impl SysView {
     pub fn real() -> Self {
-        SysView { sys: "/sys".into(), proc_: "/proc".into(), run: "/run".into() }
+        SysView { sys: "/sys".into(), proc_: "/proc".into(), run: "/run".into(), root: "/".into() }
     }
 
-    /// A fake tree for tests: `<root>/sys`, `<root>/proc`, `<root>/run`.
+    /// A fake tree for tests: `<root>/sys`, `<root>/proc`, `<root>/run`;
+    /// an absolute path from the fake mountinfo is under `<root>` too.
     pub fn at(root: &Path) -> Self {
-        SysView { sys: root.join("sys"), proc_: root.join("proc"), run: root.join("run") }
+        SysView { sys: root.join("sys"), proc_: root.join("proc"), run: root.join("run"), root: root.into() }
+    }
+
+    /// An absolute path as the host names it (a mount point in mountinfo), in this view.
+    pub fn host_path(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
     }
 
     pub fn class_block(&self, name: &str) -> PathBuf {
@@ -256,7 +264,7 @@ fn parse_dev(s: &str) -> Option<(u32, u32)> {
 }
 
 /// The kernel escapes space, tab, newline and backslash in paths as `\ooo`.
-fn unescape(s: &str) -> String {
+pub(crate) fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

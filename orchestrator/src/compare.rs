@@ -2,7 +2,8 @@
 //! parameters, and say per metric whether NEW is better, worse or the same
 //! as BASE — only when the difference is beyond noise (a significance test)
 //! and beyond a threshold, and only when the two were made on the same
-//! configuration (kernel, mkfs, device). Pure: the runs come in loaded.
+//! configuration (kernel, memory and CPU limits, mkfs, device). Pure: the
+//! runs come in loaded.
 
 use crate::significance::{mann_whitney, welch};
 use crate::stats::{skewness, Summary};
@@ -197,16 +198,28 @@ fn judge(r: &mut Row, bv: &[f64], nv: &[f64], opts: Options) {
 }
 
 /// What differs between the configurations two cells ran on, if anything:
-/// the host's kernel, the mkfs command or version, the device.
+/// the host's kernel, its memory limit, CPU quota or cpuset, the mkfs
+/// command or version, the device.
 fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
     let cell = |run: &RunData, id: i64| run.cells.iter().find(|c| c.id == id).cloned();
     let (bc, nc) = (cell(base, bcell)?, cell(new, ncell)?);
-    let kernel = |run: &RunData, host: &str| -> Option<String> {
-        let h = run.hosts.iter().find(|h| h.name == host)?;
-        h.facts.as_ref()?.pointer("/kernel/release")?.as_str().map(str::to_string)
+    let facts = |run: &RunData, host: &str| run.hosts.iter().find(|h| h.name == host)?.facts.clone();
+    let (bf, nf) = (facts(base, &bc.host), facts(new, &nc.host));
+    let kernel = |f: &Option<Json>| f.as_ref()?.pointer("/kernel/release")?.as_str().map(str::to_string);
+    // A limit as a person reads it, "none" when there is none; unknown
+    // (facts from before limits were recorded) when there are no limits.
+    let limit = |f: &Option<Json>, key: &str, show: fn(&Json) -> Option<String>| -> Option<String> {
+        let limits = f.as_ref()?.get("limits").filter(|l| l.is_object())?;
+        Some(limits.get(key).and_then(show).unwrap_or_else(|| "none".into()))
     };
-    let checks: [(&str, Option<String>, Option<String>); 4] = [
-        ("kernel", kernel(base, &bc.host), kernel(new, &nc.host)),
+    let memory = |v: &Json| v.as_u64().map(crate::report::mem);
+    let quota = |v: &Json| v.as_f64().map(|q| format!("{} CPU", crate::report::cpus(q)));
+    let cpuset = |v: &Json| v.as_str().map(str::to_string);
+    let checks: [(&str, Option<String>, Option<String>); 7] = [
+        ("kernel", kernel(&bf), kernel(&nf)),
+        ("memory limit", limit(&bf, "memory_bytes", memory), limit(&nf, "memory_bytes", memory)),
+        ("CPU quota", limit(&bf, "cpu_quota", quota), limit(&nf, "cpu_quota", quota)),
+        ("cpuset", limit(&bf, "cpuset", cpuset), limit(&nf, "cpuset", cpuset)),
         ("mkfs", setup_value(&bc, "mkfs_command"), setup_value(&nc, "mkfs_command")),
         ("mkfs version", setup_value(&bc, "mkfs_version"), setup_value(&nc, "mkfs_version")),
         ("device", device_identity(&bc), device_identity(&nc)),
@@ -367,5 +380,41 @@ mod tests {
         let rows =
             compare(&run(1, &[1.0, 2.0], 3, "k", "higher"), &run(1, &[1.0], 3, "k", "higher"), Options::default());
         assert_eq!(rows[1].verdict, Verdict::NotComparable("not in NEW".into()));
+    }
+
+    #[test]
+    fn another_memory_limit_or_cpu_quota_is_not_comparable() {
+        let with = |limits: Json| {
+            let mut r = run(1, &[100.0], 5, "6.18", "higher");
+            r.hosts[0].facts = Some(json!({"kernel": {"release": "6.18"}, "limits": limits}));
+            r
+        };
+        let old = json!({"memory_bytes": 536870912, "cpu_quota": 0.12, "effective_cpus": 0.12});
+        let verdict = |a: &RunData, b: &RunData| compare(a, b, Options::default())[0].verdict.clone();
+        // The same limits: judged as usual.
+        assert_eq!(verdict(&with(old.clone()), &with(old.clone())), Verdict::Unchanged);
+        let bigger = json!({"memory_bytes": 1073741824u64, "cpu_quota": 0.12});
+        assert_eq!(
+            verdict(&with(old.clone()), &with(bigger)),
+            Verdict::NotComparable("memory limit differs: 512 MiB → 1.0 GiB".into())
+        );
+        let faster = json!({"memory_bytes": 536870912, "cpu_quota": 0.4});
+        assert_eq!(
+            verdict(&with(old.clone()), &with(faster)),
+            Verdict::NotComparable("CPU quota differs: 0.12 CPU → 0.4 CPU".into())
+        );
+        let unlimited = json!({"online_cpus": 2, "effective_cpus": 2.0});
+        assert_eq!(
+            verdict(&with(unlimited.clone()), &with(old.clone())),
+            Verdict::NotComparable("memory limit differs: none → 512 MiB".into())
+        );
+        let pinned = json!({"cpuset": "0", "cpuset_cpus": 1});
+        assert_eq!(
+            verdict(&with(unlimited.clone()), &with(pinned)),
+            Verdict::NotComparable("cpuset differs: none → 0".into())
+        );
+        assert_eq!(verdict(&with(unlimited.clone()), &with(unlimited)), Verdict::Unchanged);
+        // Facts from before limits were recorded say nothing either way.
+        assert_eq!(verdict(&run(1, &[100.0], 5, "6.18", "higher"), &with(old)), Verdict::Unchanged);
     }
 }

@@ -29,13 +29,13 @@ fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
     let x64 = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/release/benchrig-agent"));
     assert_eq!(facts["old"]["agent"]["sha256"], i686.as_str());
     assert_eq!(facts["fast2"]["agent"]["sha256"], x64.as_str());
-    // The old host's limits are visible in its facts.
-    let quota = facts["old"]["cpu"]["quota"].as_f64().unwrap();
+    // The old host's limits are visible in its facts (exactly: see the next test).
+    let quota = facts["old"]["limits"]["cpu_quota"].as_f64().unwrap();
     assert!((0.05..0.2).contains(&quota), "old host CPU quota {quota}");
     assert!(facts["old"]["block_devices"].as_array().unwrap().iter().any(|d| d["rotational"] == true));
-    let soc_quota = facts["soc"]["cpu"]["quota"].as_f64().unwrap();
+    let soc_quota = facts["soc"]["limits"]["cpu_quota"].as_f64().unwrap();
     assert!((0.1..0.2).contains(&soc_quota), "soc CPU quota {soc_quota}");
-    assert!(facts["hdd"]["cpu"]["quota"].is_null(), "hdd has the whole CPU");
+    assert!(facts["hdd"]["limits"]["cpu_quota"].is_null(), "hdd has the whole CPU");
     for h in LAB_HOSTS {
         assert!(facts[h]["filesystems"].as_array().unwrap().iter().any(|f| f == "xfs"));
         assert!(facts[h]["tools"]
@@ -45,6 +45,38 @@ fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
             .any(|t| t["name"] == "mkfs.ext4" && t["version"].is_string()));
         assert_eq!(facts[h]["user"]["root"], true);
     }
+}
+
+/// ci/lab.sh's host table: `old` 12000 of 100000 us and 512M, `soc` 15000
+/// and 1G, the others nothing. The lab mounts its v1 hierarchies on a tmpfs
+/// in each host's mount namespace, and the machine's totals are far larger.
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn facts_report_the_limits_each_lab_host_really_has() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let out = b.run(&["facts", "-i", inv.to_str().unwrap(), "-l", "old:soc:fast1", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let facts: Json = serde_json::from_str(&stdout(&out)).unwrap();
+    let old = &facts["old"]["limits"];
+    assert_eq!(old["memory_bytes"], 512u64 << 20, "{old}");
+    assert_eq!(old["cpu_quota"], 0.12, "{old}");
+    assert_eq!(old["effective_memory_bytes"], 512u64 << 20, "{old}");
+    assert_eq!(old["effective_cpus"], 0.12, "{old}");
+    assert!(facts["old"]["memory"]["total_bytes"].as_u64().unwrap() > 1 << 30, "the machine's total stays");
+    let soc = &facts["soc"]["limits"];
+    assert_eq!((soc["memory_bytes"].as_u64(), soc["cpu_quota"].as_f64()), (Some(1 << 30), Some(0.15)), "{soc}");
+    let fast1 = &facts["fast1"]["limits"];
+    for key in ["memory_bytes", "memory_swap_bytes", "cpu_quota", "cpuset", "cpuset_cpus", "affinity_cpus"] {
+        assert!(fast1[key].is_null(), "fast1 has no {key} limit: {fast1}");
+    }
+    assert_eq!(fast1["effective_memory_bytes"], facts["fast1"]["memory"]["total_bytes"]);
+    assert_eq!(fast1["effective_cpus"].as_f64(), fast1["online_cpus"].as_f64());
+    // And people see them.
+    let out = b.run(&["facts", "-i", inv.to_str().unwrap(), "-l", "old:fast1"]);
+    let text = stdout(&out);
+    assert!(text.contains("  limits: memory 512 MiB, CPU quota 0.12 → effective 512 MiB, 0.12 CPU\n"), "{text}");
+    assert!(text.contains("  limits: none\n"), "{text}");
 }
 
 #[test]

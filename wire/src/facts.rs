@@ -12,6 +12,11 @@ pub struct Facts {
     pub distribution: Distribution,
     pub cpu: Cpu,
     pub memory: Memory,
+    /// What the agent may really use of `cpu` and `memory` (cgroups,
+    /// affinity). `None` in facts from an agent older than this field:
+    /// unknown, not unlimited.
+    #[serde(default)]
+    pub limits: Option<Limits>,
     pub block_devices: Vec<BlockDevice>,
     pub mounts: Vec<Mount>,
     pub swaps: Vec<String>,
@@ -52,15 +57,48 @@ pub struct Cpu {
     /// Logical CPUs the kernel reports.
     pub count: u32,
     pub mhz: Option<f64>,
-    /// CPUs' worth of time the agent's cgroup may use (cfs quota / period), when limited.
+    /// Superseded by [`Limits::cpu_quota`]; kept so facts stored before it
+    /// still read (an agent no longer sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Memory {
     pub total_bytes: u64,
-    /// The agent's memory cgroup limit, when one is set below the total.
+    /// Superseded by [`Limits::memory_bytes`]; kept so facts stored before
+    /// it still read (an agent no longer sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_limit_bytes: Option<u64>,
+}
+
+/// The limits a host really has for the agent, beside the machine's totals
+/// in [`Cpu`] and [`Memory`]: the tightest of the agent's cgroup and every
+/// ancestor (cgroup v1 or v2), and its CPU affinity. A limit is set only
+/// where it leaves less than the machine has; `None` is no limit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// v1 `memory.limit_in_bytes`, v2 `memory.max`.
+    pub memory_bytes: Option<u64>,
+    /// Memory and swap together: v1 `memory.memsw.limit_in_bytes`, v2
+    /// `memory.max` + `memory.swap.max`.
+    pub memory_swap_bytes: Option<u64>,
+    /// CPU bandwidth in CPUs: v1 `cpu.cfs_quota_us / cpu.cfs_period_us`,
+    /// v2 `cpu.max` (0.12 is 12% of one CPU's time).
+    pub cpu_quota: Option<f64>,
+    /// The cpuset's CPU list ("0-1,4"; v1 `cpuset.effective_cpus` or
+    /// `cpuset.cpus`, v2 `cpuset.cpus.effective`) and how many CPUs it holds.
+    pub cpuset: Option<String>,
+    pub cpuset_cpus: Option<u32>,
+    /// CPUs in the agent's `sched_getaffinity` mask.
+    pub affinity_cpus: Option<u32>,
+    /// CPUs online (`/sys/devices/system/cpu/online`).
+    pub online_cpus: u32,
+    /// min(MemTotal, `memory_bytes`).
+    pub effective_memory_bytes: u64,
+    /// min(online CPUs, `cpuset_cpus`, `affinity_cpus`, `cpu_quota`).
+    pub effective_cpus: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -140,6 +178,27 @@ pub const KNOWN_TOOLS: &[(&str, &str)] = &[
 ];
 
 impl Facts {
+    /// The host's limits; for facts an older agent reported, what it knew
+    /// (its own cgroup's CPU quota and memory limit, no ancestors).
+    pub fn known_limits(&self) -> Option<Limits> {
+        if let Some(l) = &self.limits {
+            return Some(l.clone());
+        }
+        if self.cpu.quota.is_none() && self.memory.cgroup_limit_bytes.is_none() {
+            return None;
+        }
+        let online = self.cpu.count;
+        let memory = self.memory.cgroup_limit_bytes;
+        Some(Limits {
+            memory_bytes: memory,
+            cpu_quota: self.cpu.quota,
+            online_cpus: online,
+            effective_memory_bytes: memory.unwrap_or(self.memory.total_bytes),
+            effective_cpus: self.cpu.quota.map_or(online as f64, |q| q.min(online as f64)),
+            ..Default::default()
+        })
+    }
+
     pub fn supports_filesystem(&self, fstype: &str) -> bool {
         self.filesystems.iter().chain(&self.module_filesystems).any(|f| f == fstype)
     }
@@ -153,5 +212,32 @@ impl Facts {
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_stored_before_limits_still_read() {
+        // An older agent's memory and cpu, with its own-cgroup readings, and no `limits`.
+        let mut v = serde_json::to_value(Facts::default()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("limits");
+        o.insert("cpu".into(), serde_json::json!({"model": "x", "count": 2, "mhz": null, "quota": 0.12}));
+        o.insert("memory".into(), serde_json::json!({"total_bytes": 1u64 << 34, "cgroup_limit_bytes": null}));
+        let f: Facts = serde_json::from_value(v).unwrap();
+        assert_eq!(f.limits, None);
+        let l = f.known_limits().unwrap();
+        assert_eq!((l.cpu_quota, l.memory_bytes, l.effective_cpus), (Some(0.12), None, 0.12));
+        // Limits with fields missing (a later agent's additions, say) read too.
+        let l: Limits = serde_json::from_str(r#"{"memory_bytes": 536870912}"#).unwrap();
+        assert_eq!(l.memory_bytes, Some(536870912));
+        // New facts carry `limits` and drop the superseded fields.
+        let f = Facts { limits: Some(Limits::default()), ..Default::default() };
+        let v = serde_json::to_value(&f).unwrap();
+        assert!(v["limits"].is_object() && v["cpu"].get("quota").is_none());
+        assert!(v["memory"].get("cgroup_limit_bytes").is_none());
     }
 }

@@ -2,6 +2,7 @@
 
 use super::{exit_code_for, open_sessions};
 use crate::cli::FactsArgs;
+use crate::report::limits_text;
 use crate::reporter::Reporter;
 use crate::selection;
 use crate::store::Store;
@@ -42,11 +43,12 @@ fn gib(b: u64) -> String {
 pub fn human(name: &str, via: &str, f: &Facts) -> String {
     let mut s = format!("{name}  ({via})\n");
     s += &format!("  {} · kernel {} · {}\n", f.arch, f.kernel.release, f.distribution.pretty_name);
-    let quota = f.cpu.quota.map(|q| format!(", limited to {q:.2} CPU")).unwrap_or_default();
     let mhz = f.cpu.mhz.map(|m| format!(" @ {m:.0} MHz")).unwrap_or_default();
-    s += &format!("  cpu: {} × {}{mhz}{quota}\n", f.cpu.count, f.cpu.model);
-    let limit = f.memory.cgroup_limit_bytes.map(|l| format!(", limited to {}", gib(l))).unwrap_or_default();
-    s += &format!("  memory: {}{limit}\n", gib(f.memory.total_bytes));
+    s += &format!("  cpu: {} × {}{mhz}\n", f.cpu.count, f.cpu.model);
+    s += &format!("  memory: {}\n", gib(f.memory.total_bytes));
+    if let Some(l) = f.known_limits() {
+        s += &format!("  limits: {}\n", limits_text(&l));
+    }
     let sudo = if f.user.root {
         "root"
     } else if f.user.passwordless_sudo {
@@ -89,4 +91,53 @@ pub fn human(name: &str, via: &str, f: &Facts) -> String {
         .collect();
     s += &format!("  tools: {}\n", tools.join(", "));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchrig_wire::facts::{Cpu, Limits, Memory};
+
+    fn host(limits: Option<Limits>) -> Facts {
+        Facts {
+            cpu: Cpu { count: 2, model: "Xeon".into(), ..Default::default() },
+            memory: Memory { total_bytes: 24 << 30, cgroup_limit_bytes: None },
+            limits,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn limits_are_shown_beside_the_totals() {
+        let old = Limits {
+            memory_bytes: Some(512 << 20),
+            cpu_quota: Some(0.12),
+            online_cpus: 2,
+            effective_memory_bytes: 512 << 20,
+            effective_cpus: 0.12,
+            ..Default::default()
+        };
+        let text = human("old", "ssh", &host(Some(old)));
+        assert!(text.contains("  memory: 24.0 GiB\n"), "{text}");
+        assert!(text.contains("  limits: memory 512 MiB, CPU quota 0.12 → effective 512 MiB, 0.12 CPU\n"), "{text}");
+        let fast =
+            Limits { online_cpus: 2, effective_memory_bytes: 24 << 30, effective_cpus: 2.0, ..Default::default() };
+        assert!(human("fast1", "ssh", &host(Some(fast))).contains("  limits: none\n"));
+        let pinned = Limits {
+            cpuset: Some("1".into()),
+            cpuset_cpus: Some(1),
+            online_cpus: 2,
+            effective_memory_bytes: 24 << 30,
+            effective_cpus: 1.0,
+            ..Default::default()
+        };
+        assert!(human("p", "ssh", &host(Some(pinned)))
+            .contains("  limits: cpuset 1 (1 CPUs) → effective 24.0 GiB, 1 CPU\n"));
+        // Facts from before `limits`: unknown, so no line; an old agent's
+        // own-cgroup readings still show.
+        assert!(!human("h", "ssh", &host(None)).contains("limits"));
+        let mut before = host(None);
+        before.cpu.quota = Some(0.5);
+        assert!(human("h", "ssh", &before).contains("  limits: CPU quota 0.5 → effective 24.0 GiB, 0.5 CPU\n"));
+    }
 }

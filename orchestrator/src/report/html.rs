@@ -5,8 +5,10 @@
 //! every host's configuration and the warnings.
 
 use super::charts::{self, Bar, Series};
+use super::limits_text;
 use super::md::{plays, table_rows, text, warnings};
 use crate::summary::describe_params;
+use benchrig_wire::facts::{Facts, Limits};
 use serde_json::Value as Json;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
@@ -182,7 +184,7 @@ fn play_charts(cells: &[&Json]) -> String {
 
 fn hosts(model: &Json) -> String {
     let mut out = String::from(
-        "<h2>Hosts</h2>\n<table><tr><th>host</th><th>status</th><th>arch</th><th>kernel</th><th>distribution</th><th>CPU</th><th>memory</th><th>disks</th></tr>\n",
+        "<h2>Hosts</h2>\n<table><tr><th>host</th><th>status</th><th>arch</th><th>kernel</th><th>distribution</th><th>CPU</th><th>memory</th><th>limits</th><th>disks</th></tr>\n",
     );
     for h in model["hosts"].as_array().into_iter().flatten() {
         let f = &h["facts"];
@@ -212,15 +214,10 @@ fn hosts(model: &Json) -> String {
                 )
             })
             .collect();
-        let cpu = format!(
-            "{} × {}{}",
-            f["cpu"]["count"],
-            text(&f["cpu"]["model"]),
-            f["cpu"]["quota"].as_f64().map(|q| format!(" (quota {q:.2} CPUs)")).unwrap_or_default()
-        );
+        let cpu = format!("{} × {}", f["cpu"]["count"], text(&f["cpu"]["model"]));
         let mem = f["memory"]["total_bytes"].as_u64().map(|b| format!("{} MiB", b >> 20)).unwrap_or_default();
         out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(text(&h["name"])),
             esc(text(&h["status"])),
             esc(text(&f["arch"])),
@@ -229,12 +226,50 @@ fn hosts(model: &Json) -> String {
             esc(text(&f["distribution"]["version_id"])),
             esc(&cpu),
             esc(&mem),
+            esc(&limits(f).map(|l| limits_text(&l)).unwrap_or_else(|| "?".into())),
             esc(&disks.join("; "))
         );
     }
     out + "</table>\n"
 }
 
+/// A host's limits from its stored facts; those an older agent knew when
+/// the facts have no `limits`, `None` when nothing is known.
+fn limits(f: &Json) -> Option<Limits> {
+    match &f["limits"] {
+        Json::Null => serde_json::from_value::<Facts>(f.clone()).ok()?.known_limits(),
+        l => serde_json::from_value(l.clone()).ok(),
+    }
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_hosts_table_shows_each_hosts_limits() {
+        let model = json!({"hosts": [
+            {"name": "old", "status": "ok", "facts": {
+                "cpu": {"count": 2, "model": "Xeon"}, "memory": {"total_bytes": 25275863040u64},
+                "limits": {"memory_bytes": 536870912, "cpu_quota": 0.12, "online_cpus": 2,
+                           "effective_memory_bytes": 536870912, "effective_cpus": 0.12}}},
+            {"name": "fast1", "status": "ok", "facts": {
+                "cpu": {"count": 2, "model": "Xeon"}, "memory": {"total_bytes": 25275863040u64},
+                "limits": {"online_cpus": 2, "effective_memory_bytes": 25275863040u64, "effective_cpus": 2.0}}},
+            {"name": "gone", "status": "unreachable", "facts": null},
+        ]});
+        let html = hosts(&model);
+        assert!(html.contains("<th>memory</th><th>limits</th>"), "{html}");
+        assert!(
+            html.contains("<td>24104 MiB</td><td>memory 512 MiB, CPU quota 0.12 → effective 512 MiB, 0.12 CPU</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>24104 MiB</td><td>none</td>"), "{html}");
+        assert!(html.contains("<td></td><td>?</td>"), "{html}");
+    }
 }
