@@ -300,12 +300,14 @@ enum Raw {
 }
 
 /// Mapping keys are read as the text written, so `y:` stays the key `y`
-/// (saphyr's YAML 1.1 inference would make it `true`).
+/// (saphyr's YAML 1.1 inference would make it `true`). A null key (`~:`) is
+/// the empty text rather than a parse error; whoever cares (an inventory's
+/// host and group names) tells it from `"":` by its source text.
 struct KeyText(String);
 
 impl<'de> Deserialize<'de> for KeyText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(KeyText)
+        Option::<String>::deserialize(d).map(|k| KeyText(k.unwrap_or_default()))
     }
 }
 

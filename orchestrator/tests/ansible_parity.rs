@@ -23,9 +23,10 @@
 //! What benchrig does on purpose beyond Ansible, and so what the corpus does
 //! not exercise: `--list-hosts` is benchrig's own flag (`ansible-inventory`
 //! has none), compared with `ansible P --list-hosts`; benchrig refuses, with
-//! file:line:column, inventories Ansible only warns about (an unknown key in
-//! a YAML group, a source no plugin can parse), and checks `scratch_devices`
-//! when planning, not here. Where Ansible's own order is arbitrary (hosts of
+//! file:line:column, a source no plugin can parse (which Ansible only warns
+//! about), and checks `scratch_devices` when planning, not here. What the
+//! yaml plugin skips with a warning (an unknown key in a group, a group that
+//! is no mapping) benchrig skips too, with a located warning on stderr. Where Ansible's own order is arbitrary (hosts of
 //! groups two or more levels below the one a pattern names: Python set
 //! order), cases avoid depending on it.
 

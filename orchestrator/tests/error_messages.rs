@@ -24,6 +24,8 @@ const CASES: &[(&str, &str)] = &[
     ("ini-bad-section.ini", "an INI section kind that is not vars or children"),
     ("ini-bad-range.ini", "an INI letter range that runs backwards (a numeric one is no host, as in Ansible)"),
     ("inventory-list-for-mapping.yml", "a YAML inventory with a list of hosts"),
+    ("inventory-number-host.yml", "a YAML host name that YAML reads as an integer"),
+    ("inventory-host-value-string.yml", "a YAML host whose value is a string, not its variables"),
     ("ini-huge-range.ini", "a host range too large to expand"),
     ("matrix-too-large.yml", "a matrix product too large to build"),
     ("deep-nesting.yml", "YAML nested deeper than the limit"),

@@ -84,6 +84,9 @@ pub struct Inventory {
     pub groups: IndexMap<String, Group>,
     /// Where it came from (`embedded localhost` when no `-i` was given).
     pub sources: Vec<String>,
+    /// What Ansible warns about and skips while reading the sources (a YAML
+    /// group that is no mapping, an unexpected key), located; logged as found.
+    pub warnings: Vec<ConfigError>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -146,6 +149,13 @@ impl Inventory {
             _ => ini::load(self, name, text)?,
         }
         Ok(())
+    }
+
+    /// Note something Ansible would warn about and skip, and log it now:
+    /// an error later in the same source must not hide it.
+    fn warn(&mut self, warning: ConfigError) {
+        tracing::warn!("{warning}");
+        self.warnings.push(warning);
     }
 
     /// `all` with its first child `ungrouped`, as Ansible starts every inventory.

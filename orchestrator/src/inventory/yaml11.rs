@@ -20,6 +20,64 @@ static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*)$").unwrap()
 });
 static NULL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(?:~|null|Null|NULL|)$").unwrap());
+/// PyYAML's timestamp resolver: such a plain scalar is a date, not text.
+static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)$").unwrap()
+});
+
+/// What PyYAML loads a value node as when that is not text (`"an integer"`,
+/// `"a date"`, ...), or `None` for text. Ansible's yaml inventory plugin
+/// accepts a string where it wants a mapping, so text must be told from
+/// what only looks like it here (`hosts: 2024-01-01` is a date to Ansible).
+pub fn not_text(node: &Node) -> Option<&'static str> {
+    match &node.value {
+        Value::Seq(_) | Value::Map(_) | Value::Null => Some(node.type_name()),
+        _ => match plain_text(node) {
+            Some(raw) => kind_of(&raw),
+            None => (!matches!(node.value, Value::Str(_))).then(|| node.type_name()),
+        },
+    }
+}
+
+/// The same for a mapping key, which the tree keeps as the text written:
+/// `42:` is an integer to PyYAML, `~:` null, `"42":` text.
+pub fn key_not_text(key: &Node) -> Option<&'static str> {
+    plain_key_text(key).and_then(|raw| kind_of(&raw))
+}
+
+/// The type PyYAML gives a plain scalar, when not text.
+fn kind_of(raw: &str) -> Option<&'static str> {
+    match resolve(raw)? {
+        Json::Bool(_) => Some("a boolean"),
+        Json::Null => Some("null"),
+        Json::Number(n) if n.is_f64() => Some("a number"),
+        Json::Number(_) => Some("an integer"),
+        _ if TIMESTAMP.is_match(raw) => Some("a date"),
+        _ => None,
+    }
+}
+
+/// The text of a plain (unquoted, untagged, one-line) key at its position.
+fn plain_key_text(key: &Node) -> Option<String> {
+    let line = key.loc.line_text()?;
+    let col = (key.loc.col as usize).checked_sub(1)?;
+    let before: String = line.chars().take(col).collect();
+    let rest: String = line.chars().skip(col).collect();
+    let tagged = before.split_whitespace().last().is_some_and(|w| w.starts_with('!'));
+    if tagged || rest.starts_with(['\'', '"', '!', '&', '*', '|', '>', '[', '{', '?']) {
+        return None;
+    }
+    let text = key.scalar_text()?;
+    let raw = if text.is_empty() {
+        // A null key is read as empty text: find which null it was written as.
+        let word = rest.split(|c: char| c == ':' || c == ',' || c == '}' || c.is_whitespace()).next()?;
+        NULL.is_match(word).then(|| word.to_string())?
+    } else {
+        text
+    };
+    let after = rest.strip_prefix(raw.as_str())?;
+    (after.is_empty() || after.starts_with([':', ',', '}', ' ', '\t'])).then_some(raw)
+}
 
 /// The node as JSON, plain scalars resolved as PyYAML does.
 pub fn to_json(node: &Node) -> Json {
@@ -175,6 +233,52 @@ mod tests {
         assert_eq!(
             v,
             json!({"d": [{"path": "/dev/sdb", "name": "a,b", "serial": "X", "wipe": true, "n": 15}, {"t": 750}]})
+        );
+    }
+
+    #[test]
+    fn what_is_not_text_to_pyyaml() {
+        let node = crate::yaml::parse_str(
+            "t.yml",
+            "42: 1\n~: 2\nyes: 3\n2024-01-01: 4\n\"42\": 5\ny: 6\n1.5: 7\nweb1:2222: 8\n0x10: 9\n!!str 7: 10\n",
+        )
+        .unwrap();
+        let keys: Vec<Option<&str>> = node.as_map().unwrap().iter().map(|(k, _)| key_not_text(k)).collect();
+        assert_eq!(
+            keys,
+            [
+                Some("an integer"),
+                Some("null"),
+                Some("a boolean"),
+                Some("a date"),
+                None,
+                None,
+                Some("a number"),
+                None,
+                Some("an integer"),
+                None
+            ]
+        );
+        let node = crate::yaml::parse_str(
+            "t.yml",
+            "a: 192.168.0.2\nb: 42\nc: '42'\nd: y\ne: on\nf: 2024-01-01\ng: [x]\nh: >-\n  x\n  y\ni: !!str 1\nj: 12:30\n",
+        )
+        .unwrap();
+        let values: Vec<Option<&str>> = node.as_map().unwrap().iter().map(|(_, v)| not_text(v)).collect();
+        assert_eq!(
+            values,
+            [
+                None,
+                Some("an integer"),
+                None,
+                None,
+                Some("a boolean"),
+                Some("a date"),
+                Some("a list"),
+                None,
+                None,
+                Some("an integer")
+            ]
         );
     }
 
