@@ -28,6 +28,18 @@ pub struct Made {
     pub made_at: u64,
     /// The device path mkfs was given, for messages.
     pub path: String,
+    /// Set while a mkfs benchrig announced has not been confirmed: the
+    /// benchrig filesystem the device carried before it (if any), which
+    /// it still carries if that mkfs never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+}
+
+impl Made {
+    /// The UUIDs a device may carry and still be benchrig's.
+    pub fn uuids(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.uuid.as_str()).chain(self.previous.as_deref())
+    }
 }
 
 /// The most entries a ledger keeps: far more devices than one host has.
@@ -112,6 +124,11 @@ fn is_gone_loop(identity: &str) -> bool {
     fs::metadata(file).map_or(true, |m| format!("{}:{}", m.dev(), m.ino()) != inode)
 }
 
+/// A fresh random UUID, from the kernel.
+pub fn new_uuid() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/uuid").ok().map(|u| u.trim().to_string()).filter(|u| u.len() == 36)
+}
+
 pub fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -121,7 +138,7 @@ mod tests {
     use super::*;
 
     fn made(uuid: &str) -> Made {
-        Made { fstype: "xfs".into(), uuid: uuid.into(), made_at: 1, path: "/dev/sdb".into() }
+        Made { fstype: "xfs".into(), uuid: uuid.into(), made_at: 1, path: "/dev/sdb".into(), previous: None }
     }
 
     #[test]

@@ -124,12 +124,22 @@ fn own_filesystem(dev: &str, found: &[Signature], made: Option<&Made>) -> Result
         ));
     };
     let ours = format!("the {} (UUID {}) benchrig made on it {}", made.fstype, made.uuid, date(made.made_at));
-    match found.iter().find(|s| s.uuid.as_deref() != Some(made.uuid.as_str())) {
-        None => Ok(()),
-        Some(other) if found.iter().any(|s| s.uuid.as_deref() == Some(made.uuid.as_str())) => {
+    // All of them one filesystem benchrig made: the one it made last, or,
+    // when that mkfs was announced but never confirmed, the one before.
+    let is = |uuid: &str| found.iter().all(|s| s.uuid.as_deref() == Some(uuid));
+    if made.uuids().any(is) {
+        return Ok(());
+    }
+    let mine = |s: &Signature| s.uuid.as_deref().is_some_and(|u| made.uuids().any(|m| m == u));
+    match found.iter().find(|s| !mine(s)) {
+        Some(other) if found.iter().any(mine) => {
             Err(format!("{dev} carries {ours}, but also a {}; {proceed}", what(other)))
         }
         Some(other) => Err(format!("{dev} carries a {}, not {ours}: it was made again since; {proceed}", what(other))),
+        None => {
+            let all: Vec<String> = found.iter().map(what).collect();
+            Err(format!("{dev} carries the remains of two filesystems benchrig made ({}); {proceed}", all.join(", ")))
+        }
     }
 }
 
@@ -257,6 +267,7 @@ mod tests {
             uuid: uuid.into(),
             made_at: 1_764_578_096,
             path: "/dev/sdb".into(),
+            previous: None,
         })
     }
 
@@ -344,6 +355,25 @@ mod tests {
         let f = fake();
         let ours = carrying(vec![sig("ext2/ext3/ext4", Some("u-1")), sig("ext4 (blkid)", Some("u-1"))], made("u-1"));
         assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &ours)), "accepted");
+    }
+
+    #[test]
+    fn a_mkfs_lost_midway_leaves_either_filesystem_benchrigs() {
+        // The ledger names the UUID before mkfs runs: the device carries the
+        // new one (mkfs ran), or the one before (it never did), not a mix.
+        let f = fake();
+        let announced = made("u-new").map(|m| Made { previous: Some("u-old".into()), ..m });
+        for uuid in ["u-new", "u-old"] {
+            let p = carrying(vec![sig("xfs", Some(uuid)), sig("xfs (blkid)", Some(uuid))], announced.clone());
+            assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &p)), "accepted", "{uuid}");
+        }
+        let mixed = carrying(vec![sig("xfs", Some("u-new")), sig("btrfs", Some("u-old"))], announced.clone());
+        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &mixed)), "signature");
+        let other = carrying(vec![sig("xfs", Some("u-3"))], announced);
+        assert!(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &other)
+            .unwrap_err()
+            .message
+            .contains("made again since"));
     }
 
     #[test]

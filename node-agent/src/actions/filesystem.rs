@@ -75,8 +75,11 @@ fn format_and_mount(
 
     let mut mkfs_argv = profile.mkfs.clone();
     mkfs_argv.push(real_path.to_string_lossy().into_owned());
+    // What runs names the UUID too; what is recorded (and compared) does not.
+    let mut run_argv = announce_mkfs(st, &[(&dev.name, &real_path)], fstype, &profile.mkfs, ctx);
+    run_argv.push(real_path.to_string_lossy().into_owned());
     let t0 = Instant::now();
-    let out = cmd::run(&mkfs_argv).map_err(failed)?;
+    let out = cmd::run(&run_argv).map_err(failed)?;
     if !out.ok() {
         return Err(unsupported(format!("{} refused: {}", mkfs_argv[0], out.reason())));
     }
@@ -284,6 +287,54 @@ pub(crate) fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<Path
     Ok(PathBuf::from(out.stdout.trim()))
 }
 
+/// The option that makes a mkfs program use a given UUID, where it has one.
+fn uuid_option(mkfs: &str, uuid: &str) -> Option<Vec<String>> {
+    Some(match Path::new(mkfs).file_name()?.to_str()? {
+        "mkfs.ext2" | "mkfs.ext3" | "mkfs.ext4" | "mke2fs" | "mkfs.btrfs" => vec!["-U".into(), uuid.into()],
+        "mkfs.xfs" => vec!["-m".into(), format!("uuid={uuid}")],
+        "mkfs.reiserfs" | "mkreiserfs" => vec!["-u".into(), uuid.into()],
+        _ => return None,
+    })
+}
+
+/// Before mkfs: choose the new filesystem's UUID and write it in the ledger
+/// for each device (kernel name, path), beside the benchrig filesystem the
+/// device carries now, so that a session lost mid-mkfs leaves a device
+/// benchrig still recognises, whichever of the two it holds. Returns the
+/// argv to run before the devices: `mkfs` with the UUID option, or as
+/// given where the program has none (then only `record_made` records).
+pub(crate) fn announce_mkfs(
+    st: &HostState,
+    devices: &[(&str, &Path)],
+    fstype: &str,
+    mkfs: &[String],
+    ctx: &StepCtx,
+) -> Vec<String> {
+    let mut argv = mkfs.to_vec();
+    let Some((uuid, option)) = ledger::new_uuid().and_then(|u| Some((u.clone(), uuid_option(&mkfs[0], &u)?))) else {
+        return argv;
+    };
+    for (dev, path) in devices {
+        let probe = RealDevice::new(st, dev, path);
+        // Only a filesystem the ledger already vouches for may stay vouched for.
+        let before = probe.made_here();
+        let now_on_it = probe.signatures().ok().and_then(|f| f.into_iter().find_map(|s| s.uuid));
+        let previous = now_on_it.filter(|u| before.as_ref().is_some_and(|b| b.uuids().any(|m| m == u)));
+        let made = Made {
+            fstype: fstype.to_string(),
+            uuid: uuid.clone(),
+            made_at: ledger::now(),
+            path: path.to_string_lossy().into_owned(),
+            previous,
+        };
+        if let Err(e) = st.ledger.record(&probe.identity, made) {
+            ctx.log(LogLevel::Warn, format!("cannot write {}: {e}", st.ledger.path().display()));
+        }
+    }
+    argv.extend(option);
+    argv
+}
+
 /// Note in the host's ledger the filesystem mkfs just made on a device
 /// (kernel name `dev`), so a later cell may format over it without `wipe`.
 /// Failing to is no error: the next format is then refused, and says why.
@@ -306,6 +357,7 @@ pub(crate) fn record_made(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx)
         uuid: fs.uuid.clone().unwrap_or_default(),
         made_at: ledger::now(),
         path: path.to_string_lossy().into_owned(),
+        previous: None,
     };
     if let Err(e) = st.ledger.record(&probe.identity, made) {
         ctx.log(
@@ -405,5 +457,35 @@ mod log_tests {
     fn kernel_log_timestamps() {
         assert_eq!(log_time("[ 9501.033223] XFS (loop2): Deprecated V4"), Some(9501.033223));
         assert_eq!(log_time("no stamp"), None);
+    }
+}
+
+#[cfg(test)]
+mod uuid_tests {
+    use super::uuid_option;
+    use std::process::Command;
+
+    /// The UUID option is the one each mkfs honours (blkid as the oracle):
+    /// the ledger's announced UUID is the filesystem's.
+    #[test]
+    fn mkfs_makes_the_filesystem_with_the_announced_uuid() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("img");
+        for mkfs in [
+            &["mkfs.ext4", "-q", "-F"][..],
+            &["mkfs.xfs", "-q", "-f"],
+            &["mkfs.btrfs", "-q", "-f"],
+            &["mkfs.reiserfs", "-q", "-f", "-f"],
+        ] {
+            std::fs::File::create(&img).unwrap().set_len(320 << 20).unwrap();
+            let uuid = crate::ledger::new_uuid().unwrap();
+            let option = uuid_option(mkfs[0], &uuid).unwrap();
+            let out = Command::new(mkfs[0]).args(&mkfs[1..]).args(&option).arg(&img).output();
+            let out = out.unwrap_or_else(|e| panic!("{}: {e} (install it: .ci/run lists the package)", mkfs[0]));
+            assert!(out.status.success(), "{mkfs:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let blkid = Command::new("blkid").args(["-p", "-o", "value", "-s", "UUID"]).arg(&img).output().unwrap();
+            assert_eq!(String::from_utf8_lossy(&blkid.stdout).trim(), uuid, "{mkfs:?}");
+        }
+        assert_eq!(uuid_option("/sbin/mkfs.jfs", "u"), None, "mkfs.jfs has no UUID option");
     }
 }

@@ -5,7 +5,7 @@
 //! Speed of add/remove, as in the Reiser5 benchmark this reproduces: data on
 //! the volume / time of the operation, a full sync included.
 
-use super::filesystem::{attach_image, checked_device, fs_dump, kernel_supports, record_made};
+use super::filesystem::{announce_mkfs, attach_image, checked_device, fs_dump, kernel_supports, record_made};
 use super::{expand_home, failed, unsupported};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -101,8 +101,13 @@ pub fn make(args: &VolumeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
     if let Some(m) = args.metadata {
         mkfs.extend(["-m".into(), profile_name(m).into()]);
     }
-    mkfs.extend(members.iter().map(|m| m.path.to_string_lossy().into_owned()));
-    let out = cmd::run(&mkfs).map_err(failed)?;
+    let devices: Vec<(&str, &std::path::Path)> =
+        members.iter().map(|m| (m.kernel_name.as_str(), m.path.as_path())).collect();
+    let mut run = announce_mkfs(st, &devices, "btrfs", &mkfs, ctx);
+    let paths = members.iter().map(|m| m.path.to_string_lossy().into_owned());
+    mkfs.extend(paths.clone());
+    run.extend(paths);
+    let out = cmd::run(&run).map_err(failed)?;
     if !out.ok() {
         detach_all(&members);
         return Err(unsupported(format!("mkfs.btrfs refused: {}", out.reason())));
