@@ -551,8 +551,10 @@ cmd_ssh() {
 cmd_down() {
     local h c dev img loop rc=0 left
 
-    # 0. The emulated guests (ci/vm.sh) sit on the lab's bridge and use its
-    #    key: they go first, so no tap is left on a bridge about to vanish.
+    # 0. The emulated guests (ci/vm.sh) and the aarch64 host (ci/arm.sh) sit
+    #    on the lab's bridge and use its key: they go first, so no tap or veth
+    #    is left on a bridge about to vanish.
+    "$(dirname "${BASH_SOURCE[0]}")/arm.sh" down || rc=1
     "$(dirname "${BASH_SOURCE[0]}")/vm.sh" down || rc=1
 
     # 1. Processes first: this also drops the hosts' mount namespaces and

@@ -35,6 +35,43 @@ cargo test --locked -p benchrig --test lab -- --ignored --test-threads=1
 step "round-trip benchmark (figures, not a pass/fail test)"
 ci/bench-roundtrip.sh
 
+# What binfmt_misc looked like before ci/arm.sh (its down must restore exactly that).
+arm_binfmt_mounted_before=$(grep -w binfmt_misc /proc/mounts || true)
+arm_binfmt_before=$(ls /proc/sys/fs/binfmt_misc/qemu-aarch64 /proc/sys/fs/binfmt_misc/benchrig-aarch64 2>/dev/null || true)
+step "the lab's aarch64 host: arm64 rootfs (cached), sshd under qemu-user (up twice: idempotent)"
+# ci/arm.sh installs qemu-user and debootstrap itself, registers
+# qemu-aarch64 with binfmt_misc (F flag) if nothing usable is registered, and
+# starts arm1 in a netns on brlab0.
+ci/arm.sh up
+ci/arm.sh up >/dev/null
+
+step "end-to-end tests on the aarch64 host"
+cargo test --locked -p benchrig --test arm -- --ignored --test-threads=1
+
+step "aarch64 host down, and nothing left behind"
+ci/arm.sh down
+ci/arm.sh down >/dev/null   # idempotent
+left=$(
+    ip netns list | grep '^brlab-arm1' || true
+    ip -o link show | grep -o 'vbr-arm1' || true
+    losetup -a | grep benchrig-arm || true
+    grep benchrig-arm /proc/mounts || true
+    pgrep -af qemu-aarch64 || true
+    for p in /proc/[0-9]*; do
+        [[ $(readlink "$p/root" 2>/dev/null) == /var/tmp/benchrig-arm/* ]] && echo "process ${p#/proc/} rooted in the rootfs"
+    done
+    ls -d /var/tmp/benchrig-arm /run/benchrig-arm 2>/dev/null || true
+    # Ours: registered (or mounted) by ci/arm.sh, so gone again unless it was there before.
+    if [[ -z $arm_binfmt_before ]]; then ls /proc/sys/fs/binfmt_misc/qemu-aarch64 /proc/sys/fs/binfmt_misc/benchrig-aarch64 2>/dev/null || true; fi
+    if [[ -z $arm_binfmt_mounted_before ]]; then grep -w binfmt_misc /proc/mounts || true; fi
+)
+if [[ -n $left ]]; then
+    echo "the aarch64 host left things behind:" >&2
+    echo "$left" >&2
+    exit 1
+fi
+echo "ok: no process, netns, loop device, mount or binfmt entry left"
+
 step "the lab's emulated old machines: image, two kernel-6.1 guests (up twice: idempotent)"
 # ci/vm.sh installs qemu and debootstrap itself (see its header), builds the
 # guest image or takes it from its cache, and boots the guests on brlab0.
