@@ -4,6 +4,7 @@
 use crate::sysfs::SysView;
 use crate::{cgroup, cmd, tools};
 use benchrig_wire::facts::*;
+use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use std::fs;
 
 pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
@@ -46,6 +47,7 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
         agent,
         // The session sets it: gathering facts does not know the session.
         work_dir: String::new(),
+        scratch: Vec::new(),
     }
 }
 
@@ -148,6 +150,32 @@ pub fn limits(view: &SysView, memory: &Memory, cpu: &Cpu, affinity: Option<u32>)
         effective_memory_bytes: memory_bytes.unwrap_or(total),
         effective_cpus: cpu_quota.map_or(cpus as f64, |q| q.min(cpus as f64)),
     }
+}
+
+/// How much each scratch entry holds, as the planner and playbooks size
+/// data from: a device's size, an image's (or the size it will be
+/// created with), a directory's free space.
+pub fn scratch(view: &SysView, entries: &[ScratchDevice]) -> Vec<ScratchFacts> {
+    entries
+        .iter()
+        .map(|e| {
+            let path = crate::actions::expand_home(&e.path);
+            let (device, size_bytes) = match e.kind {
+                ScratchKind::Block => match view.resolve_block(&path) {
+                    Ok((dev, _)) => {
+                        let size = block_device(view, &dev.name).size_bytes;
+                        (Some(dev.name), Some(size))
+                    }
+                    Err(_) => (None, None),
+                },
+                ScratchKind::Image => (None, fs::metadata(&path).map(|m| m.len()).ok().or(e.size.map(|s| s.0))),
+                ScratchKind::Directory => {
+                    (None, rustix::fs::statvfs(&path).ok().map(|v| v.f_bavail.saturating_mul(v.f_frsize)))
+                }
+            };
+            ScratchFacts { name: e.name.clone(), device, size_bytes }
+        })
+        .collect()
 }
 
 fn block_devices(view: &SysView) -> Vec<BlockDevice> {

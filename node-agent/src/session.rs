@@ -147,6 +147,7 @@ fn handle(
         Request::Facts => {
             let mut f = facts::gather(&st.view, agent.clone());
             f.work_dir = st.work_dir.to_string_lossy().into_owned();
+            f.scratch = facts::scratch(&st.view, &st.scratch);
             Ok(Reply::Facts(Box::new(f)))
         }
         Request::Run(step) => actions::run(&step.action, st, &StepCtx::new(id, out, cancel)).map(Reply::Step),

@@ -16,6 +16,7 @@ macro_rules! outln {
 }
 
 pub mod agent_client;
+pub mod capacity;
 pub mod cli;
 pub mod commands;
 pub mod compare;

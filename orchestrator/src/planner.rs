@@ -5,6 +5,7 @@
 //! (so every error a person can fix shows up first) and again per host once
 //! its facts are in.
 
+use crate::capacity;
 use crate::inventory::{Inventory, Vars};
 use crate::matrix::{self, Point};
 use crate::playbook::{Assign, Fresh, Play, Step};
@@ -382,6 +383,11 @@ impl<'a> PlayCtx<'a> {
             let before_each = steps(&play.before_each)?;
             let benchmark = steps(&play.benchmark)?;
             let teardown = steps(&play.teardown)?;
+            if unsupported.is_none() {
+                let size = |h: &str, d: &str| hosts.iter().find(|m| m.host == h)?.facts?.scratch_size(d);
+                unsupported =
+                    capacity::shortfall(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), size);
+            }
             let host = benchmark.first().map(|s| s.host.clone()).unwrap_or_else(|| hosts[0].host.to_string());
             cells.push(Cell {
                 key: format!("{}:{}", self.play_index, matrix::describe(&params)),

@@ -261,6 +261,53 @@ fn without_wipe_benchrig_formats_over_its_own_filesystem_and_nothing_else() {
 }
 
 #[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() {
+    // The shipped playbook as it is, on a host configured the careful way:
+    // four 1 GiB devices, no `wipe`, no sizes in the inventory.
+    let b = Bench::new();
+    lab_inventory();
+    let disks: Vec<LoopDisk> = (0..4).map(|_| LoopDisk::new(1024)).collect();
+    let scratch: String =
+        disks.iter().enumerate().map(|(i, d)| format!("        - {{ path: {}, name: d{i} }}\n", d.dev)).collect();
+    let inv = b.write("inv.yml", &inventory_for("fast2", "10.77.0.13", &scratch));
+    let pb = repo().join("playbooks/volume-scaling.yml");
+    let (pb, inv) = (pb.to_str().unwrap(), inv.to_str().unwrap());
+    let out = b.run(&["run", pb, "-i", inv, "-e", "reps=1", "--name", "small"]);
+    let s = b.store();
+    let run = s.resolve_run("small").unwrap();
+    let cells = s.cells(run.id).unwrap();
+    // raw 3 ops × 2 devices, volumes 4 × 2 profiles − 1, add 3, remove 3.
+    assert_eq!(cells.len(), 19);
+    assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
+    assert_eq!(out.status.code(), Some(0));
+    // Every add and remove moved the volume's data (raid0: all of it), and
+    // its speed is what moved per second, not the data on the volume.
+    let samples = s.samples(run.id).unwrap();
+    let moves: Vec<_> = samples.iter().filter(|x| x.step == "add" || x.step == "remove").collect();
+    assert_eq!(moves.iter().filter(|x| x.metric == "relocated").count(), 6);
+    for x in moves.iter().filter(|x| x.metric == "throughput") {
+        let info = x.info.as_ref().expect("the step's info");
+        let (data, moved) = (info["data_bytes"].as_f64().unwrap(), info["relocated_bytes"].as_f64().unwrap());
+        assert!(data > 300e6, "the data is sized from the 1 GiB devices, not tiny: {data}");
+        assert!(moved >= 0.9 * data && moved <= 3.0 * data, "{} moved {moved} of {data}", x.step);
+        let time = moves.iter().find(|y| y.cell_id == x.cell_id && y.metric == "time").unwrap().value;
+        assert!((x.value - moved / 1e6 / time).abs() < 1e-6 * x.value.max(1.0), "throughput is moved / time");
+    }
+
+    // Data that cannot be moved is unsupported, with the reason, before the host is touched.
+    let out = b.run(&["run", pb, "-i", inv, "-e", "reps=1", "-e", "volume_size=512M", "--name", "big"]);
+    assert_eq!(out.status.code(), Some(0), "unsupported cells are no failure");
+    let cells = s.cells(s.resolve_run("big").unwrap().id).unwrap();
+    let unsupported: Vec<_> = cells.iter().filter(|c| c.status == "unsupported").collect();
+    assert_eq!(unsupported.len(), 2, "add to 1 device and remove from 2: {cells:?}");
+    for c in unsupported {
+        let why = c.reason.as_deref().unwrap_or_default();
+        assert!(why.contains("512 MiB of data cannot be relocated") && why.contains("at most 45%"), "{why}");
+    }
+}
+
+#[test]
 #[ignore = "needs the agent builds (ci/build-agents.sh)"]
 fn without_wipe_the_quickstart_on_this_machine_completes_on_a_blank_device() {
     let b = Bench::new();

@@ -69,6 +69,12 @@ pub struct SeqWriteArgs {
     /// fsync before the clock stops: durability is part of a write.
     #[serde(default = "yes")]
     pub fsync: bool,
+    /// Also fsync after every this many bytes. On a filesystem that
+    /// allocates at writeback (btrfs, XFS, ext4) this bounds the extents
+    /// the file gets: btrfs cannot move a 128 MiB extent into the smaller
+    /// data chunks of a volume of 1 GiB devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsync_every: Option<ByteSize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -36,6 +36,21 @@ pub struct Facts {
     /// Where this session's agent keeps mount points (`<work_dir>/mnt/<scratch>`).
     #[serde(default)]
     pub work_dir: String,
+    /// The host's `scratch_devices` as the agent finds them, in inventory
+    /// order: how much each holds, so a playbook can size its data
+    /// (`facts.scratch`) and the planner can tell data that cannot fit.
+    #[serde(default)]
+    pub scratch: Vec<ScratchFacts>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScratchFacts {
+    pub name: String,
+    /// Kernel name of its block device; none for an image or a directory.
+    pub device: Option<String>,
+    /// A device's or an image's size, a directory's free space; none when
+    /// the agent cannot tell (a missing device).
+    pub size_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -178,6 +193,11 @@ pub const KNOWN_TOOLS: &[(&str, &str)] = &[
 ];
 
 impl Facts {
+    /// Bytes scratch device `name` holds, where known.
+    pub fn scratch_size(&self, name: &str) -> Option<u64> {
+        self.scratch.iter().find(|s| s.name == name)?.size_bytes
+    }
+
     /// The host's limits; for facts an older agent reported, what it knew
     /// (its own cgroup's CPU quota and memory limit, no ancestors).
     pub fn known_limits(&self) -> Option<Limits> {

@@ -77,6 +77,9 @@ pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
         let n = (args.size.0 - written).min(bs as u64) as usize;
         f.write_all(&pool.block(block)[..n]).map_err(|e| failed(format!("write {}: {e}", path.display())))?;
         written += n as u64;
+        if args.fsync_every.is_some_and(|every| every.0 > 0 && written / every.0 != (written - n as u64) / every.0) {
+            rustix::fs::fsync(&f).map_err(|e| failed(format!("fsync {}: {e}", path.display())))?;
+        }
         ctx.progress(written, args.size.0, "writing");
     }
     if args.fsync {

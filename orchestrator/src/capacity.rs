@@ -1,0 +1,214 @@
+//! Does a cell's data fit on its scratch devices? Decided from the host's
+//! facts (`facts.scratch`) before the host is touched, so a cell that
+//! cannot fit is `unsupported` with the reason instead of failing midway
+//! with ENOSPC, or — worse — measuring something else (a device removed
+//! from a volume that held none of the data moves nothing).
+//!
+//! Pure: it walks a cell's planned steps per host as the agent will run
+//! them, keeping for each mount its devices and the bytes written to it.
+
+use crate::planner::PlannedStep;
+use crate::report::mem;
+use benchrig_wire::steps::{Action, RawOp};
+use std::collections::BTreeMap;
+
+/// The share of a filesystem's size that data may take: the rest is the
+/// filesystem's own (journal, inodes, metadata, btrfs's chunk slack).
+const FILL: f64 = 0.9;
+/// The share of a volume that may hold data when a device is added or
+/// removed: btrfs relocates chunk by chunk and needs free room to move each
+/// one to. Measured on kernel 6.18 with 1 GiB devices: 470 MiB on one
+/// device balances onto two and 512 MiB does not (ENOSPC); 512 MiB leaves
+/// a 2-device raid0 volume and 640 MiB does not.
+const RELOCATE: f64 = 0.45;
+
+struct Mount<'a> {
+    devices: Vec<&'a str>,
+    /// Bytes per file written to it (a file written again replaces itself).
+    files: BTreeMap<&'a str, u64>,
+}
+
+impl Mount<'_> {
+    fn data(&self) -> u64 {
+        self.files.values().sum()
+    }
+}
+
+/// Why the cell's data cannot fit, or `None` if it can or the sizes are unknown.
+/// `size(host, scratch)` is what that scratch device holds.
+pub fn shortfall<'a>(
+    steps: impl IntoIterator<Item = &'a PlannedStep>,
+    size: impl Fn(&str, &str) -> Option<u64>,
+) -> Option<String> {
+    let mut mounts: BTreeMap<&str, Vec<Mount>> = BTreeMap::new();
+    for step in steps {
+        let host = step.host.as_str();
+        let capacity = |devices: &[&str]| devices.iter().map(|d| size(host, d)).sum::<Option<u64>>();
+        let on_host = mounts.entry(host).or_default();
+        match &step.action {
+            Action::Filesystem(a) => on_host.push(Mount { devices: vec![a.device.as_str()], files: BTreeMap::new() }),
+            Action::Volume(a) => {
+                on_host.push(Mount { devices: a.devices.iter().map(String::as_str).collect(), files: BTreeMap::new() })
+            }
+            Action::Unmount(a) => match &a.device {
+                Some(d) => on_host.retain(|m| m.devices.first() != Some(&d.as_str())),
+                None => on_host.clear(),
+            },
+            Action::SeqWrite(a) => {
+                let Some(m) = pick(on_host, a.target.as_deref()) else { continue };
+                m.files.insert(a.file.as_str(), a.size.0);
+                let (data, cap) = (m.data(), capacity(&m.devices));
+                if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
+                    return Some(format!(
+                        "{} of data does not fit on {} ({}, of which {:.0}% may hold data)",
+                        mem(data),
+                        m.devices.join(" + "),
+                        mem(cap),
+                        FILL * 100.0
+                    ));
+                }
+            }
+            Action::VolumeAdd(a) | Action::VolumeRemove(a) => {
+                let Some(m) = pick(on_host, a.volume.as_deref()) else { continue };
+                let adding = matches!(step.action, Action::VolumeAdd(_));
+                // The tighter side: a balance spreads data from the devices
+                // there before; a removal packs it onto those left after.
+                let before = m.devices.clone();
+                if adding {
+                    m.devices.push(a.device.as_str());
+                } else {
+                    m.devices.retain(|d| *d != a.device);
+                }
+                let (tight, when) = if adding { (&before, "before") } else { (&m.devices, "after") };
+                let (data, cap) = (m.data(), capacity(tight));
+                if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * RELOCATE) {
+                    return Some(format!(
+                        "{} of data cannot be relocated when {} {}: the volume has {} ({}) {when} it, and btrfs needs room to move it: at most {:.0}% of that, {}",
+                        mem(data),
+                        if adding { "adding" } else { "removing" },
+                        a.device,
+                        mem(cap),
+                        tight.join(" + "),
+                        RELOCATE * 100.0,
+                        mem((cap as f64 * RELOCATE) as u64)
+                    ));
+                }
+            }
+            Action::Raw(a) if a.op != RawOp::Read || a.to.is_some() => {
+                let written = a.to.as_deref().unwrap_or(&a.device);
+                if let Some(cap) = size(host, written).filter(|&c| a.size.0 > c) {
+                    return Some(format!("{} does not fit on {written} ({})", mem(a.size.0), mem(cap)));
+                }
+            }
+            Action::Raw(a) => {
+                if let Some(cap) = size(host, &a.device).filter(|&c| a.size.0 > c) {
+                    return Some(format!("{} cannot be read from {} ({})", mem(a.size.0), a.device, mem(cap)));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The mount a step works on: the named scratch's, or the latest, as the agent picks it.
+fn pick<'m, 'a>(mounts: &'m mut [Mount<'a>], name: Option<&str>) -> Option<&'m mut Mount<'a>> {
+    match name {
+        Some(n) => mounts.iter_mut().rev().find(|m| m.devices.contains(&n)),
+        None => mounts.last_mut(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn step(action: &str, args: serde_json::Value) -> PlannedStep {
+        PlannedStep {
+            name: action.into(),
+            action: Action::from_parts(action, args).unwrap(),
+            host: "h".into(),
+            ignore_errors: false,
+            timeout: None,
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    fn gib_each(_: &str, d: &str) -> Option<u64> {
+        (d != "unknown").then_some(GIB)
+    }
+
+    fn remove_from_two(data: &str) -> Vec<PlannedStep> {
+        vec![
+            step("volume", json!({"devices": ["a", "b"], "data": "raid0"})),
+            step("seq_write", json!({"size": data})),
+            step("volume_remove", json!({"device": "b"})),
+            step("unmount", json!({})),
+        ]
+    }
+
+    #[test]
+    fn data_that_leaves_room_on_the_remaining_volume_fits() {
+        assert_eq!(shortfall(&remove_from_two("448M"), gib_each), None);
+        let why = shortfall(&remove_from_two("512M"), gib_each).unwrap();
+        assert_eq!(
+            why,
+            "512 MiB of data cannot be relocated when removing b: the volume has 1.0 GiB (a) after it, and btrfs needs room to move it: at most 45% of that, 460 MiB"
+        );
+    }
+
+    #[test]
+    fn adding_a_device_counts_it() {
+        let add = |data: &str| {
+            vec![
+                step("volume", json!({"devices": ["a"]})),
+                step("seq_write", json!({"size": data})),
+                step("volume_add", json!({"device": "b"})),
+            ]
+        };
+        assert_eq!(shortfall(&add("448M"), gib_each), None);
+        let why = shortfall(&add("512M"), gib_each).unwrap();
+        assert!(why.contains("when adding b: the volume has 1.0 GiB (a) before it"), "{why}");
+        assert!(shortfall(&add("1100M"), gib_each).unwrap().starts_with("1.1 GiB of data does not fit on a (1.0 GiB"));
+    }
+
+    #[test]
+    fn a_file_written_again_replaces_itself_and_unmount_forgets() {
+        let steps = vec![
+            step(
+                "filesystem",
+                json!({"device": "a", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}}),
+            ),
+            step("seq_write", json!({"size": "600M"})),
+            step("seq_write", json!({"size": "600M"})),
+            step("seq_write", json!({"size": "300M", "file": "other"})),
+            step("unmount", json!({})),
+            step(
+                "filesystem",
+                json!({"device": "a", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}}),
+            ),
+            step("seq_write", json!({"size": "900M"})),
+        ];
+        assert_eq!(shortfall(&steps, gib_each), None);
+        let mut more = steps.clone();
+        more.push(step("seq_write", json!({"size": "100M", "file": "third"})));
+        assert!(shortfall(&more, gib_each).unwrap().contains("of which 90% may hold data"));
+    }
+
+    #[test]
+    fn unknown_sizes_decide_nothing() {
+        let steps = vec![step("volume", json!({"devices": ["unknown"]})), step("seq_write", json!({"size": "100G"}))];
+        assert_eq!(shortfall(&steps, gib_each), None);
+    }
+
+    #[test]
+    fn raw_transfers_fit_their_devices() {
+        assert_eq!(shortfall(&[step("raw", json!({"op": "write", "device": "a", "size": "1G"}))], gib_each), None);
+        let copy = step("raw", json!({"op": "copy", "device": "a", "to": "b", "size": "2G"}));
+        assert_eq!(shortfall(&[copy], gib_each).unwrap(), "2.0 GiB does not fit on b (1.0 GiB)");
+        let read = step("raw", json!({"op": "read", "device": "a", "size": "2G"}));
+        assert!(shortfall(&[read], gib_each).unwrap().contains("cannot be read from a"));
+    }
+}
