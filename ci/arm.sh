@@ -86,6 +86,8 @@ STATE=/run/benchrig-arm
 
 log() { printf '%s\n' "arm: $*" >&2; }
 die() { printf '%s\n' "arm: error: $*" >&2; exit 1; }
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------------------------ host tools
 
@@ -482,29 +484,7 @@ host_pids() {
     true
 }
 
-KILLED=()
-kill_host() {
-    local pids try
-    for ((try = 0; try < 100; try++)); do
-        mapfile -t pids < <(host_pids | sort -un | grep -vx "$$")
-        ((${#pids[@]})) || return 0
-        KILLED+=("${pids[@]}")
-        kill -9 "${pids[@]}" 2>/dev/null || true
-        sleep 0.1
-    done
-    log "processes of $HOST survived kill -9: ${pids[*]}"
-    return 1
-}
-
-wait_reaped() {
-    local try pid alive
-    for ((try = 0; try < 50; try++)); do
-        alive=0
-        for pid in "${KILLED[@]}"; do [[ -e /proc/$pid ]] && { alive=1; break; }; done
-        ((alive)) || return 0
-        sleep 0.1
-    done
-}
+kill_host() { kill_all "$HOST" host_pids; }
 
 # ------------------------------------------------------------------ commands
 

@@ -68,6 +68,8 @@ declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_
 
 log() { printf '%s\n' "lab: $*" >&2; }
 die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_hosts() {
     local name ip arch cpu mem size disks rot rbps wbps riops wiops
@@ -454,32 +456,7 @@ host_pids() {
 # kill -9 until nothing is left: sshd may fork new sessions while we kill.
 # When the last process is gone the host's mount namespace goes with it.
 # Appends the pids it killed to KILLED.
-KILLED=()
-kill_host() {
-    local h=$1 pids try
-    for ((try = 0; try < 100; try++)); do
-        mapfile -t pids < <(host_pids "$h" | sort -un | grep -vx "$$")
-        ((${#pids[@]})) || return 0
-        KILLED+=("${pids[@]}")
-        kill -9 "${pids[@]}" 2>/dev/null || true
-        sleep 0.1
-    done
-    log "processes of $h survived kill -9: ${pids[*]}"
-    return 1
-}
-
-# The killed are zombies until their parent (init here, which reaps lazily,
-# ~1 s) collects them. They hold no namespace, mount or loop device any more,
-# but wait up to 5 s so that `pgrep sshd` right after us is clean.
-wait_reaped() {
-    local try pid alive
-    for ((try = 0; try < 50; try++)); do
-        alive=0
-        for pid in "${KILLED[@]}"; do [[ -e /proc/$pid ]] && { alive=1; break; }; done
-        ((alive)) || return 0
-        sleep 0.1
-    done
-}
+kill_host() { kill_all "$1" host_pids "$1"; }
 
 # Hosts known from the table plus any brlab-* netns or cgroup left over
 # (e.g. after a host was removed from the table), so `down` gets them all.

@@ -8,6 +8,16 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+# nothing_left WHAT LEFT OK: fail the run when a teardown left LEFT behind.
+nothing_left() {
+    if [[ -n $2 ]]; then
+        echo "$1 left things behind:" >&2
+        echo "$2" >&2
+        exit 1
+    fi
+    echo "ok: $3"
+}
+
 step "agents for every architecture"
 ci/build-agents.sh
 
@@ -65,12 +75,7 @@ left=$(
     if [[ -z $arm_binfmt_before ]]; then ls /proc/sys/fs/binfmt_misc/qemu-aarch64 /proc/sys/fs/binfmt_misc/benchrig-aarch64 2>/dev/null || true; fi
     if [[ -z $arm_binfmt_mounted_before ]]; then grep -w binfmt_misc /proc/mounts || true; fi
 )
-if [[ -n $left ]]; then
-    echo "the aarch64 host left things behind:" >&2
-    echo "$left" >&2
-    exit 1
-fi
-echo "ok: no process, netns, loop device, mount or binfmt entry left"
+nothing_left "the aarch64 host" "$left" "no process, netns, loop device, mount or binfmt entry left"
 
 step "the lab's emulated old machines: image, two kernel-6.1 guests (up twice: idempotent)"
 # ci/vm.sh installs qemu and debootstrap itself (see its header), builds the
@@ -93,12 +98,7 @@ left=$(
     grep benchrig-vm /proc/mounts || true
     ls -d /var/tmp/benchrig-vm /sys/fs/cgroup/cpu/benchrig-vm 2>/dev/null || true
 )
-if [[ -n $left ]]; then
-    echo "the guests left things behind:" >&2
-    echo "$left" >&2
-    exit 1
-fi
-echo "ok: no qemu, tap or mount left"
+nothing_left "the guests" "$left" "no qemu, tap or mount left"
 
 step "lab down, and nothing left behind"
 trap - EXIT
@@ -114,9 +114,4 @@ left=$(
     ls -d /sys/fs/cgroup/*/benchrig-lab 2>/dev/null || true
     ls -d /var/tmp/benchrig-lab 2>/dev/null || true
 )
-if [[ -n $left ]]; then
-    echo "the lab left things behind:" >&2
-    echo "$left" >&2
-    exit 1
-fi
-echo "ok: nothing left behind"
+nothing_left "the lab" "$left" "nothing left behind"

@@ -6,7 +6,10 @@
 //! (`interrupt_a_run`), 3 after real runs
 //! (`compare_finds_a_planted_regression_and_nothing_in_noise`).
 
+mod common;
+
 use benchrig::exit_code;
+use common::{stderr, transcript};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -18,18 +21,8 @@ fn benchrig(dir: &Path, args: &[&str]) -> Command {
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     let out = benchrig(dir, args).output().expect("run benchrig");
-    eprintln!(
-        "$ benchrig {}\n--- exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    transcript(args, &out);
     out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

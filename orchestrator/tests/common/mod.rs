@@ -41,13 +41,7 @@ impl Bench {
             .current_dir(self.dir.path())
             .output()
             .expect("run benchrig");
-        eprintln!(
-            "$ benchrig {}\n--- exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            args.join(" "),
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        transcript(args, &out);
         out
     }
 
@@ -161,6 +155,17 @@ fn stop(child: &mut Child, grace: Duration) {
     eprintln!("benchrig (pid {}) ignored SIGINT for {grace:?}: killing it", child.id());
     let _ = kill_process_group(group, Signal::KILL);
     let _ = child.wait();
+}
+
+/// What a benchrig command did, on the test's stderr (shown when it fails).
+pub fn transcript(args: &[&str], out: &Output) {
+    eprintln!(
+        "$ benchrig {}\n--- exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 pub fn stdout(o: &Output) -> String {
