@@ -309,6 +309,34 @@ fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() 
 
 #[test]
 #[ignore = "needs the agent builds (ci/build-agents.sh)"]
+fn without_wipe_a_device_benchrig_copied_a_filesystem_onto_is_benchrigs_to_format() {
+    // volume-scaling.yml's raw copy puts a copy of d0's filesystem on d1; d1's
+    // next mkfs must not be refused for a filesystem benchrig wrote there.
+    let b = Bench::new();
+    let (d0, d1) = (LoopDisk::new(320), LoopDisk::new(320));
+    let inv = format!(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      scratch_devices:\n        \
+         - {{ path: {}, name: d0 }}\n        - {{ path: {}, name: d1 }}\n",
+        d0.dev, d1.dev
+    );
+    let inv = b.write("inv.yml", &inv);
+    let pb = b.write(
+        "copy.yml",
+        "- hosts: all\n  setup:\n    - filesystem: {device: d0, profile: ext4}\n  benchmark:\n    - noop:\n  teardown:\n    - unmount:\n\
+         - hosts: all\n  benchmark:\n    - raw: {op: copy, device: d0, to: d1, size: 8M}\n\
+         - hosts: all\n  setup:\n    - filesystem: {device: d1, profile: xfs}\n  benchmark:\n    - noop:\n  teardown:\n    - unmount:\n",
+    );
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()]);
+    let s = b.store();
+    let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
+    assert_eq!(cells.len(), 3);
+    assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(sh(&format!("blkid -p -o value -s TYPE {}", d1.dev)).contains("xfs"));
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/build-agents.sh)"]
 fn without_wipe_the_quickstart_on_this_machine_completes_on_a_blank_device() {
     let b = Bench::new();
     let disk = LoopDisk::new(1024);

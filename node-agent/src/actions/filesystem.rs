@@ -339,10 +339,7 @@ pub(crate) fn announce_mkfs(
 /// (kernel name `dev`), so a later cell may format over it without `wipe`.
 /// Failing to is no error: the next format is then refused, and says why.
 pub(crate) fn record_made(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx) {
-    let probe = RealDevice::new(st, dev, path);
-    let found = probe.signatures().unwrap_or_default();
-    // Our table's name for it where it knows the filesystem, else blkid's.
-    let Some(fs) = found.iter().find(|s| s.uuid.is_some()) else {
+    if !record_found(st, dev, path, ctx) {
         ctx.log(
             LogLevel::Warn,
             format!(
@@ -350,8 +347,21 @@ pub(crate) fn record_made(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx)
                 path.display()
             ),
         );
-        return;
-    };
+    }
+}
+
+/// After a raw write or copy onto a device: whatever filesystem it now
+/// carries (a copy of another device's), benchrig wrote it there.
+pub(crate) fn record_written(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx) {
+    record_found(st, dev, path, ctx);
+}
+
+/// Record the filesystem UUID the device carries, if any; false when it has none.
+fn record_found(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx) -> bool {
+    let probe = RealDevice::new(st, dev, path);
+    let found = probe.signatures().unwrap_or_default();
+    // Our table's name for it where it knows the filesystem, else blkid's.
+    let Some(fs) = found.iter().find(|s| s.uuid.is_some()) else { return false };
     let made = Made {
         fstype: fs.name.clone(),
         uuid: fs.uuid.clone().unwrap_or_default(),
@@ -368,6 +378,7 @@ pub(crate) fn record_made(st: &HostState, dev: &str, path: &Path, ctx: &StepCtx)
             ),
         );
     }
+    true
 }
 
 /// The real device behind the safety rules' probes.

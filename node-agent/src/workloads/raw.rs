@@ -11,7 +11,7 @@
 //! and detached after it.
 
 use super::transfer_output;
-use crate::actions::filesystem::{attach_image, checked_device};
+use crate::actions::filesystem::{attach_image, checked_device, record_written};
 use crate::actions::{expand_home, failed, unsupported};
 use crate::buffer::{IoBuffer, ALIGN};
 use crate::cache;
@@ -227,6 +227,10 @@ pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutp
     drop(dst);
     drop(src);
     let mut out = transfer_output(done, meter.stop());
+    // A copy of a benchrig filesystem is benchrig's too (so formatting over it needs no `wipe`).
+    if let Some(d) = &to {
+        record_written(st, &d.kernel, &d.path, ctx);
+    }
 
     let info = &mut out.info;
     info.insert("op".into(), json!(args.op));
