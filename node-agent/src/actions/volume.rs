@@ -174,8 +174,9 @@ fn timed_change(
     mountpoint: &std::path::Path,
     argvs: &[Vec<String>],
 ) -> Result<StepOutput, AgentError> {
-    let data = data_bytes(mountpoint)?;
+    // After the sync: btrfs counts data as used once its transaction commits.
     rustix::fs::sync();
+    let data = data_bytes(mountpoint)?;
     let meter = Meter::start(&st.view.sys, devices);
     for argv in argvs {
         cmd::run_ok(argv).map_err(failed)?;
