@@ -273,42 +273,10 @@ build_rootfs() {   # build_rootfs ROOTFS OUTDIR
         | zstd -q -T0 -3 -o "$out/rootfs.tar.zst"
 }
 
-# Prints the image dir. Reuses the cache when the key matches; when the mirror
-# cannot be asked, reuses the newest cached image (with a warning).
-cmd_image() {
-    local key dir tmp t0
-    mkdir -p "$CACHE/images"
-    if apt_arm apt-get update -qq >/dev/null 2>&1 && key=$(image_key) && [[ -n $key ]]; then
-        dir=$CACHE/images/$key
-    else
-        dir=$(ls -td "$CACHE"/images/*/ 2>/dev/null | head -n1)
-        [[ -n $dir && -f $dir/complete ]] || die "cannot reach $MIRROR and no cached rootfs in $CACHE/images"
-        log "warning: cannot reach $MIRROR; using cached rootfs $dir"
-        echo "${dir%/}"; return 0
-    fi
-    if [[ -f $dir/complete ]]; then
-        log "rootfs $key is cached ($dir)"
-        echo "$dir"; return 0
-    fi
-    ensure_tools
-    binfmt_up
-    t0=$SECONDS
-    tmp=$CACHE/build.$$
-    rm -rf "$dir" "$tmp"
-    mkdir -p "$tmp/rootfs" "$tmp/out"
-    BUILD_MOUNTS_UNDER=$tmp
-    trap 'build_cleanup; rm -rf --one-file-system "$tmp"' EXIT
-    build_rootfs "$tmp/rootfs" "$tmp/out"
-    build_cleanup
-    rm -rf --one-file-system "$tmp/rootfs"
-    echo "$((SECONDS - t0))" >"$tmp/out/build-seconds"
-    mv "$tmp/out" "$dir"
-    date -u +%FT%TZ >"$dir/complete"
-    rm -rf "$tmp"; trap - EXIT
-    find "$CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
-    log "built rootfs $key in $((SECONDS - t0))s ($dir, $(du -h "$dir/rootfs.tar.zst" | cut -f1))"
-    echo "$dir"
-}
+# The image dir (ci/lib.sh's cached_image: this recipe's, built if missing).
+image_update() { apt_arm apt-get update -qq; }
+image_prepare() { ensure_tools; binfmt_up; BUILD_MOUNTS_UNDER=$1; }
+cmd_image() { cached_image rootfs; }
 
 # ------------------------------------------------------------------ host
 

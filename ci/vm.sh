@@ -80,6 +80,8 @@ declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU
 
 log() { printf '%s\n' "vm: $*" >&2; }
 die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_guests() {
     local name ip port mem disks size bps cpu
@@ -265,39 +267,10 @@ build_rootfs() {   # build_rootfs ROOTFS OUTDIR
         || { tail -n 5 "$out/debootstrap.log" >&2; die "mkfs.ext4 -d failed"; }
 }
 
-# Prints the image dir. Reuses the cache when the key matches; when the mirror
-# cannot be asked, reuses the newest cached image (with a warning).
-cmd_image() {
-    local key dir tmp t0
-    mkdir -p "$CACHE/images"
-    if apt_guest apt-get update -qq >/dev/null 2>&1 && key=$(image_key) && [[ -n $key ]]; then
-        dir=$CACHE/images/$key
-    else
-        dir=$(ls -td "$CACHE"/images/*/ 2>/dev/null | head -n1)
-        [[ -n $dir && -f $dir/complete ]] || die "cannot reach $MIRROR and no cached image in $CACHE/images"
-        log "warning: cannot reach $MIRROR; using cached image $dir"
-        echo "${dir%/}"; return 0
-    fi
-    if [[ -f $dir/complete ]]; then
-        log "image $key is cached ($dir)"
-        echo "$dir"; return 0
-    fi
-    ensure_tools
-    t0=$SECONDS
-    tmp=$CACHE/build.$$
-    rm -rf "$dir" "$tmp"
-    mkdir -p "$tmp/rootfs" "$tmp/out"
-    trap 'build_cleanup; rm -rf --one-file-system "$tmp"' EXIT
-    build_rootfs "$tmp/rootfs" "$tmp/out"
-    rm -rf --one-file-system "$tmp/rootfs"
-    mv "$tmp/out" "$dir"
-    date -u +%FT%TZ >"$dir/complete"
-    rm -rf "$tmp"; trap - EXIT
-    # Keep only this image: old ones are several hundred MB each.
-    find "$CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
-    log "built image $key in $((SECONDS - t0))s ($dir)"
-    echo "$dir"
-}
+# The image dir (ci/lib.sh's cached_image: this recipe's, built if missing).
+image_update() { apt_guest apt-get update -qq; }
+image_prepare() { ensure_tools; }
+cmd_image() { cached_image image; }
 
 # ------------------------------------------------------------------ guests
 
