@@ -280,7 +280,7 @@ mod tests {
                 key: format!("0:c={i}"),
                 params: json!({"c": i}),
                 repeat: n as i64,
-                status: "ok".into(),
+                status: crate::status::CellStatus::Ok,
                 reason: None,
                 info: Some(
                     json!({"setup[0] filesystem@h": {"mkfs_command": "mkfs.ext4 -F", "mkfs_version": "1.47.0"}}),
@@ -308,7 +308,7 @@ mod tests {
         }
         let hosts = vec![HostRow {
             name: "h".into(),
-            status: "ok".into(),
+            status: crate::status::HostStatus::Ok,
             reason: None,
             facts: Some(json!({"kernel": {"release": kernel}})),
         }];

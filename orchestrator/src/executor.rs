@@ -7,6 +7,7 @@
 use crate::agent_client::{AgentClient, RequestError};
 use crate::planner::{Cell, PlannedStep};
 use crate::reporter::Reporter;
+use crate::status::CellStatus;
 use crate::store::{StepRef, Store};
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
 use benchrig_wire::steps::{Action, StepOutput, UnmountArgs};
@@ -29,12 +30,12 @@ pub enum CellOutcome {
 }
 
 impl CellOutcome {
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> CellStatus {
         match self {
-            CellOutcome::Ok => "ok",
-            CellOutcome::Failed(_) | CellOutcome::HostLost { .. } => "failed",
-            CellOutcome::Unsupported(_) => "unsupported",
-            CellOutcome::Skipped(_) => "skipped",
+            CellOutcome::Ok => CellStatus::Ok,
+            CellOutcome::Failed(_) | CellOutcome::HostLost { .. } => CellStatus::Failed,
+            CellOutcome::Unsupported(_) => CellStatus::Unsupported,
+            CellOutcome::Skipped(_) => CellStatus::Skipped,
         }
     }
 
@@ -165,7 +166,7 @@ impl CellRunner<'_> {
 
     /// Mark a cell as running (before its first visit).
     pub fn start(&self, cell_id: i64) -> Result<(), CellOutcome> {
-        self.store.set_cell_status(cell_id, "running", None).map_err(store_failed)
+        self.store.set_cell_status(cell_id, CellStatus::Running, None).map_err(store_failed)
     }
 
     /// Record how a cell ended (after its last visit, or a failed one).

@@ -37,6 +37,7 @@ pub mod schedule;
 pub mod selection;
 pub mod significance;
 pub mod stats;
+pub mod status;
 pub mod store;
 pub mod summary;
 pub mod template;

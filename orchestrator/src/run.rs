@@ -12,6 +12,7 @@ use crate::playbook::{self, CellOrder, Playbook, TagFilter};
 use crate::reporter::Reporter;
 use crate::schedule;
 use crate::selection;
+use crate::status::{CellStatus, HostStatus, RunStatus};
 use crate::store::{NewRun, Store};
 use crate::template::Templates;
 use crate::transport::ConnectionSpec;
@@ -22,17 +23,17 @@ use tokio::sync::{watch, Mutex, Semaphore};
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
 /// The run's status word (as stored) and exit code; the most serious wins.
-pub fn outcome(interrupted: bool, unreachable: bool, failed: bool) -> (&'static str, i32) {
+pub fn outcome(interrupted: bool, unreachable: bool, failed: bool) -> (RunStatus, i32) {
     let code = exit_code::most_serious([
         if interrupted { exit_code::INTERRUPTED } else { exit_code::OK },
         if unreachable { exit_code::UNREACHABLE } else { exit_code::OK },
         if failed { exit_code::CELL_FAILED } else { exit_code::OK },
     ]);
     let status = match code {
-        exit_code::INTERRUPTED => "interrupted",
-        exit_code::UNREACHABLE => "unreachable",
-        exit_code::CELL_FAILED => "failed",
-        _ => "ok",
+        exit_code::INTERRUPTED => RunStatus::Interrupted,
+        exit_code::UNREACHABLE => RunStatus::Unreachable,
+        exit_code::CELL_FAILED => RunStatus::Failed,
+        _ => RunStatus::Ok,
     };
     (status, code)
 }
@@ -190,7 +191,7 @@ impl Shared {
 
 pub struct RunResult {
     pub run: i64,
-    pub status: &'static str,
+    pub status: RunStatus,
     pub exit_code: i32,
     pub table: String,
 }
@@ -215,7 +216,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         extra_vars: &serde_json::Value::Object(opts.extra_vars.clone()),
     })?;
     for h in checked.hosts.keys() {
-        store.set_host(run, h, "pending", None)?;
+        store.set_host(run, h, HostStatus::Pending, None)?;
     }
     opts.reporter.note(format!("run {run}: {} on {} host(s)", opts.playbook.display(), checked.hosts.len()));
 
@@ -268,7 +269,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         unreachable |= slot.down.is_some() && slot.unreachable;
         failed |= slot.failed || slot.down.is_some();
     }
-    failed |= store.cells(run)?.iter().any(|c| c.status == "failed");
+    failed |= store.cells(run)?.iter().any(|c| c.status == CellStatus::Failed);
     let (status, code) = outcome(interrupted, unreachable, failed);
     store.finish_run(run, status)?;
     Ok(RunResult { run, status, exit_code: code, table: crate::summary::render(&store, run)? })
@@ -288,10 +289,10 @@ async fn connect(host: String, sh: Arc<Shared>) {
     let mut slot = sh.slots[&host].lock().await;
     if sh.interrupted() {
         slot.down = Some("interrupted".into());
-        let _ = sh.store.set_host(sh.run, &host, "skipped", Some("interrupted"));
+        let _ = sh.store.set_host(sh.run, &host, HostStatus::Skipped, Some("interrupted"));
         return;
     }
-    let _ = sh.store.set_host(sh.run, &host, "running", None);
+    let _ = sh.store.set_host(sh.run, &host, HostStatus::Running, None);
     let vars = sh.checked.connection_vars(&host);
     match HostSession::open(&host, &vars, &sh.builds).await {
         Ok(s) => {
@@ -327,7 +328,7 @@ async fn run_plain_play_in_batches(pi: usize, hosts: &[String], sh: &Arc<Shared>
     for batch in schedule::batches(hosts, &play.serial) {
         if let Some(why) = sh.halted() {
             for h in &batch {
-                record_cells(h, pi, &*sh.slots[h].lock().await, sh, "skipped", &why);
+                record_cells(h, pi, &*sh.slots[h].lock().await, sh, CellStatus::Skipped, &why);
             }
             continue;
         }
@@ -399,7 +400,7 @@ async fn run_plain_play(pi: usize, host: String, sh: Arc<Shared>, seed: u64) -> 
         let down = slot.down.as_ref().map(|d| format!("host {host} unreachable: {d}"));
         if let Some(why) = skip_reason(&sh, cell, down) {
             let _ = sh.store.set_cell_status(cell_id, why.0, Some(&why.1));
-            if why.0 == "unsupported" {
+            if why.0 == CellStatus::Unsupported {
                 sh.reporter.line(&host, format!("cell {}/{total} {}: unsupported: {}", n + 1, cell.describe(), why.1));
             }
             book.end(n);
@@ -495,7 +496,7 @@ impl CellBook {
         let why = sh.halted().unwrap_or_else(|| "interrupted".into());
         for (n, cell) in cells.iter().enumerate().filter(|(n, _)| !self.ended[*n]) {
             if let Some(id) = self.ids[n].or_else(|| store_cell(sh, cell)) {
-                let _ = sh.store.set_cell_status(id, "skipped", Some(&why));
+                let _ = sh.store.set_cell_status(id, CellStatus::Skipped, Some(&why));
             }
         }
     }
@@ -579,17 +580,17 @@ fn store_cell(sh: &Shared, cell: &Cell) -> Option<i64> {
 
 /// Why a cell is not run (on): one of its hosts is down, the run was
 /// interrupted or stopped, or the host visibly cannot make it.
-fn skip_reason(sh: &Shared, cell: &Cell, down: Option<String>) -> Option<(&'static str, String)> {
+fn skip_reason(sh: &Shared, cell: &Cell, down: Option<String>) -> Option<(CellStatus, String)> {
     if let Some(d) = down {
-        return Some(("failed", d));
+        return Some((CellStatus::Failed, d));
     }
     if sh.interrupted() {
-        return Some(("skipped", "interrupted".into()));
+        return Some((CellStatus::Skipped, "interrupted".into()));
     }
     if let Some(why) = sh.halted() {
-        return Some(("skipped", why));
+        return Some((CellStatus::Skipped, why));
     }
-    cell.unsupported.clone().map(|u| ("unsupported", u))
+    cell.unsupported.clone().map(|u| (CellStatus::Unsupported, u))
 }
 
 /// After a cell: note a failure, and reconnect once to a host that was
@@ -651,11 +652,11 @@ async fn close(host: String, sh: Arc<Shared>) {
         }
     }
     let (status, reason) = match (&slot.down, slot.unreachable) {
-        (Some(d), true) => ("unreachable", Some(d.clone())),
-        (Some(d), false) => ("failed", Some(d.clone())),
-        (None, _) if sh.interrupted() => ("interrupted", None),
-        (None, _) if slot.failed => ("failed", None),
-        _ => ("ok", None),
+        (Some(d), true) => (HostStatus::Unreachable, Some(d.clone())),
+        (Some(d), false) => (HostStatus::Failed, Some(d.clone())),
+        (None, _) if sh.interrupted() => (HostStatus::Interrupted, None),
+        (None, _) if slot.failed => (HostStatus::Failed, None),
+        _ => (HostStatus::Ok, None),
     };
     // A host interrupted before it connected keeps its "skipped".
     if slot.down.as_deref() != Some("interrupted") {
@@ -676,13 +677,13 @@ fn record_unrun_cells(host: &str, slot: &Slot, sh: &Shared) {
         return;
     }
     for &pi in &sh.checked.hosts[host] {
-        record_cells(host, pi, slot, sh, "failed", &format!("host {host} unreachable: {reason}"));
+        record_cells(host, pi, slot, sh, CellStatus::Failed, &format!("host {host} unreachable: {reason}"));
     }
 }
 
 /// Store the cells a host would have run in a play, with a status and why
 /// they did not run (planned with the host's facts when it has a session).
-fn record_cells(host: &str, pi: usize, slot: &Slot, sh: &Shared, status: &str, reason: &str) {
+fn record_cells(host: &str, pi: usize, slot: &Slot, sh: &Shared, status: CellStatus, reason: &str) {
     let play = &sh.checked.playbook.plays[pi];
     if !play.roles.is_empty() {
         return; // a role cell is recorded on the host that measures it

@@ -3,6 +3,7 @@
 //! with their reasons.
 
 use crate::stats::Summary;
+use crate::status::CellStatus;
 use crate::store::{CellRow, SampleRow, Store, StoreError};
 use indexmap::IndexMap;
 
@@ -68,7 +69,7 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
                     fmt_num(s.mean),
                     if s.n > 1 { fmt_num(s.sd) } else { "-".into() },
                     unit.clone(),
-                    if c.status == "ok" { ok_with_warnings(&s) } else { status_text(c) },
+                    if c.status == CellStatus::Ok { ok_with_warnings(&s) } else { status_text(c) },
                 ],
             );
         }
@@ -102,7 +103,7 @@ fn ok_with_warnings(s: &Summary) -> String {
 fn status_text(c: &CellRow) -> String {
     match &c.reason {
         Some(r) => format!("{}: {r}", c.status),
-        None => c.status.clone(),
+        None => c.status.to_string(),
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod common;
 
+use benchrig::status::{CellStatus, RunStatus};
 use common::*;
 use serde_json::Value as Json;
 
@@ -116,13 +117,13 @@ fn quickstart_on_arm1_stores_every_sample() {
     }
     let s = b.store();
     let run = s.resolve_run("arm").unwrap();
-    assert_eq!(run.status, "ok");
+    assert_eq!(run.status, RunStatus::Ok);
     let cells = s.cells(run.id).unwrap();
     // 3 filesystems × 2 block sizes, every one ok.
     assert_eq!(cells.len(), 6, "{cells:?}");
     for c in &cells {
         assert_eq!(c.host, "arm1");
-        assert_eq!(c.status, "ok", "{} on arm1: {:?}", c.key, c.reason);
+        assert_eq!(c.status, CellStatus::Ok, "{} on arm1: {:?}", c.key, c.reason);
     }
     let samples = s.samples(run.id).unwrap();
     for c in &cells {

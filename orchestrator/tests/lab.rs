@@ -4,6 +4,7 @@
 
 mod common;
 
+use benchrig::status::{CellStatus, RunStatus};
 use common::*;
 use serde_json::Value as Json;
 
@@ -119,11 +120,11 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
     assert_eq!(out.status.code(), Some(0));
     let s = b.store();
     let run = s.resolve_run("e2e").unwrap();
-    assert_eq!(run.status, "ok");
+    assert_eq!(run.status, RunStatus::Ok);
     let cells = s.cells(run.id).unwrap();
     // 5 hosts × 3 filesystems × 2 block sizes, every one ok.
     assert_eq!(cells.len(), 30);
-    assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
     let samples = s.samples(run.id).unwrap();
     for c in &cells {
         // 2 reps × (write + read) × (throughput + time).
@@ -188,7 +189,7 @@ fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
     let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
     let reason = |dev: &str| {
         let c = cells.iter().find(|c| c.params["dev"] == dev).unwrap();
-        (c.status.clone(), c.reason.clone().unwrap_or_default())
+        (c.status.to_string(), c.reason.clone().unwrap_or_default())
     };
     for (dev, rule) in [("mounted", "mounted"), ("swap", "swap"), ("sig", "signature"), ("serial", "serial")] {
         let (status, why) = reason(dev);
@@ -217,7 +218,10 @@ fn quickstart_on(b: &Bench, host: &str, address: &str, dev: &LoopDisk, name: &st
     let out = b.run(&[&args[..], &["--name", name]].concat());
     let s = b.store();
     let cells = s.cells(s.resolve_run(name).unwrap().id).unwrap();
-    (out.status.code().unwrap(), cells.into_iter().map(|c| (c.status, c.reason.unwrap_or_default())).collect())
+    (
+        out.status.code().unwrap(),
+        cells.into_iter().map(|c| (c.status.to_string(), c.reason.unwrap_or_default())).collect(),
+    )
 }
 
 #[test]
@@ -279,7 +283,7 @@ fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() 
     let cells = s.cells(run.id).unwrap();
     // raw 3 ops × 2 devices, volumes 4 × 2 profiles − 1, add 3, remove 3.
     assert_eq!(cells.len(), 19);
-    assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
     assert_eq!(out.status.code(), Some(0));
     // Every add and remove moved the volume's data (raid0: all of it), and
     // its speed is what moved per second, not the data on the volume.
@@ -299,7 +303,7 @@ fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() 
     let out = b.run(&["run", pb, "-i", inv, "-e", "reps=1", "-e", "volume_size=512M", "--name", "big"]);
     assert_eq!(out.status.code(), Some(0), "unsupported cells are no failure");
     let cells = s.cells(s.resolve_run("big").unwrap().id).unwrap();
-    let unsupported: Vec<_> = cells.iter().filter(|c| c.status == "unsupported").collect();
+    let unsupported: Vec<_> = cells.iter().filter(|c| c.status == CellStatus::Unsupported).collect();
     assert_eq!(unsupported.len(), 2, "add to 1 device and remove from 2: {cells:?}");
     for c in unsupported {
         let why = c.reason.as_deref().unwrap_or_default();
@@ -330,7 +334,7 @@ fn without_wipe_a_device_benchrig_copied_a_filesystem_onto_is_benchrigs_to_forma
     let s = b.store();
     let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
     assert_eq!(cells.len(), 3);
-    assert!(cells.iter().all(|c| c.status == "ok"), "{cells:?}");
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
     assert_eq!(out.status.code(), Some(0));
     assert!(sh(&format!("blkid -p -o value -s TYPE {}", d1.dev)).contains("xfs"));
 }
@@ -369,7 +373,7 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
     let args = ["run", pb.to_str().unwrap(), "-i", inv, "-e", "size=64M", "-e", "reps=2", "--name", "crash"];
     let child = b.spawn(&args, &[]);
     // Wait until fast2 has finished a cell, then kill everything in it.
-    b.wait_for_cell("crash", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == "ok");
+    b.wait_for_cell("crash", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == CellStatus::Ok);
     lab(&["crash", "fast2"]);
     let out = child.wait_with_output().unwrap();
     eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -377,17 +381,19 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
     assert_eq!(out.status.code(), Some(4), "an unreachable host makes exit code 4");
     let s = b.store();
     let run = s.resolve_run("crash").unwrap();
-    assert_eq!(run.status, "unreachable");
+    assert_eq!(run.status, RunStatus::Unreachable);
     let hosts = s.hosts(run.id).unwrap();
-    let status = |h: &str| hosts.iter().find(|x| x.name == h).unwrap().status.clone();
+    let status = |h: &str| hosts.iter().find(|x| x.name == h).unwrap().status.to_string();
     for h in LAB_HOSTS {
         assert_eq!(status(h), if h == "fast2" { "unreachable" } else { "ok" }, "{h}");
     }
     let cells = s.cells(run.id).unwrap();
-    assert!(cells.iter().filter(|c| c.host != "fast2").all(|c| c.status == "ok"));
+    assert!(cells.iter().filter(|c| c.host != "fast2").all(|c| c.status == CellStatus::Ok));
     let fast2: Vec<_> = cells.iter().filter(|c| c.host == "fast2").collect();
-    assert!(fast2.iter().any(|c| c.status == "ok"), "what fast2 reported before dying is kept");
-    assert!(fast2.iter().any(|c| c.status == "failed" && c.reason.as_deref().unwrap_or("").contains("unreachable")));
+    assert!(fast2.iter().any(|c| c.status == CellStatus::Ok), "what fast2 reported before dying is kept");
+    assert!(fast2
+        .iter()
+        .any(|c| c.status == CellStatus::Failed && c.reason.as_deref().unwrap_or("").contains("unreachable")));
     assert_eq!(fast2.len(), 6, "every planned cell of fast2 is accounted for");
 }
 
@@ -409,7 +415,7 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
     let s = b.store();
     let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
     assert_eq!(cells.len(), 6);
-    assert!(cells.iter().all(|c| c.host == "localhost" && c.status == "ok"));
+    assert!(cells.iter().all(|c| c.host == "localhost" && c.status == CellStatus::Ok));
     // Teardown detached the image's loop device.
     let img = home.join(".cache/benchrig/scratch0.img");
     assert!(img.exists());
@@ -422,7 +428,7 @@ fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) 
     let args: Vec<&str> = args.iter().copied().chain(["--name", "int"]).collect();
     let agents_before = agents();
     let child = b.spawn(&args, envs);
-    b.wait_for_cell("int", "a cell to start running", |c| c.status == "running");
+    b.wait_for_cell("int", "a cell to start running", |c| c.status == CellStatus::Running);
     std::thread::sleep(std::time::Duration::from_millis(500));
     sh(&format!("kill -INT -{}", child.id()));
     let out = child.wait_with_output().unwrap();
@@ -430,10 +436,13 @@ fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) 
     assert_eq!(out.status.code(), Some(130));
     let s = b.store();
     let run = s.resolve_run("int").unwrap();
-    assert_eq!(run.status, "interrupted");
+    assert_eq!(run.status, RunStatus::Interrupted);
     let cells = s.cells(run.id).unwrap();
-    assert!(cells.iter().all(|c| c.status != "running" && c.status != "pending"), "{cells:?}");
-    assert!(cells.iter().any(|c| c.status == "skipped" && c.reason.as_deref() == Some("interrupted")), "{cells:?}");
+    assert!(cells.iter().all(|c| c.status != CellStatus::Running && c.status != CellStatus::Pending), "{cells:?}");
+    assert!(
+        cells.iter().any(|c| c.status == CellStatus::Skipped && c.reason.as_deref() == Some("interrupted")),
+        "{cells:?}"
+    );
     // No agent process of this run anywhere on the machine (the lab shares
     // one PID space); agents already running belong to someone else.
     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -542,7 +551,8 @@ fn seed_000_acl_ea_runs_reduced() {
         &["scale=0.01", "reps=2", r#"{"acl_profiles": ["ext4", "ext4-128", "xfs-256", "jfs"]}"#],
     );
     let cells = b.store().cells(run).unwrap();
-    let status = |fs: &str| cells.iter().filter(|c| c.params["fs"] == fs).map(|c| c.status.clone()).collect::<Vec<_>>();
+    let status =
+        |fs: &str| cells.iter().filter(|c| c.params["fs"] == fs).map(|c| c.status.to_string()).collect::<Vec<_>>();
     assert!(status("ext4-128").iter().all(|s| s == "ok"));
     // xfs-256 needs the v4 format, which this kernel refuses; the kernel has
     // no jfs at all, which is the reason given (not the missing mkfs.jfs).
@@ -587,9 +597,9 @@ fn seed_001_remote_tree_runs_reduced_in_both_directions() {
 fn seed_003_volume_scaling_runs_reduced() {
     let (b, run) = seed_playbook_runs("volume-scaling.yml", "fast2", &["scale=0.1", "reps=1"]);
     let cells = b.store().cells(run).unwrap();
-    assert!(cells.iter().any(|c| c.play.contains("Add") && c.status == "ok"));
-    assert!(cells.iter().any(|c| c.play.contains("Remove") && c.status == "ok"));
-    assert!(cells.iter().any(|c| c.params["op"] == "copy" && c.status == "ok"));
+    assert!(cells.iter().any(|c| c.play.contains("Add") && c.status == CellStatus::Ok));
+    assert!(cells.iter().any(|c| c.play.contains("Remove") && c.status == CellStatus::Ok));
+    assert!(cells.iter().any(|c| c.params["op"] == "copy" && c.status == CellStatus::Ok));
 }
 
 #[test]
@@ -707,7 +717,7 @@ fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_erro
     let first: Vec<_> = cells.iter().filter(|c| c.play_index == 0).collect();
     assert_eq!(first.len(), 4);
     for c in &first {
-        assert_eq!(c.status, "ok", "{c:?}");
+        assert_eq!(c.status, CellStatus::Ok, "{c:?}");
         let steps = c.steps.as_ref().expect("steps stored with the cell");
         let bench = steps["benchmark"].as_array().unwrap();
         assert_eq!(bench[0]["action"]["args"]["size"], 6 << 20, "-e size=6M wins: {bench:?}");
@@ -759,7 +769,7 @@ fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_erro
     }
     let third: Vec<_> = cells.iter().filter(|c| c.play_index == 2).collect();
     assert_eq!(third.len(), 2);
-    assert!(third.iter().all(|c| c.status == "skipped"), "{third:?}");
+    assert!(third.iter().all(|c| c.status == CellStatus::Skipped), "{third:?}");
 }
 
 #[test]
@@ -834,8 +844,8 @@ fn a_failed_cell_on_this_machine_exits_2() {
     assert_eq!(out.status.code(), Some(2), "a failed cell makes exit code 2");
     let s = b.store();
     let run = s.resolve_run("fails").unwrap();
-    assert_eq!(run.status, "failed");
-    let mut statuses: Vec<String> = s.cells(run.id).unwrap().into_iter().map(|c| c.status).collect();
+    assert_eq!(run.status, RunStatus::Failed);
+    let mut statuses: Vec<String> = s.cells(run.id).unwrap().into_iter().map(|c| c.status.to_string()).collect();
     statuses.sort();
     assert_eq!(statuses, ["failed", "ok"]);
 }
@@ -858,7 +868,7 @@ fn a_test_that_panics_stops_the_run_it_started() {
     let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let child = b.spawn(&["run", pb.to_str().unwrap(), "--name", "slow"], &[("HOME", &home)]);
         pid.set(child.id());
-        b.wait_for_cell("slow", "the step to start", |c| c.status == "running");
+        b.wait_for_cell("slow", "the step to start", |c| c.status == CellStatus::Running);
         std::thread::sleep(std::time::Duration::from_millis(500));
         panic!("the test fails while its run is going");
     }));
@@ -866,7 +876,7 @@ fn a_test_that_panics_stops_the_run_it_started() {
     assert!(started.elapsed() < TEARDOWN_GRACE, "the run was killed, not interrupted");
     assert!(!std::path::Path::new(&format!("/proc/{}", pid.get())).exists(), "benchrig is still there");
     // Interrupted, so it tore down and stored what happened.
-    assert_eq!(b.store().resolve_run("slow").unwrap().status, "interrupted");
+    assert_eq!(b.store().resolve_run("slow").unwrap().status, RunStatus::Interrupted);
     std::thread::sleep(std::time::Duration::from_secs(1));
     // pgrep itself, not through sh, whose command line would match.
     let left = std::process::Command::new("pgrep").args(["-a", "-f", &marker]).output().unwrap();

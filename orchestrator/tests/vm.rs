@@ -6,6 +6,7 @@
 
 mod common;
 
+use benchrig::status::CellStatus;
 use common::*;
 use serde_json::Value as Json;
 
@@ -96,7 +97,7 @@ fn reiserfs_and_jfs_cells_run_on_the_guest_and_are_unsupported_on_a_netns_host()
         let fs = c.params["fs"].as_str().unwrap();
         match c.host.as_str() {
             "old61" => {
-                assert_eq!(c.status, "ok", "{fs} on the guest: {:?}", c.reason);
+                assert_eq!(c.status, CellStatus::Ok, "{fs} on the guest: {:?}", c.reason);
                 // Formatted with the profile's own mkfs, and it listed what it made.
                 let info = c.info.as_ref().unwrap().as_object().unwrap();
                 let setup = info.iter().find(|(k, _)| k.starts_with("setup[0]")).unwrap().1;
@@ -109,7 +110,7 @@ fn reiserfs_and_jfs_cells_run_on_the_guest_and_are_unsupported_on_a_netns_host()
                 assert_eq!(listed, [60, 60], "{fs}");
             }
             "fast1" => {
-                assert_eq!(c.status, "unsupported", "{fs} on the 6.18 host");
+                assert_eq!(c.status, CellStatus::Unsupported, "{fs} on the 6.18 host");
                 let why = c.reason.as_deref().unwrap_or_default();
                 assert!(why.contains(&format!("no {fs} support")) && why.contains("6.18"), "{why}");
             }
@@ -135,7 +136,7 @@ fn ls_lr_over_kernel_nfs_in_both_directions_restarts_the_server_before_every_rep
     let samples = s.samples(run).unwrap();
     let mut directions = std::collections::BTreeSet::new();
     for c in &cells {
-        assert_eq!(c.status, "ok", "{} on {}: {:?}", c.key, c.host, c.reason);
+        assert_eq!(c.status, CellStatus::Ok, "{} on {}: {:?}", c.key, c.host, c.reason);
         let (server, client) = (c.params["server"].as_str().unwrap(), c.params["client"].as_str().unwrap());
         directions.insert((server.to_string(), client.to_string()));
         let info = c.info.as_ref().unwrap().as_object().unwrap();
@@ -186,7 +187,7 @@ fn nfs_cells_with_a_netns_host_are_unsupported_with_the_reason() {
     let cells = s.cells(run).unwrap();
     assert_eq!(cells.len(), 4);
     for c in &cells {
-        assert_eq!(c.status, "unsupported", "{}: {:?}", c.key, c.reason);
+        assert_eq!(c.status, CellStatus::Unsupported, "{}: {:?}", c.key, c.reason);
         let why = c.reason.as_deref().unwrap_or_default();
         // fast1 can neither serve (no nfsd) nor mount (no nfs client).
         let expected = if c.params["server"] == "fast1" { "no nfsd support" } else { "no nfs support" };
@@ -209,7 +210,7 @@ fn seed_000_on_the_guest_runs_the_papers_own_filesystems() {
     assert!(!cells.is_empty());
     // xfs-256 (the v4 format) is refused by 6.18 but not by 6.1: every one of the paper's set runs.
     for c in &cells {
-        assert_eq!(c.status, "ok", "{} on {}: {:?}", c.key, c.host, c.reason);
+        assert_eq!(c.status, CellStatus::Ok, "{} on {}: {:?}", c.key, c.host, c.reason);
     }
     let fs: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.params["fs"].as_str().unwrap()).collect();
     assert_eq!(fs.len(), 6, "{fs:?}");

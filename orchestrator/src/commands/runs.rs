@@ -19,7 +19,7 @@ pub fn list(args: DbArgs) -> anyhow::Result<i32> {
                 r.started.get(..19).map(|t| format!("{t}Z")).unwrap_or(r.started),
                 r.hosts.to_string(),
                 r.cells.to_string(),
-                r.status,
+                r.status.to_string(),
             ]
         })
         .collect();

@@ -35,7 +35,7 @@ pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
             c.play.clone(),
             describe_params(&c.params),
             c.params.to_string(),
-            c.status.clone(),
+            c.status.to_string(),
             s.step.clone(),
             s.workload.clone(),
             s.repetition.to_string(),

@@ -3,6 +3,7 @@
 //! baseline, a cell with a regressed metric fails too, naming the metric.
 
 use crate::compare::{Row, Verdict};
+use crate::status::CellStatus;
 use crate::store::{CellRow, Store, StoreError};
 use crate::summary::describe_params;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -34,21 +35,21 @@ fn case(c: &CellRow, regressions: &[Row]) -> TestCase {
         .filter(|r| r.verdict == Verdict::Regressed && r.host == c.host && r.play == c.play && r.cell == cell)
         .map(|r| format!("{} {}: {:+.1}%", r.step, r.metric, (r.ratio.unwrap_or(1.0) - 1.0) * 100.0))
         .collect();
-    let status = match c.status.as_str() {
-        "ok" if regressed.is_empty() => TestCaseStatus::success(),
-        "ok" => {
+    let status = match c.status {
+        CellStatus::Ok if regressed.is_empty() => TestCaseStatus::success(),
+        CellStatus::Ok => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_type("regression").set_message(format!("regressed: {}", regressed.join(", ")));
             s
         }
-        "unsupported" | "skipped" => {
+        CellStatus::Unsupported | CellStatus::Skipped => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(format!("{}: {}", c.status, c.reason.clone().unwrap_or_default()));
             s
         }
-        other => {
+        other @ (CellStatus::Failed | CellStatus::Pending | CellStatus::Running) => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_type(other.to_string()).set_message(c.reason.clone().unwrap_or_else(|| other.to_string()));
+            s.set_type(other.as_str()).set_message(c.reason.clone().unwrap_or_else(|| other.to_string()));
             s
         }
     };

@@ -1,6 +1,7 @@
 //! `report -f md`: the run's summary as markdown tables (one per play), then
 //! what a reader should be wary of — for a pull request or a CI summary.
 
+use crate::status::CellStatus;
 use crate::summary::{describe_params, fmt_num};
 use serde_json::Value as Json;
 
@@ -71,7 +72,7 @@ pub fn table_rows<'a>(cells: impl Iterator<Item = &'a Json>) -> Vec<TableRow> {
                 sd: num("sd"),
                 unit: m.map(|m| text(&m["unit"]).to_string()).unwrap_or_else(|| "-".into()),
                 status: status(c),
-                ok: c["status"] == "ok",
+                ok: CellStatus::of_json(&c["status"]) == Some(CellStatus::Ok),
             }
         };
         let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
@@ -121,7 +122,7 @@ pub fn warnings(model: &Json) -> Vec<String> {
     for c in model["cells"].as_array().into_iter().flatten() {
         let (host, cell) = (text(&c["host"]), describe_params(&c["params"]));
         let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
-        if metrics.is_empty() && c["status"] != "ok" {
+        if metrics.is_empty() && CellStatus::of_json(&c["status"]) != Some(CellStatus::Ok) {
             out.push(format!("{host} {cell}: {}", status(c)));
         }
         for m in &metrics {

@@ -10,6 +10,7 @@ mod schema;
 mod sql;
 mod transfer;
 
+use crate::status::{CellStatus, HostStatus, RunStatus};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::steps::StepOutput;
 use rusqlite::Connection;
@@ -32,6 +33,14 @@ pub enum StoreError {
     Export(String),
     #[error("postgresql: {0}")]
     Postgres(String),
+    #[error("database: `{0}` is no status this benchrig knows")]
+    UnknownStatus(String),
+}
+
+/// Column `i` of a row as a status type.
+fn status_of<S: std::str::FromStr>(r: &sql::Row, i: usize) -> Result<S, StoreError> {
+    let word = r.text(i);
+    word.parse().map_err(|_| StoreError::UnknownStatus(word))
 }
 
 /// How long a statement waits for another process's lock on a SQLite file.
@@ -80,7 +89,7 @@ pub struct RunRow {
     pub playbook: String,
     pub started: String,
     pub finished: Option<String>,
-    pub status: String,
+    pub status: RunStatus,
     pub hosts: i64,
     pub cells: i64,
 }
@@ -88,7 +97,7 @@ pub struct RunRow {
 #[derive(Clone, Debug)]
 pub struct HostRow {
     pub name: String,
-    pub status: String,
+    pub status: HostStatus,
     pub reason: Option<String>,
     pub facts: Option<Json>,
 }
@@ -102,7 +111,7 @@ pub struct CellRow {
     pub key: String,
     pub params: Json,
     pub repeat: i64,
-    pub status: String,
+    pub status: CellStatus,
     pub reason: Option<String>,
     pub info: Option<Json>,
     /// The planned steps, rendered (`Cell::steps_json`); none in runs stored before they were.
@@ -171,7 +180,7 @@ impl Store {
     pub fn create_run(&self, r: &NewRun) -> Result<i64, StoreError> {
         self.db().insert(
             "INSERT INTO runs (name, playbook, playbook_text, inventory, limit_pattern, extra_vars, benchrig_version, started, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running')",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             &[
                 r.name.into(),
                 r.playbook.into(),
@@ -181,23 +190,24 @@ impl Store {
                 r.extra_vars.to_string().into(),
                 env!("CARGO_PKG_VERSION").into(),
                 now().into(),
+                RunStatus::Running.as_str().into(),
             ],
         )
     }
 
-    pub fn finish_run(&self, run: i64, status: &str) -> Result<(), StoreError> {
+    pub fn finish_run(&self, run: i64, status: RunStatus) -> Result<(), StoreError> {
         self.db().execute(
             "UPDATE runs SET status = ?2, finished = ?3 WHERE id = ?1",
-            &[run.into(), status.into(), now().into()],
+            &[run.into(), status.as_str().into(), now().into()],
         )?;
         Ok(())
     }
 
-    pub fn set_host(&self, run: i64, name: &str, status: &str, reason: Option<&str>) -> Result<(), StoreError> {
+    pub fn set_host(&self, run: i64, name: &str, status: HostStatus, reason: Option<&str>) -> Result<(), StoreError> {
         self.db().execute(
             "INSERT INTO hosts (run_id, name, status, reason) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (run_id, name) DO UPDATE SET status = excluded.status, reason = excluded.reason",
-            &[run.into(), name.into(), status.into(), reason.into()],
+            &[run.into(), name.into(), status.as_str().into(), reason.into()],
         )?;
         Ok(())
     }
@@ -234,7 +244,7 @@ impl Store {
     pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
         self.db().insert(
             "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8)",
             &[
                 run.into(),
                 c.host.as_str().into(),
@@ -244,18 +254,19 @@ impl Store {
                 serde_json::to_string(&c.params).unwrap_or_default().into(),
                 c.repeat.into(),
                 c.steps_json().to_string().into(),
+                CellStatus::Pending.as_str().into(),
             ],
         )
     }
 
-    pub fn set_cell_status(&self, cell: i64, status: &str, reason: Option<&str>) -> Result<(), StoreError> {
+    pub fn set_cell_status(&self, cell: i64, status: CellStatus, reason: Option<&str>) -> Result<(), StoreError> {
         let stamp = match status {
-            "running" => "started",
+            CellStatus::Running => "started",
             _ => "finished",
         };
         self.db().execute(
             &format!("UPDATE cells SET status = ?2, reason = ?3, {stamp} = ?4 WHERE id = ?1"),
-            &[cell.into(), status.into(), reason.into(), now().into()],
+            &[cell.into(), status.as_str().into(), reason.into(), now().into()],
         )?;
         Ok(())
     }
@@ -343,19 +354,20 @@ impl Store {
              FROM runs r ORDER BY r.id",
             &[],
         )?;
-        Ok(rows
-            .into_iter()
-            .map(|r| RunRow {
-                id: r.int(0),
-                name: r.opt_text(1),
-                playbook: r.text(2),
-                started: r.text(3),
-                finished: r.opt_text(4),
-                status: r.text(5),
-                hosts: r.int(6),
-                cells: r.int(7),
+        rows.into_iter()
+            .map(|r| {
+                Ok(RunRow {
+                    id: r.int(0),
+                    name: r.opt_text(1),
+                    playbook: r.text(2),
+                    started: r.text(3),
+                    finished: r.opt_text(4),
+                    status: status_of(&r, 5)?,
+                    hosts: r.int(6),
+                    cells: r.int(7),
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// A run by id, by name (the newest of that name), or `last`.
@@ -379,10 +391,11 @@ impl Store {
             &format!("SELECT name, status, reason, facts FROM hosts WHERE run_id = ?1 ORDER BY {order}"),
             &[run.into()],
         )?;
-        Ok(rows
-            .into_iter()
-            .map(|r| HostRow { name: r.text(0), status: r.text(1), reason: r.opt_text(2), facts: r.json(3) })
-            .collect())
+        rows.into_iter()
+            .map(|r| {
+                Ok(HostRow { name: r.text(0), status: status_of(&r, 1)?, reason: r.opt_text(2), facts: r.json(3) })
+            })
+            .collect()
     }
 
     pub fn cells(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
@@ -391,24 +404,25 @@ impl Store {
              FROM cells WHERE run_id = ?1 ORDER BY id",
             &[run.into()],
         )?;
-        Ok(rows
-            .into_iter()
-            .map(|r| CellRow {
-                id: r.int(0),
-                host: r.text(1),
-                play_index: r.int(2),
-                play: r.text(3),
-                key: r.text(4),
-                params: r.json(5).unwrap_or(Json::Null),
-                repeat: r.int(6),
-                status: r.text(7),
-                reason: r.opt_text(8),
-                info: r.json(9),
-                steps: r.json(10),
-                started: r.opt_text(11),
-                finished: r.opt_text(12),
+        rows.into_iter()
+            .map(|r| {
+                Ok(CellRow {
+                    id: r.int(0),
+                    host: r.text(1),
+                    play_index: r.int(2),
+                    play: r.text(3),
+                    key: r.text(4),
+                    params: r.json(5).unwrap_or(Json::Null),
+                    repeat: r.int(6),
+                    status: status_of(&r, 7)?,
+                    reason: r.opt_text(8),
+                    info: r.json(9),
+                    steps: r.json(10),
+                    started: r.opt_text(11),
+                    finished: r.opt_text(12),
+                })
             })
-            .collect())
+            .collect()
     }
 
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
@@ -554,23 +568,23 @@ mod tests {
     fn round_trip(url: &std::path::Path) {
         let s = Store::open(url).unwrap();
         let run = new_run(&s, Some("n"));
-        s.set_host(run, "h1", "ok", None).unwrap();
-        s.set_host(run, "h0", "ok", None).unwrap();
+        s.set_host(run, "h1", HostStatus::Ok, None).unwrap();
+        s.set_host(run, "h0", HostStatus::Ok, None).unwrap();
         let c = s.add_cell(run, &cell()).unwrap();
-        s.set_cell_status(c, "running", None).unwrap();
+        s.set_cell_status(c, CellStatus::Running, None).unwrap();
         s.add_samples(c, &StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1 }, &output(412.5))
             .unwrap();
         let mut info = serde_json::Map::new();
         info.insert("mkfs_command".into(), "mkfs.ext4 -F /dev/loop0".into());
         s.add_cell_info(c, "setup 1", &info).unwrap();
         s.add_artifact(c, "setup 1: fs_dump", "Filesystem volume name:   <none>\n").unwrap();
-        s.set_cell_status(c, "ok", None).unwrap();
-        s.finish_run(run, "ok").unwrap();
+        s.set_cell_status(c, CellStatus::Ok, None).unwrap();
+        s.finish_run(run, RunStatus::Ok).unwrap();
 
         // Reopen: everything was committed.
         let s = Store::open(url).unwrap();
         let r = s.resolve_run("last").unwrap();
-        assert_eq!((r.id, r.status.as_str(), r.hosts, r.cells), (run, "ok", 2, 1));
+        assert_eq!((r.id, r.status, r.hosts, r.cells), (run, RunStatus::Ok, 2, 1));
         assert_eq!(s.resolve_run("n").unwrap().id, run);
         assert!(matches!(s.resolve_run("nope"), Err(StoreError::NoSuchRun(_))));
         let hosts: Vec<String> = s.hosts(run).unwrap().into_iter().map(|h| h.name).collect();

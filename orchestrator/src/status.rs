@@ -1,0 +1,100 @@
+//! What a run, a host and a cell came to: the words the store keeps and
+//! every report shows, as types, so that no decision matches a string.
+//! The words are the schema's: stored runs read back the same.
+
+use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr};
+
+/// A cell (one parameter point on its hosts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr, Serialize, Deserialize)]
+#[strum(serialize_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum CellStatus {
+    /// Planned and stored; no visit has started it.
+    Pending,
+    Running,
+    Ok,
+    /// A step failed, or its host was lost (the reason says which).
+    Failed,
+    /// The host cannot make this cell (a filesystem its kernel lacks, a
+    /// device too small): known before or while it ran, never a failure.
+    Unsupported,
+    /// Not run: interrupted, or the playbook was stopped (the reason says why).
+    Skipped,
+}
+
+/// A host within a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr, Serialize, Deserialize)]
+#[strum(serialize_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum HostStatus {
+    /// Selected; not connected yet.
+    Pending,
+    Running,
+    Ok,
+    /// Reached, but a cell of it failed, or its session failed to open.
+    Failed,
+    /// Not reachable (or lost and not back).
+    Unreachable,
+    /// Never connected: the run was interrupted first.
+    Skipped,
+    /// Connected, and the run was interrupted while it ran.
+    Interrupted,
+}
+
+/// A whole run, as `benchrig runs` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr, Serialize, Deserialize)]
+#[strum(serialize_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Ok,
+    Failed,
+    Unreachable,
+    Interrupted,
+}
+
+macro_rules! as_str {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The stored word.
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
+
+            /// The status of a report model's `"status"` value; none for
+            /// anything else (a model is read, never trusted).
+            pub fn of_json(v: &serde_json::Value) -> Option<Self> {
+                v.as_str()?.parse().ok()
+            }
+        }
+    )*};
+}
+as_str!(CellStatus, HostStatus, RunStatus);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_words_are_the_schemas() {
+        let cells = [
+            (CellStatus::Pending, "pending"),
+            (CellStatus::Running, "running"),
+            (CellStatus::Ok, "ok"),
+            (CellStatus::Failed, "failed"),
+            (CellStatus::Unsupported, "unsupported"),
+            (CellStatus::Skipped, "skipped"),
+        ];
+        for (s, word) in cells {
+            assert_eq!(s.as_str(), word);
+            assert_eq!(word.parse::<CellStatus>().unwrap(), s);
+            assert_eq!(serde_json::to_value(s).unwrap(), serde_json::json!(word));
+            assert_eq!(CellStatus::of_json(&serde_json::json!(word)), Some(s));
+        }
+        assert_eq!(HostStatus::Unreachable.to_string(), "unreachable");
+        assert_eq!(RunStatus::Interrupted.as_str(), "interrupted");
+        assert!("Ok".parse::<CellStatus>().is_err());
+        assert_eq!(CellStatus::of_json(&serde_json::json!(null)), None);
+    }
+}
