@@ -8,7 +8,7 @@
 use crate::significance::{mann_whitney, welch};
 use crate::stats::{skewness, Summary};
 use crate::store::{CellRow, HostRow, SampleRow};
-use crate::summary::describe_params;
+use crate::terminal_table::describe_params;
 use indexmap::IndexMap;
 use serde_json::Value as Json;
 use statrs::distribution::{ContinuousCDF, StudentsT};

@@ -15,31 +15,26 @@ macro_rules! outln {
     }};
 }
 
-pub mod agent_client;
 pub mod capacity;
 pub mod cli;
 pub mod commands;
 pub mod compare;
-pub mod deploy;
-pub mod executor;
 pub mod exit_code;
 pub mod extra_vars;
-pub mod host;
 pub mod inventory;
 pub mod matrix;
 pub mod planner;
 pub mod playbook;
 pub mod profiles;
+pub mod progress;
 pub mod report;
-pub mod reporter;
 pub mod run;
-pub mod schedule;
 pub mod selection;
+pub mod session;
 pub mod significance;
 pub mod stats;
 pub mod status;
 pub mod store;
-pub mod summary;
 pub mod template;
-pub mod transport;
+pub mod terminal_table;
 pub mod yaml;

@@ -1,10 +1,11 @@
+//! `benchrig`: parse the command line, start logging, hand the command to
+//! its module in `commands`, and print an error, once, where one ends it.
+
 use benchrig::cli::{Cli, Command};
 use benchrig::commands;
 use benchrig::exit_code;
-use benchrig::reporter::Reporter;
-use benchrig::run::{self, RunOptions};
+use benchrig::progress::Progress;
 use clap::Parser;
-use std::io::Write;
 
 fn main() {
     let cli = match Cli::try_parse() {
@@ -19,9 +20,9 @@ fn main() {
         }),
     };
     init_logging(cli.verbose, cli.quiet);
-    let reporter = Reporter { quiet: cli.quiet };
+    let progress = Progress { quiet: cli.quiet };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    let code = rt.block_on(dispatch(cli.command, reporter)).unwrap_or_else(|e| {
+    let code = rt.block_on(dispatch(cli.command, progress)).unwrap_or_else(|e| {
         let code = exit_code::for_error(&e);
         // `benchrig runs | head`: whoever closed stdout wants no message.
         // (SIGPIPE stays ignored, as Rust leaves it: a dead ssh channel
@@ -34,32 +35,11 @@ fn main() {
     std::process::exit(code);
 }
 
-async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
+async fn dispatch(cmd: Command, progress: Progress) -> anyhow::Result<i32> {
     match cmd {
-        Command::Run(a) => {
-            if let Some(done) = commands::plan::listing(&a.play) {
-                return done;
-            }
-            let extra_vars = benchrig::extra_vars::parse(&a.play.extra_vars).map_err(anyhow::Error::msg)?;
-            let result = run::run(RunOptions {
-                playbook: a.play.playbook,
-                inventory: a.play.hosts.inventory,
-                limit: a.play.hosts.limit,
-                tags: benchrig::playbook::TagFilter::new(&a.play.tags, &a.play.skip_tags),
-                extra_vars,
-                forks: a.play.hosts.forks,
-                db: a.play.hosts.db,
-                name: a.name,
-                reporter,
-            })
-            .await?;
-            let mut out = std::io::stdout().lock();
-            write!(out, "{}", result.table)?;
-            writeln!(out, "run {}: {}", result.run, result.status)?;
-            Ok(result.exit_code)
-        }
+        Command::Run(a) => commands::run::run(a, progress).await,
         Command::Plan(a) => commands::plan::run(a),
-        Command::Facts(a) => commands::facts::run(a, reporter).await,
+        Command::Facts(a) => commands::facts::run(a, progress).await,
         Command::Inventory(a) => commands::inventory::run(a),
         Command::Runs(a) => commands::runs::list(a),
         Command::Show(a) => commands::runs::show(a),
@@ -67,8 +47,8 @@ async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
         Command::Export(a) => commands::runs::export(a),
         Command::Import(a) => commands::runs::import(a),
         Command::Compare(a) => commands::compare::run(a),
-        Command::Cleanup(a) => commands::cleanup::run(a, reporter).await,
-        Command::Ping(a) => commands::ping::run(a, reporter).await,
+        Command::Cleanup(a) => commands::cleanup::run(a, progress).await,
+        Command::Ping(a) => commands::ping::run(a, progress).await,
     }
 }
 

@@ -1,16 +1,17 @@
 //! `benchrig cleanup`: on every host, undo what an interrupted or crashed
 //! run left (mounts under the work dir, loop devices of benchrig images).
 
-use super::{exit_code_for, open_sessions};
+use super::exit_code_for;
 use crate::cli::HostsArgs;
-use crate::reporter::Reporter;
+use crate::progress::Progress;
 use crate::selection;
+use crate::session::open_sessions;
 
-pub async fn run(args: HostsArgs, reporter: Reporter) -> anyhow::Result<i32> {
+pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.inventory)?;
     let hosts = selection::select(&inv, "all", args.limit.as_deref())?;
     let mut results = Vec::new();
-    for (h, r) in open_sessions(&inv, &hosts, args.forks, reporter).await {
+    for (h, r) in open_sessions(&inv, &hosts, args.forks, progress).await {
         let s = match r {
             Ok(s) => s,
             Err(e) => {

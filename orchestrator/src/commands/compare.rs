@@ -5,7 +5,7 @@ use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, Options, Row, RunData, Verdict};
 use crate::exit_code;
 use crate::store::Store;
-use crate::summary::{fmt_num, table};
+use crate::terminal_table::{fmt_num, table};
 
 /// A run (id, name or `last`) as `compare` takes it.
 pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {

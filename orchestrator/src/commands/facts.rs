@@ -1,18 +1,19 @@
 //! `benchrig facts`: push the agent and print what each host is.
 
-use super::{exit_code_for, open_sessions};
+use super::exit_code_for;
 use crate::cli::FactsArgs;
+use crate::progress::Progress;
 use crate::report::limits_text;
-use crate::reporter::Reporter;
 use crate::selection;
+use crate::session::open_sessions;
 use crate::store::Store;
 use benchrig_wire::facts::Facts;
 
-pub async fn run(args: FactsArgs, reporter: Reporter) -> anyhow::Result<i32> {
+pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.hosts.inventory)?;
     let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
     let store = Store::open(&args.hosts.db)?;
-    let results = open_sessions(&inv, &hosts, args.hosts.forks, reporter).await;
+    let results = open_sessions(&inv, &hosts, args.hosts.forks, progress).await;
     let mut json = serde_json::Map::new();
     let mut closed = Vec::new();
     for (h, r) in results {

@@ -2,12 +2,13 @@
 //! ping and a no-op step — next to what it cost to get there (connect,
 //! deploy, handshake, facts).
 
-use super::{exit_code_for, open_sessions};
+use super::exit_code_for;
 use crate::cli::PingArgs;
-use crate::host::HostError;
-use crate::reporter::Reporter;
+use crate::progress::Progress;
 use crate::selection;
-use crate::summary::table;
+use crate::session::host::HostError;
+use crate::session::open_sessions;
+use crate::terminal_table::table;
 use benchrig_wire::messages::{Request, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};
 use std::time::{Duration, Instant};
@@ -24,11 +25,11 @@ fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
-pub async fn run(args: PingArgs, reporter: Reporter) -> anyhow::Result<i32> {
+pub async fn run(args: PingArgs, progress: Progress) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.hosts.inventory)?;
     let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
     let t0 = Instant::now();
-    let sessions = open_sessions(&inv, &hosts, args.hosts.forks, reporter).await;
+    let sessions = open_sessions(&inv, &hosts, args.hosts.forks, progress).await;
     let all_up = t0.elapsed();
     let mut rows = Vec::new();
     let mut results = Vec::new();

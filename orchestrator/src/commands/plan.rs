@@ -6,10 +6,10 @@ use crate::exit_code;
 use crate::extra_vars;
 use crate::planner::{self, HostInput};
 use crate::playbook::TagFilter;
-use crate::run::{self, needs_facts};
+use crate::run::{self, check::needs_facts};
 use crate::store::Store;
-use crate::summary::table;
 use crate::template::Templates;
+use crate::terminal_table::table;
 use crate::yaml::ConfigError;
 use benchrig_wire::facts::Facts;
 

@@ -3,7 +3,7 @@
 use crate::cli::{DbArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs};
 use crate::exit_code;
 use crate::store::Store;
-use crate::summary::table;
+use crate::terminal_table::table;
 
 pub fn list(args: DbArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db)?;
@@ -38,7 +38,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<i32> {
         r.started,
         r.finished.map(|f| format!(", finished {f}")).unwrap_or_default()
     )?;
-    out!("{}", crate::summary::render(&store, r.id)?)?;
+    out!("{}", crate::terminal_table::render(&store, r.id)?)?;
     Ok(exit_code::OK)
 }
 

@@ -2,7 +2,7 @@
 //! for a spreadsheet, pandas or R.
 
 use crate::store::{Store, StoreError};
-use crate::summary::describe_params;
+use crate::terminal_table::describe_params;
 
 pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
     let cells = store.cells(run)?;

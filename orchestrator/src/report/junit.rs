@@ -5,7 +5,7 @@
 use crate::compare::{Row, Verdict};
 use crate::status::CellStatus;
 use crate::store::{CellRow, Store, StoreError};
-use crate::summary::describe_params;
+use crate::terminal_table::describe_params;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 pub fn build(store: &Store, run: i64, regressions: &[Row]) -> Result<String, StoreError> {

@@ -2,7 +2,7 @@
 //! what a reader should be wary of — for a pull request or a CI summary.
 
 use crate::status::CellStatus;
-use crate::summary::{describe_params, fmt_num};
+use crate::terminal_table::{describe_params, fmt_num};
 use serde_json::Value as Json;
 
 /// From the JSON report's model (`report::json::build`).

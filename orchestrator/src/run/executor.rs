@@ -4,9 +4,9 @@
 //! the teardown, which runs whatever happened before it unless a host itself
 //! is gone. Each step goes to the agent of its host.
 
-use crate::agent_client::{AgentClient, RequestError};
 use crate::planner::{Cell, PlannedStep};
-use crate::reporter::Reporter;
+use crate::progress::Progress;
+use crate::session::agent_client::{AgentClient, RequestError};
 use crate::status::CellStatus;
 use crate::store::{StepRef, Store};
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
@@ -64,7 +64,7 @@ pub struct CellRunner<'a> {
     /// The agent of every host the cell uses.
     pub agents: Vec<(&'a str, &'a AgentClient)>,
     pub store: &'a Store,
-    pub reporter: Reporter,
+    pub progress: Progress,
     pub cancel: watch::Receiver<bool>,
 }
 
@@ -95,12 +95,12 @@ impl CellRunner<'_> {
             });
         };
         let (cancel, timed_out) = self.cancel_for(step, cancellable);
-        let reporter = self.reporter;
+        let progress = self.progress;
         let reply = agent
             .request(req, cancel, |ev| {
                 if let Event::Log { level, message } = ev {
                     match level {
-                        LogLevel::Warn => reporter.line(host, format!("warning: {message}")),
+                        LogLevel::Warn => progress.line(host, format!("warning: {message}")),
                         LogLevel::Info => tracing::info!(host, "{message}"),
                         LogLevel::Debug => tracing::debug!(host, "{message}"),
                     }
@@ -153,7 +153,7 @@ impl CellRunner<'_> {
     fn tolerate(&self, s: &PlannedStep, bad: CellOutcome) -> Option<CellOutcome> {
         match bad {
             CellOutcome::Failed(why) if s.ignore_errors => {
-                self.reporter.line(&s.host, format!("  ignored: {why}"));
+                self.progress.line(&s.host, format!("  ignored: {why}"));
                 None
             }
             other => Some(other),
@@ -244,7 +244,7 @@ impl CellRunner<'_> {
                 }
                 Err(bad) => {
                     let Some(bad) = self.tolerate(s, bad) else { continue };
-                    self.reporter.line(
+                    self.progress.line(
                         &s.host,
                         format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
                     );
@@ -347,7 +347,7 @@ impl CellRunner<'_> {
         }
         if !shown.is_empty() {
             let which = rep.map(|r| format!("rep {r}/{}", cell.repeat)).unwrap_or_else(|| "warm-up".into());
-            self.reporter.line(&cell.host, format!("  {} {which}: {}", cell.describe(), shown.join(", ")));
+            self.progress.line(&cell.host, format!("  {} {which}: {}", cell.describe(), shown.join(", ")));
         }
         Ok(())
     }
@@ -359,7 +359,7 @@ impl CellRunner<'_> {
         let Some(target) = cell.policy.ci_pct else { return false };
         let Ok(samples) = self.store.cell_samples(cell_id) else { return false };
         let wanted = |metric: &str| cell.policy.metrics.is_empty() || cell.policy.metrics.iter().any(|m| m == metric);
-        let widest = crate::summary::group(&samples)
+        let widest = crate::terminal_table::group(&samples)
             .iter()
             .filter(|(k, _)| wanted(&k.3))
             .map(|(_, v)| v)

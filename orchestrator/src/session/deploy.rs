@@ -6,7 +6,7 @@
 //! temporary name and renamed, so a half-written agent is never run. The
 //! sha256 the running agent reports about itself is checked in the handshake.
 
-use crate::transport::{sh_quote, RemoteProcess, Transport, TransportError};
+use crate::session::transport::{sh_quote, RemoteProcess, Transport, TransportError};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -16,11 +16,11 @@ fn print(text: &str) {
 }
 
 #[derive(Clone, Copy)]
-pub struct Reporter {
+pub struct Progress {
     pub quiet: bool,
 }
 
-impl Reporter {
+impl Progress {
     pub fn line(&self, host: &str, msg: impl AsRef<str>) {
         if !self.quiet {
             print(&format!("[{host}] {}", msg.as_ref()));

@@ -1,11 +1,11 @@
 //! One host's session: connect, deploy the agent, handshake, configure it
 //! with the host's scratch devices, gather facts; and the clean way out.
 
-use crate::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
-use crate::deploy::{self, AgentBuilds, DeployError, Deployed};
 use crate::inventory::Vars;
 use crate::planner::scratch_devices;
-use crate::transport::{self, ConnectionSpec, Transport, TransportError};
+use crate::session::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
+use crate::session::deploy::{self, AgentBuilds, DeployError, Deployed};
+use crate::session::transport::{self, ConnectionSpec, Transport, TransportError};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};

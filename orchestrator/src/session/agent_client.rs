@@ -2,7 +2,7 @@
 //! to their events by id, heartbeats watched, and a clear "lost" state when
 //! the agent or the link dies.
 
-use crate::transport::RemoteProcess;
+use crate::session::transport::RemoteProcess;
 use benchrig_wire::frame::{self, FrameError, HEADER_LEN};
 use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, Event, Hello, Reply, Request};
 use benchrig_wire::PROTOCOL_VERSION;
@@ -43,7 +43,7 @@ pub struct AgentClient {
     pub hello: Hello,
     tasks: Vec<JoinHandle<()>>,
     // In a mutex only to make the client Sync; taken once at shutdown.
-    exit: Mutex<Option<Box<dyn crate::transport::ProcessExit>>>,
+    exit: Mutex<Option<Box<dyn crate::session::transport::ProcessExit>>>,
 }
 
 impl AgentClient {
@@ -253,7 +253,7 @@ async fn forward_stderr(stderr: Box<dyn AsyncRead + Send + Unpin>, label: String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::ProcessExit;
+    use crate::session::transport::ProcessExit;
     use async_trait::async_trait;
     use benchrig_wire::messages::{AgentError, ErrorCode};
     use tokio::io::{duplex, DuplexStream};

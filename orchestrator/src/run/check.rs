@@ -1,0 +1,134 @@
+//! The pre-flight check: everything that can be checked without a host —
+//! playbook grammar, host selection, connection variables, scratch devices,
+//! and a plan of every host without facts — so a mistake is reported, with
+//! its file, line and column, before any host is touched.
+
+use crate::inventory::{Inventory, Vars};
+use crate::planner::{self, HostInput};
+use crate::playbook::{self, Playbook, TagFilter};
+use crate::selection;
+use crate::session::transport::ConnectionSpec;
+use crate::template::Templates;
+use indexmap::IndexMap;
+use std::path::PathBuf;
+
+pub struct Checked {
+    pub playbook: Playbook,
+    pub inventory: Inventory,
+    /// Host → indexes of the plays it takes part in, in inventory order.
+    pub hosts: IndexMap<String, Vec<usize>>,
+}
+
+impl Checked {
+    /// The hosts of one play, in inventory order.
+    pub fn hosts_of_play(&self, play: usize) -> Vec<String> {
+        self.hosts.iter().filter(|(_, p)| p.contains(&play)).map(|(h, _)| h.clone()).collect()
+    }
+
+    /// The variables a host's connection is made with: its inventory
+    /// variables, plus `become` when one of its plays asks for it (the
+    /// agent serves every play on the host, so it starts as that user).
+    pub fn connection_vars(&self, host: &str) -> Vars {
+        let mut vars = self.inventory.host_vars(host);
+        let plays = self.hosts.get(host).map(Vec::as_slice).unwrap_or_default();
+        if let Some(user) = plays.iter().find_map(|&pi| self.playbook.plays[pi].become_user.as_deref()) {
+            // As in Ansible, a host's own `ansible_become` wins over the play keyword.
+            vars.entry("ansible_become").or_insert(true.into());
+            vars.entry("ansible_become_user").or_insert_with(|| user.into());
+        }
+        vars
+    }
+}
+
+/// Everything that can be checked without a host: playbook grammar, host
+/// selection, connection variables, scratch devices, and a plan of every
+/// host without facts. A template that needs facts waits for them.
+pub fn check(
+    playbook: &std::path::Path,
+    inventory: &[PathBuf],
+    limit: Option<&str>,
+    extra: &Vars,
+    tags: &TagFilter,
+) -> anyhow::Result<Checked> {
+    let mut pb = playbook::load(playbook)?;
+    tags.apply(&mut pb);
+    let inv = selection::load_inventory(inventory)?;
+    let mut hosts: IndexMap<String, Vec<usize>> = IndexMap::new();
+    for (i, play) in pb.plays.iter().enumerate() {
+        // A bad pattern is the play's mistake: say where the play is.
+        crate::inventory::pattern::select(&inv, &play.hosts).map_err(|e| {
+            // The play keeps no location for `hosts`; read it again to point there.
+            let root = crate::yaml::parse_str(&pb.path, &pb.text).ok();
+            let hosts = root.as_ref().and_then(|r| r.as_seq()?.get(i)?.get("hosts"));
+            crate::yaml::ConfigError::at(hosts.map_or(&play.loc, |n| &n.loc), format!("play `{}`: {e}", play.name))
+        })?;
+        let chosen = selection::select(&inv, &play.hosts, limit)?;
+        if chosen.is_empty() {
+            tracing::warn!("play `{}`: no hosts match `{}`", play.name, play.hosts);
+        }
+        for h in chosen {
+            hosts.entry(h).or_default().push(i);
+        }
+    }
+    // Hosts run in inventory order whatever the play order.
+    hosts.sort_by_cached_key(|h, _| inv.hosts.get_index_of(h));
+    let t = Templates::new();
+    for (h, plays) in &hosts {
+        let vars = inv.host_vars(h);
+        planner::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
+        for &pi in plays.iter().filter(|&&pi| pb.plays[pi].roles.is_empty()) {
+            let input = HostInput { inventory: &inv, host: h, extra_vars: extra, facts: None };
+            if let Err(e) = planner::plan_play(&pb.plays[pi], pi, &input, &t) {
+                if !needs_facts(&e.message) {
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+    let checked = Checked { playbook: pb, inventory: inv, hosts };
+    for h in checked.hosts.keys() {
+        ConnectionSpec::from_vars(h, &checked.connection_vars(h)).map_err(anyhow::Error::msg)?;
+    }
+    for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
+        let hosts = checked.hosts_of_play(pi);
+        if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &t) {
+            if !needs_facts(&e.message) {
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// A template error that only says "facts are not known yet": the template
+/// uses `facts` (as a word: `facts_size` is a typo, not that).
+pub fn needs_facts(message: &str) -> bool {
+    message.contains("undefined") && regex::Regex::new(r"\bfacts\b").expect("static regex").is_match(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_play_that_becomes_makes_its_hosts_agents_become_unless_the_host_says_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = dir.path().join("inv.yml");
+        std::fs::write(
+            &inv,
+            "all:\n  hosts:\n    a: {ansible_connection: local}\n    b: {ansible_connection: local, ansible_become: false}\n    c: {ansible_connection: local}\n",
+        )
+        .unwrap();
+        let pb = dir.path().join("pb.yml");
+        std::fs::write(
+            &pb,
+            "- hosts: a:b\n  become: true\n  benchmark: [{noop: }]\n- hosts: c\n  benchmark: [{noop: }]\n",
+        )
+        .unwrap();
+        let checked = check(&pb, &[inv], None, &Vars::new(), &TagFilter::default()).unwrap();
+        let a = checked.connection_vars("a");
+        assert_eq!((a["ansible_become"].clone(), a["ansible_become_user"].clone()), (true.into(), "root".into()));
+        assert_eq!(checked.connection_vars("b")["ansible_become"], false, "the host's own variable wins");
+        assert!(!checked.connection_vars("c").contains_key("ansible_become"));
+    }
+}

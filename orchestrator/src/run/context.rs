@@ -1,0 +1,46 @@
+//! What every task of a run shares: the checked playbook and inventory, the
+//! store and run id, the agent builds, the cancel signal, the `--forks`
+//! bound, every host's slot, and why the playbook stopped, if it did.
+
+use super::check::Checked;
+use super::slots::Slot;
+use crate::inventory::Vars;
+use crate::progress::Progress;
+use crate::session::deploy::AgentBuilds;
+use crate::store::Store;
+use indexmap::IndexMap;
+use tokio::sync::{watch, Mutex, Semaphore};
+
+pub struct RunContext {
+    pub checked: Checked,
+    pub extra: Vars,
+    pub store: Store,
+    pub run: i64,
+    pub builds: AgentBuilds,
+    pub progress: Progress,
+    pub cancel: watch::Receiver<bool>,
+    pub forks: Semaphore,
+    /// Every host's session, in inventory order (the order role plays lock them).
+    pub slots: IndexMap<String, Mutex<Slot>>,
+    /// Why the playbook stopped early (`any_errors_fatal`, `max_fail_percentage`).
+    pub halt: std::sync::Mutex<Option<String>>,
+}
+
+impl RunContext {
+    pub fn interrupted(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    pub fn halted(&self) -> Option<String> {
+        self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stop the playbook after the cells running now; the first reason stays.
+    pub fn halt(&self, why: String) {
+        let mut h = self.halt.lock().unwrap_or_else(|e| e.into_inner());
+        if h.is_none() {
+            self.progress.note(format!("stopping: {why}"));
+            *h = Some(why);
+        }
+    }
+}

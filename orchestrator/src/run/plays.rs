@@ -1,0 +1,197 @@
+//! The play loops, as Ansible runs plays: a plain play on its hosts in
+//! parallel (in `serial` batches when asked), each host's cells in the
+//! play's `cell_order`; a role play cell by cell, each across the hosts of
+//! one assignment of hosts to roles.
+
+use super::cells::{record_cells, CellBook};
+use super::context::RunContext;
+use super::executor::CellRunner;
+use super::policy;
+use super::schedule;
+use super::slots::{settle, Slot};
+use crate::planner::{self, HostInput};
+use crate::playbook::{self, CellOrder};
+use crate::session::agent_client::AgentClient;
+use crate::status::CellStatus;
+use crate::template::Templates;
+use std::sync::Arc;
+use tracing_indicatif::span_ext::IndicatifSpanExt;
+
+/// A play without roles: its hosts in `serial` batches (all at once by
+/// default), each batch in parallel; after a batch, `max_fail_percentage`
+/// may stop the playbook. Hosts left out by a stop have their cells
+/// recorded as skipped, with the reason.
+pub async fn run_plain_play_in_batches(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
+    let play = &ctx.checked.playbook.plays[pi];
+    let seed = play_seed(ctx, play);
+    for batch in schedule::batches(hosts, &play.serial) {
+        if let Some(why) = ctx.halted() {
+            for h in &batch {
+                record_cells(ctx, h, pi, &*ctx.slots[h].lock().await, CellStatus::Skipped, &why);
+            }
+            continue;
+        }
+        let tasks: Vec<_> =
+            batch.iter().map(|h| tokio::spawn(run_plain_play(ctx.clone(), pi, h.clone(), seed))).collect();
+        let mut failed = 0;
+        for t in tasks {
+            failed += usize::from(t.await.unwrap_or(true));
+        }
+        if let Some(why) = policy::max_fail_stop(&play.name, failed, batch.len(), play.max_fail_percentage) {
+            ctx.halt(why);
+        }
+    }
+}
+
+/// The seed of a play's shuffle: the playbook's, or one picked now and
+/// reported so the order can be replayed.
+fn play_seed(ctx: &RunContext, play: &playbook::Play) -> u64 {
+    match play.cell_order {
+        CellOrder::Shuffled(Some(seed)) => seed,
+        CellOrder::Shuffled(None) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let seed = now.as_nanos() as u64;
+            ctx.progress
+                .note(format!("play `{}`: cells shuffled with seed {seed} (`seed: {seed}` replays it)", play.name));
+            seed
+        }
+        _ => 0,
+    }
+}
+
+/// A play without roles on one host: plan with its facts, run its cells
+/// in the play's `cell_order`. True when a cell failed here.
+async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64) -> bool {
+    let _permit = ctx.forks.acquire().await;
+    let mut guard = ctx.slots[&host].lock().await;
+    let slot = &mut *guard;
+    let play = &ctx.checked.playbook.plays[pi];
+    let t = Templates::new();
+    let facts = slot.session.as_ref().map(|s| &s.facts);
+    let input = HostInput { inventory: &ctx.checked.inventory, host: &host, extra_vars: &ctx.extra, facts };
+    let cells = match planner::plan_play(play, pi, &input, &t) {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.progress.line(&host, format!("play `{}` cannot be planned: {e}", play.name));
+            slot.failed = true;
+            return true;
+        }
+    };
+    let total = cells.len();
+    if total == 0 {
+        ctx.progress.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
+    }
+    let mut failed_here = false;
+    let (mut book, visits) = CellBook::new(&cells, play.cell_order, seed);
+    let bar = crate::progress::host_bar(&host, &play.name, visits.len());
+    for visit in visits {
+        bar.pb_inc(1);
+        let (n, cell) = (visit.cell, &cells[visit.cell]);
+        bar.pb_set_message(&cell.describe());
+        let Some((cell_id, first)) = book.open(&ctx, n, cell) else { continue };
+        let down = slot.down.as_ref().map(|d| (host.as_str(), d));
+        if let Some((status, why)) =
+            policy::skip_reason(down, ctx.interrupted(), ctx.halted(), cell.unsupported.as_deref())
+        {
+            let _ = ctx.store.set_cell_status(cell_id, status, Some(&why));
+            if status == CellStatus::Unsupported {
+                ctx.progress.line(&host, format!("cell {}/{total} {}: unsupported: {why}", n + 1, cell.describe()));
+            }
+            book.end(n);
+            continue;
+        }
+        ctx.progress
+            .line(&host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&visit, cell)));
+        let (outcome, ended) = {
+            let session = slot.session.as_ref().expect("checked by skip_reason");
+            let runner = CellRunner {
+                agents: vec![(host.as_str(), &session.agent)],
+                store: &ctx.store,
+                progress: ctx.progress,
+                cancel: ctx.cancel.clone(),
+            };
+            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
+        };
+        if ended {
+            book.end(n);
+        }
+        failed_here |= outcome.is_failure();
+        settle(&ctx, outcome, &mut [(&host, slot)]).await;
+        if failed_here && play.any_errors_fatal {
+            ctx.halt(format!("play `{}` has any_errors_fatal and a cell failed on {host}", play.name));
+        }
+    }
+    book.skip_unended(&ctx, &cells);
+    if book.unstored {
+        (slot.failed, failed_here) = (true, true);
+    }
+    failed_here
+}
+
+/// A play with roles: every cell spans the hosts of one assignment; each
+/// step goes to its role's host. Cells run one after another.
+pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
+    let play = &ctx.checked.playbook.plays[pi];
+    // Locked in inventory order (the only order anything locks several in).
+    let mut guards = Vec::new();
+    for h in hosts {
+        guards.push((h.clone(), ctx.slots[h].lock().await));
+    }
+    let facts: Vec<(&str, &benchrig_wire::facts::Facts)> =
+        guards.iter().filter_map(|(h, g)| Some((h.as_str(), &g.session.as_ref()?.facts))).collect();
+    let t = Templates::new();
+    let planned = planner::plan_role_play(play, pi, &ctx.checked.inventory, hosts, &ctx.extra, &facts, &t);
+    drop(facts);
+    let cells = match planned {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.progress.note(format!("play `{}` cannot be planned: {e}", play.name));
+            for (_, g) in guards.iter_mut() {
+                g.failed = true;
+            }
+            return;
+        }
+    };
+    let total = cells.len();
+    let (mut book, visits) = CellBook::new(&cells, play.cell_order, play_seed(ctx, play));
+    for visit in visits {
+        let (n, cell) = (visit.cell, &cells[visit.cell]);
+        let Some((cell_id, first)) = book.open(ctx, n, cell) else { continue };
+        // This cell's hosts, in the order of their first step.
+        let mut mine: Vec<&str> = Vec::new();
+        for s in cell.setup.iter().chain(&cell.before_each).chain(&cell.benchmark).chain(&cell.teardown) {
+            if !mine.contains(&s.host.as_str()) {
+                mine.push(&s.host);
+            }
+        }
+        let mut involved: Vec<(&String, &mut Slot)> =
+            guards.iter_mut().filter(|(h, _)| mine.contains(&h.as_str())).map(|(h, g)| (&*h, &mut **g)).collect();
+        let down = involved.iter().find_map(|(h, s)| Some((h.as_str(), s.down.as_ref()?)));
+        if let Some((status, why)) =
+            policy::skip_reason(down, ctx.interrupted(), ctx.halted(), cell.unsupported.as_deref())
+        {
+            let _ = ctx.store.set_cell_status(cell_id, status, Some(&why));
+            book.end(n);
+            continue;
+        }
+        ctx.progress.line(
+            &cell.host,
+            format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&visit, cell)),
+        );
+        let (outcome, ended) = {
+            let agents: Vec<(&str, &AgentClient)> =
+                involved.iter().map(|(h, s)| (h.as_str(), &s.session.as_ref().expect("not down").agent)).collect();
+            let runner = CellRunner { agents, store: &ctx.store, progress: ctx.progress, cancel: ctx.cancel.clone() };
+            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
+        };
+        if ended {
+            book.end(n);
+        }
+        if play.any_errors_fatal && outcome.is_failure() {
+            ctx.halt(format!("play `{}` has any_errors_fatal and cell {} failed", play.name, cell.describe()));
+        }
+        let mut pairs: Vec<(&str, &mut Slot)> = involved.iter_mut().map(|(h, s)| (h.as_str(), &mut **s)).collect();
+        settle(ctx, outcome, &mut pairs).await;
+    }
+    book.skip_unended(ctx, &cells);
+}

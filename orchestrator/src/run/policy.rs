@@ -1,0 +1,152 @@
+//! The run's decisions, as pure functions of what happened: which cells do
+//! not run and what they are stored as, when a batch's failures stop the
+//! playbook, what a host and the whole run end as. (`schedule` holds the
+//! rest: the order of visits and the `serial` batches.)
+
+use crate::exit_code;
+use crate::status::{CellStatus, HostStatus, RunStatus};
+
+/// Why a host is out of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Down {
+    /// It could not be reached, or was lost and did not come back.
+    Unreachable(String),
+    /// It was reached, but its session could not be opened (deploy, handshake).
+    Failed(String),
+    /// The run was interrupted before it connected.
+    Interrupted,
+}
+
+/// What the cells of a host that is down are stored as, and why.
+pub fn cells_of_down_host(host: &str, down: &Down) -> (CellStatus, String) {
+    match down {
+        Down::Interrupted => (CellStatus::Skipped, "interrupted".into()),
+        Down::Unreachable(why) | Down::Failed(why) => (CellStatus::Failed, format!("host {host} unreachable: {why}")),
+    }
+}
+
+/// Why a cell does not run, and what it is stored as: one of its hosts is
+/// down, the run was interrupted or stopped, or the host visibly cannot make
+/// it. `None`: run it.
+pub fn skip_reason(
+    down: Option<(&str, &Down)>,
+    interrupted: bool,
+    halted: Option<String>,
+    unsupported: Option<&str>,
+) -> Option<(CellStatus, String)> {
+    if let Some((host, down)) = down {
+        return Some(cells_of_down_host(host, down));
+    }
+    if interrupted {
+        return Some((CellStatus::Skipped, "interrupted".into()));
+    }
+    if let Some(why) = halted {
+        return Some((CellStatus::Skipped, why));
+    }
+    unsupported.map(|u| (CellStatus::Unsupported, u.to_string()))
+}
+
+/// Why the playbook stops after a `serial` batch in which `failed` of
+/// `batch` hosts failed: more than `max_fail_percentage` of them did.
+pub fn max_fail_stop(play: &str, failed: usize, batch: usize, max_fail_percentage: Option<f64>) -> Option<String> {
+    let max = max_fail_percentage?;
+    let pct = failed as f64 * 100.0 / batch as f64;
+    (pct > max).then(|| {
+        format!("play `{play}`: {failed} of {batch} host(s) in the batch failed ({pct:.0}%), over max_fail_percentage {max}%")
+    })
+}
+
+/// What a host is stored as at the end, with why; `None` keeps what it
+/// has (a host interrupted before it connected stays `skipped`).
+pub fn host_status(down: Option<&Down>, interrupted: bool, failed: bool) -> Option<(HostStatus, Option<String>)> {
+    Some(match down {
+        Some(Down::Interrupted) => return None,
+        Some(Down::Unreachable(why)) => (HostStatus::Unreachable, Some(why.clone())),
+        Some(Down::Failed(why)) => (HostStatus::Failed, Some(why.clone())),
+        None if interrupted => (HostStatus::Interrupted, None),
+        None if failed => (HostStatus::Failed, None),
+        None => (HostStatus::Ok, None),
+    })
+}
+
+/// The run's status (as stored) and exit code; the most serious wins.
+pub fn run_outcome(interrupted: bool, unreachable: bool, failed: bool) -> (RunStatus, i32) {
+    let code = exit_code::most_serious([
+        if interrupted { exit_code::INTERRUPTED } else { exit_code::OK },
+        if unreachable { exit_code::UNREACHABLE } else { exit_code::OK },
+        if failed { exit_code::CELL_FAILED } else { exit_code::OK },
+    ]);
+    let status = match code {
+        exit_code::INTERRUPTED => RunStatus::Interrupted,
+        exit_code::UNREACHABLE => RunStatus::Unreachable,
+        exit_code::CELL_FAILED => RunStatus::Failed,
+        _ => RunStatus::Ok,
+    };
+    (status, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_down_host_fails_its_cells_unless_the_run_was_interrupted_first() {
+        let lost = Down::Unreachable("ssh: connection refused".into());
+        assert_eq!(
+            cells_of_down_host("old", &lost),
+            (CellStatus::Failed, "host old unreachable: ssh: connection refused".into())
+        );
+        let no_session = Down::Failed("handshake: protocol 3, want 4".into());
+        assert_eq!(cells_of_down_host("old", &no_session).0, CellStatus::Failed);
+        assert_eq!(cells_of_down_host("old", &Down::Interrupted), (CellStatus::Skipped, "interrupted".into()));
+    }
+
+    #[test]
+    fn skip_reasons_come_in_order_down_interrupted_halted_unsupported() {
+        let down = Down::Unreachable("gone".into());
+        let all = skip_reason(Some(("h", &down)), true, Some("stop".into()), Some("no jfs"));
+        assert_eq!(all, Some((CellStatus::Failed, "host h unreachable: gone".into())));
+        assert_eq!(
+            skip_reason(None, true, Some("stop".into()), Some("no jfs")),
+            Some((CellStatus::Skipped, "interrupted".into()))
+        );
+        assert_eq!(
+            skip_reason(None, false, Some("stop".into()), Some("no jfs")),
+            Some((CellStatus::Skipped, "stop".into()))
+        );
+        assert_eq!(skip_reason(None, false, None, Some("no jfs")), Some((CellStatus::Unsupported, "no jfs".into())));
+        assert_eq!(skip_reason(None, false, None, None), None);
+    }
+
+    #[test]
+    fn max_fail_percentage_stops_only_when_exceeded() {
+        assert_eq!(max_fail_stop("p", 1, 4, None), None, "no limit");
+        assert_eq!(max_fail_stop("p", 1, 4, Some(25.0)), None, "25% is not over 25%");
+        assert_eq!(
+            max_fail_stop("p", 2, 4, Some(25.0)).as_deref(),
+            Some("play `p`: 2 of 4 host(s) in the batch failed (50%), over max_fail_percentage 25%")
+        );
+        assert!(max_fail_stop("p", 1, 3, Some(0.0)).is_some(), "0: any failure stops");
+        assert_eq!(max_fail_stop("p", 0, 3, Some(0.0)), None);
+    }
+
+    #[test]
+    fn a_host_ends_as_what_happened_to_it() {
+        let gone = Down::Unreachable("gone".into());
+        assert_eq!(host_status(Some(&gone), true, true), Some((HostStatus::Unreachable, Some("gone".into()))));
+        let broken = Down::Failed("deploy".into());
+        assert_eq!(host_status(Some(&broken), false, false), Some((HostStatus::Failed, Some("deploy".into()))));
+        assert_eq!(host_status(Some(&Down::Interrupted), true, false), None, "stays skipped");
+        assert_eq!(host_status(None, true, true), Some((HostStatus::Interrupted, None)));
+        assert_eq!(host_status(None, false, true), Some((HostStatus::Failed, None)));
+        assert_eq!(host_status(None, false, false), Some((HostStatus::Ok, None)));
+    }
+
+    #[test]
+    fn the_most_serious_outcome_wins() {
+        assert_eq!(run_outcome(false, false, false), (RunStatus::Ok, exit_code::OK));
+        assert_eq!(run_outcome(false, false, true), (RunStatus::Failed, exit_code::CELL_FAILED));
+        assert_eq!(run_outcome(false, true, true), (RunStatus::Unreachable, exit_code::UNREACHABLE));
+        assert_eq!(run_outcome(true, true, true), (RunStatus::Interrupted, exit_code::INTERRUPTED));
+    }
+}

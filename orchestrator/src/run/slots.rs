@@ -1,0 +1,154 @@
+//! Host slots: one per host for the whole run. A slot is connected once at
+//! the start (at most `--forks` at a time), settled after every cell (a
+//! failure noted, a lost host reconnected once: its new agent cleans up
+//! what the old one left) and closed at the end, when the host's status is
+//! stored.
+
+use super::cells::record_cells;
+use super::context::RunContext;
+use super::executor::CellOutcome;
+use super::policy::{self, Down};
+use crate::session::host::{HostError, HostSession};
+use crate::status::{CellStatus, HostStatus};
+use crate::store::StoreError;
+use std::sync::Arc;
+
+/// One host across the whole run.
+#[derive(Default)]
+pub struct Slot {
+    pub session: Option<HostSession>,
+    /// Why the host is out of the run, once it is.
+    pub down: Option<Down>,
+    /// Some cell or play failed on it.
+    pub failed: bool,
+}
+
+/// Open a host's session (at most --forks at once); a host that cannot be
+/// reached is recorded and left out of every play.
+pub async fn connect(ctx: Arc<RunContext>, host: String) {
+    let _permit = ctx.forks.acquire().await;
+    let mut slot = ctx.slots[&host].lock().await;
+    if ctx.interrupted() {
+        slot.down = Some(Down::Interrupted);
+        let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Skipped, Some("interrupted"));
+        return;
+    }
+    let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Running, None);
+    let vars = ctx.checked.connection_vars(&host);
+    match HostSession::open(&host, &vars, &ctx.builds).await {
+        Ok(s) => {
+            ctx.progress.line(
+                &host,
+                format!(
+                    "{} · {} · kernel {} · agent {} ({:.1} s)",
+                    s.describe(),
+                    s.facts.arch,
+                    s.facts.kernel.release,
+                    if s.deployed.uploaded { "uploaded" } else { "already there" },
+                    s.startup.as_secs_f64()
+                ),
+            );
+            let _ = ctx.store.set_host_facts(Some(ctx.run), &host, &s.facts);
+            slot.session = Some(s);
+        }
+        Err(e) => {
+            ctx.progress.line(&host, e.to_string());
+            slot.down = Some(match e {
+                HostError::Unreachable(_) => Down::Unreachable(e.to_string()),
+                _ => Down::Failed(e.to_string()),
+            });
+        }
+    }
+}
+
+/// After a cell: note a failure, and reconnect once to a host that was
+/// lost (its new agent cleans up what the old one left).
+pub async fn settle(ctx: &RunContext, outcome: CellOutcome, slots: &mut [(&str, &mut Slot)]) {
+    match outcome {
+        CellOutcome::Ok | CellOutcome::Skipped(_) => {}
+        CellOutcome::Unsupported(why) => {
+            if let Some((h, _)) = slots.first() {
+                ctx.progress.line(h, format!("  unsupported: {why}"));
+            }
+        }
+        CellOutcome::Failed(why) => {
+            for (h, s) in slots.iter_mut() {
+                s.failed = true;
+                ctx.progress.line(h, format!("  failed: {why}"));
+            }
+        }
+        CellOutcome::HostLost { host, reason } => {
+            let Some((_, slot)) = slots.iter_mut().find(|(h, _)| *h == host) else { return };
+            slot.failed = true;
+            if ctx.interrupted() {
+                slot.down = Some(Down::Unreachable(reason));
+                return;
+            }
+            ctx.progress.line(&host, format!("  lost the host: {reason}; reconnecting once"));
+            let vars = ctx.checked.connection_vars(&host);
+            match HostSession::open(&host, &vars, &ctx.builds).await {
+                Ok(fresh) => {
+                    if let Some(old) = slot.session.replace(fresh) {
+                        old.abandon().await;
+                    }
+                    let session = slot.session.as_ref().expect("just set");
+                    match session.cleanup().await {
+                        Ok(done) => ctx.progress.line(&host, format!("  reconnected; cleaned up {done}")),
+                        Err(e) => ctx.progress.line(&host, format!("  reconnected; cleanup failed: {e}")),
+                    }
+                }
+                Err(e) => {
+                    ctx.progress.line(&host, format!("  unreachable: {e}"));
+                    slot.down = Some(Down::Unreachable(reason));
+                    if let Some(old) = slot.session.take() {
+                        old.abandon().await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// End a host's part: its agent releases what it set up; record how it went.
+pub async fn close(ctx: Arc<RunContext>, host: String) {
+    let mut slot = ctx.slots[&host].lock().await;
+    if let Some(session) = slot.session.take() {
+        if let Err(e) = session.close().await {
+            ctx.progress.line(&host, format!("closing the session: {e}"));
+        }
+    }
+    if let Some((status, reason)) = policy::host_status(slot.down.as_ref(), ctx.interrupted(), slot.failed) {
+        let _ = ctx.store.set_host(ctx.run, &host, status, reason.as_deref());
+    }
+    // Cells it never ran (it was down from the start) are recorded as failed.
+    if slot.down.is_some() && slot.session.is_none() {
+        record_unrun_cells(&ctx, &host, &slot);
+    }
+}
+
+/// A host that never got going: its cells (planned without facts) are
+/// recorded as what a down host's cells become, so reports and `--resume`
+/// know they are missing.
+fn record_unrun_cells(ctx: &RunContext, host: &str, slot: &Slot) {
+    let Some(down) = &slot.down else { return };
+    let existing = ctx.store.cells(ctx.run).unwrap_or_default();
+    if existing.iter().any(|c| c.host == host) {
+        return;
+    }
+    let (status, reason) = policy::cells_of_down_host(host, down);
+    for &pi in &ctx.checked.hosts[host] {
+        record_cells(ctx, host, pi, slot, status, &reason);
+    }
+}
+
+/// Whether any host ended up unreachable, and whether any failed.
+pub async fn tally(ctx: &RunContext) -> Result<(bool, bool), StoreError> {
+    let (mut unreachable, mut failed) = (false, false);
+    for slot in ctx.slots.values() {
+        let slot = slot.lock().await;
+        unreachable |= matches!(slot.down, Some(Down::Unreachable(_)));
+        failed |= slot.failed || slot.down.is_some();
+    }
+    failed |= ctx.store.cells(ctx.run)?.iter().any(|c| c.status == CellStatus::Failed);
+    Ok((unreachable, failed))
+}
