@@ -19,6 +19,7 @@ pub mod capacity;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod diagnostic;
 pub mod exit_code;
 pub mod extra_vars;
 pub mod inventory;

@@ -6,12 +6,12 @@
 //! its facts are in.
 
 use crate::capacity;
+use crate::diagnostic::{did_you_mean, ConfigError};
 use crate::inventory::{Inventory, Vars};
 use crate::matrix::{self, Point};
 use crate::playbook::{Assign, Fresh, Play, Step};
 use crate::profiles;
 use crate::template::Templates;
-use crate::yaml::{did_you_mean, ConfigError};
 use benchrig_wire::facts::{Facts, KNOWN_TOOLS};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::{Action, FilesystemArgs, FsProfile};
@@ -62,7 +62,7 @@ impl RepeatPolicy {
 
 /// `repeat` rendered for a cell: a count, or `{min, max, ci_pct, warmup}`.
 fn repeat_policy(node: &crate::yaml::Node, ctx: &Json, t: &Templates) -> Result<(u32, RepeatPolicy), ConfigError> {
-    let v = t.render(&node.to_json(), ctx).map_err(|e| node.error(e))?;
+    let v = t.render(&node.to_json(), ctx).map_err(|e| e.at(&node.loc))?;
     let whole = |v: &Json, what: &str, least: u64| -> Result<u32, ConfigError> {
         let n = v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
         match n {
@@ -191,7 +191,7 @@ pub fn host_context(
             continue; // -e always wins
         }
         let ctx_json = Json::Object(ctx.clone());
-        let v = t.render(&node.to_json(), &ctx_json).map_err(|e| node.error(e))?;
+        let v = t.render(&node.to_json(), &ctx_json).map_err(|e| e.at(&node.loc))?;
         ctx.insert(name.clone(), v);
     }
     Ok(Json::Object(ctx))
@@ -324,10 +324,10 @@ impl<'a> PlayCtx<'a> {
             .matrix
             .axes
             .iter()
-            .map(|(name, node)| Ok((name.clone(), t.render(&node.to_json(), primary).map_err(|e| node.error(e))?)))
+            .map(|(name, node)| Ok((name.clone(), t.render(&node.to_json(), primary).map_err(|e| e.at(&node.loc))?)))
             .collect::<Result<Vec<_>, ConfigError>>()?;
         let render_all = |nodes: &[crate::yaml::Node]| -> Result<Vec<Json>, ConfigError> {
-            nodes.iter().map(|n| t.render(&n.to_json(), primary).map_err(|e| n.error(e))).collect()
+            nodes.iter().map(|n| t.render(&n.to_json(), primary).map_err(|e| e.at(&n.loc))).collect()
         };
         let points = matrix::expand(&axes, &render_all(&play.matrix.exclude)?, &render_all(&play.matrix.include)?)
             .map_err(|e| ConfigError::at(play.matrix.axes.first().map_or(&play.loc, |(_, n)| &n.loc), e))?;
@@ -413,7 +413,7 @@ impl<'a> PlayCtx<'a> {
 /// context under `loop_var`; each with the name it is reported under.
 fn loop_items(s: &Step, ctx: &Json, t: &Templates) -> Result<Vec<(String, Json)>, ConfigError> {
     let Some(node) = &s.r#loop else { return Ok(vec![(s.display_name(), ctx.clone())]) };
-    let items = match t.render(&node.to_json(), ctx).map_err(|e| node.error(e))? {
+    let items = match t.render(&node.to_json(), ctx).map_err(|e| e.at(&node.loc))? {
         Json::Array(items) => items,
         other => return Err(node.error(format!("`loop` must give a list, got {other}"))),
     };
@@ -436,7 +436,7 @@ fn conditions_hold(s: &Step, ctx: &Json, t: &Templates) -> Result<bool, ConfigEr
     for c in &s.when {
         let holds = match &c.value {
             crate::yaml::Value::Bool(b) => *b,
-            _ => t.condition(c.as_str().unwrap_or_default(), ctx).map_err(|e| c.error(e))?,
+            _ => t.condition(c.as_str().unwrap_or_default(), ctx).map_err(|e| e.at(&c.loc))?,
         };
         if !holds {
             return Ok(false);
@@ -455,7 +455,7 @@ fn build_action(
     t: &Templates,
 ) -> Result<(Action, Option<String>), ConfigError> {
     let err = |m: String| ConfigError::at(&s.loc, m);
-    let args = t.render(&s.args.to_json(), ctx).map_err(err)?;
+    let args = t.render(&s.args.to_json(), ctx).map_err(|e| e.at(&s.loc))?;
     if s.action != "filesystem" {
         let action = Action::from_parts(&s.action, args.clone()).map_err(|e| {
             // Point at the argument serde complains about, not just the step.

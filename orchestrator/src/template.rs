@@ -5,12 +5,35 @@
 //! (a list stays a list), as Ansible's native types do; anything else
 //! renders to a string.
 
+use crate::diagnostic::{ConfigError, Loc, Undefined};
 use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde_json::Value as Json;
 
 pub struct Templates {
     env: Environment<'static>,
+}
+
+/// Why a template did not render.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// It uses values its context lacks (which, and the template, kept so a
+    /// caller can tell "facts are not known yet" from a typo).
+    #[error("{message}")]
+    Undefined { undefined: Undefined, message: String },
+    /// Anything else: a syntax error, a failing filter, a runaway value.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl TemplateError {
+    /// The error in the file, at the value that holds the template.
+    pub fn at(self, loc: &Loc) -> ConfigError {
+        match self {
+            TemplateError::Undefined { undefined, message } => ConfigError::at(loc, message).with_undefined(undefined),
+            TemplateError::Invalid(message) => ConfigError::at(loc, message),
+        }
+    }
 }
 
 /// Fuel for one render (minijinja's `fuel` feature): about a million
@@ -130,47 +153,47 @@ impl Templates {
     }
 
     /// Render every string inside a JSON value against `ctx`.
-    pub fn render(&self, value: &Json, ctx: &Json) -> Result<Json, String> {
+    pub fn render(&self, value: &Json, ctx: &Json) -> Result<Json, TemplateError> {
         match value {
             Json::String(s) if Self::is_template(s) => self.render_str(s, ctx),
             Json::Array(items) => items.iter().map(|v| self.render(v, ctx)).collect::<Result<_, _>>().map(Json::Array),
             Json::Object(m) => m
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), self.render(v, ctx)?)))
-                .collect::<Result<_, String>>()
+                .collect::<Result<_, TemplateError>>()
                 .map(Json::Object),
             other => Ok(other.clone()),
         }
     }
 
-    pub fn render_str(&self, s: &str, ctx: &Json) -> Result<Json, String> {
+    pub fn render_str(&self, s: &str, ctx: &Json) -> Result<Json, TemplateError> {
         let ctxv = Value::from(Serde(ctx));
         if let Some(expr) = single_expression(s) {
-            let compiled = self.env.compile_expression(expr).map_err(|e| describe(&e, s))?;
+            let compiled = self.env.compile_expression(expr).map_err(|e| TemplateError::Invalid(describe(&e, s)))?;
             let v = compiled.eval(ctxv).map_err(|e| self.explain_undefined(e, s, ctx))?;
             if v.is_undefined() {
                 return Err(self.undefined_message(s, s, ctx));
             }
             let mut budget = MAX_ITEMS;
             if !within(&v, &mut budget) {
-                return Err(format!("`{s}` gives a value of more than {MAX_ITEMS} items"));
+                return Err(TemplateError::Invalid(format!("`{s}` gives a value of more than {MAX_ITEMS} items")));
             }
-            return serde_json::to_value(&v).map_err(|e| format!("`{s}`: {e}"));
+            return serde_json::to_value(&v).map_err(|e| TemplateError::Invalid(format!("`{s}`: {e}")));
         }
         self.env.render_str(s, ctxv).map(Json::String).map_err(|e| self.explain_undefined(e, s, ctx))
     }
 
     /// A `when` condition: a bare expression, true or false by Jinja's
     /// truthiness. Undefined is an error naming the variable, as anywhere.
-    pub fn condition(&self, expr: &str, ctx: &Json) -> Result<bool, String> {
+    pub fn condition(&self, expr: &str, ctx: &Json) -> Result<bool, TemplateError> {
         let shown = format!("when: {expr}");
-        let compiled = self.env.compile_expression(expr).map_err(|e| describe(&e, &shown))?;
+        let compiled = self.env.compile_expression(expr).map_err(|e| TemplateError::Invalid(describe(&e, &shown)))?;
         let as_template = format!("{{{{ {expr} }}}}");
         let v = compiled.eval(Value::from(Serde(ctx))).map_err(|e| {
             if e.kind() == minijinja::ErrorKind::UndefinedError {
                 self.undefined_message(&as_template, &shown, ctx)
             } else {
-                describe(&e, &shown)
+                TemplateError::Invalid(describe(&e, &shown))
             }
         })?;
         if v.is_undefined() {
@@ -179,17 +202,17 @@ impl Templates {
         Ok(v.is_true())
     }
 
-    fn explain_undefined(&self, e: minijinja::Error, s: &str, ctx: &Json) -> String {
+    fn explain_undefined(&self, e: minijinja::Error, s: &str, ctx: &Json) -> TemplateError {
         if e.kind() == minijinja::ErrorKind::UndefinedError {
             self.undefined_message(s, s, ctx)
         } else {
-            describe(&e, s)
+            TemplateError::Invalid(describe(&e, s))
         }
     }
 
     /// Name the variables the template `source` uses that the context
     /// lacks; `s` is how the error shows it.
-    fn undefined_message(&self, source: &str, s: &str, ctx: &Json) -> String {
+    fn undefined_message(&self, source: &str, s: &str, ctx: &Json) -> TemplateError {
         let used = self.env.template_from_str(source).map(|t| t.undeclared_variables(true)).unwrap_or_default();
         let mut missing: Vec<String> = used
             .into_iter()
@@ -202,14 +225,15 @@ impl Templates {
             })
             .collect();
         missing.sort();
-        match missing.as_slice() {
+        let message = match missing.as_slice() {
             [] => format!("`{s}` uses an undefined value"),
             [one] => format!("undefined variable `{one}` in `{s}`"),
             many => format!(
                 "undefined variables {} in `{s}`",
                 many.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
             ),
-        }
+        };
+        TemplateError::Undefined { undefined: Undefined { missing, template: s.to_string() }, message }
     }
 }
 
@@ -270,11 +294,11 @@ mod tests {
     #[test]
     fn undefined_is_an_error_naming_the_variable() {
         let e = t().render_str("{{ size }}", &json!({})).unwrap_err();
-        assert_eq!(e, "undefined variable `size` in `{{ size }}`");
+        assert_eq!(e.to_string(), "undefined variable `size` in `{{ size }}`");
         let e = t().render_str("file-{{ name }}.dat", &json!({"x": 1})).unwrap_err();
-        assert!(e.contains("`name`"), "{e}");
+        assert!(e.to_string().contains("`name`"), "{e}");
         let e = t().render_str("{{ a.b }}", &json!({"a": {}})).unwrap_err();
-        assert!(e.contains("`a.b`"), "{e}");
+        assert!(e.to_string().contains("`a.b`"), "{e}");
     }
 
     #[test]
@@ -352,6 +376,6 @@ mod tests {
         assert!(!t().condition("l", &ctx).unwrap());
         assert!(t().condition("fs is defined and nope is not defined", &ctx).unwrap());
         let e = t().condition("size > 3", &ctx).unwrap_err();
-        assert_eq!(e, "undefined variable `size` in `when: size > 3`");
+        assert_eq!(e.to_string(), "undefined variable `size` in `when: size > 3`");
     }
 }

@@ -10,31 +10,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// A source file kept in memory for quoting lines in errors.
-#[derive(Debug)]
-pub struct SourceFile {
-    pub name: String,
-    pub text: String,
-}
-
-#[derive(Clone, Debug)]
-pub struct Loc {
-    pub src: Arc<SourceFile>,
-    pub line: u32,
-    pub col: u32,
-}
-
-impl Loc {
-    pub fn line_text(&self) -> Option<&str> {
-        self.src.text.lines().nth(self.line.checked_sub(1)? as usize)
-    }
-}
-
-impl fmt::Display for Loc {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.src.name, self.line, self.col)
-    }
-}
+use crate::diagnostic::{did_you_mean, ConfigError, Loc, SourceFile};
 
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -147,58 +123,6 @@ impl Node {
                 J::Object(m.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.to_json())).collect())
             }
         }
-    }
-}
-
-/// A problem in a file a person wrote: where, what, and maybe a hint.
-#[derive(Debug, Clone, thiserror::Error)]
-pub struct ConfigError {
-    pub file: String,
-    pub line: u32,
-    pub col: u32,
-    pub message: String,
-    pub quoted: Option<String>,
-    pub hint: Option<String>,
-}
-
-impl ConfigError {
-    pub fn at(loc: &Loc, message: impl Into<String>) -> Self {
-        ConfigError {
-            file: loc.src.name.clone(),
-            line: loc.line,
-            col: loc.col,
-            message: message.into(),
-            quoted: loc.line_text().map(str::to_string),
-            hint: None,
-        }
-    }
-
-    /// An error about a whole file (it cannot be read, say).
-    pub fn file(file: &str, message: impl Into<String>) -> Self {
-        ConfigError { file: file.into(), line: 0, col: 0, message: message.into(), quoted: None, hint: None }
-    }
-
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            return write!(f, "{}: {}", self.file, self.message);
-        }
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)?;
-        if let Some(q) = &self.quoted {
-            let num = self.line.to_string();
-            let pad = " ".repeat(num.len());
-            write!(f, "\n{pad} |\n{num} | {q}\n{pad} | {}^", " ".repeat(self.col.saturating_sub(1) as usize))?;
-        }
-        if let Some(h) = &self.hint {
-            write!(f, "\n  = help: {h}")?;
-        }
-        Ok(())
     }
 }
 
@@ -362,27 +286,6 @@ impl<'de> Deserialize<'de> for Raw {
             }
         }
         d.deserialize_any(V)
-    }
-}
-
-/// The candidates closest to a misspelt `word`, if any is close enough to suggest.
-pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let scored: Vec<(usize, &str)> = candidates
-        .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .collect();
-    let best = scored.iter().map(|(d, _)| *d).min();
-    scored.into_iter().filter(|(d, _)| Some(*d) == best).map(|(_, c)| c).collect()
-}
-
-/// "did you mean `x`?" for a near miss, or the full list when nothing is near.
-pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
-    let quoted = |v: &[&str]| v.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>();
-    match suggest(word, candidates.iter().copied()).as_slice() {
-        [] => format!("valid: {}", quoted(candidates).join(", ")),
-        [one] => format!("did you mean `{one}`?"),
-        many => format!("did you mean one of {}?", quoted(many).join(", ")),
     }
 }
 

@@ -2,6 +2,7 @@
 //! Facts come from the database when a host was seen before.
 
 use crate::cli::{PlanArgs, PlaybookArgs};
+use crate::diagnostic::ConfigError;
 use crate::exit_code;
 use crate::extra_vars;
 use crate::planner::{self, HostInput};
@@ -10,7 +11,6 @@ use crate::run::{self, check::needs_facts};
 use crate::store::Store;
 use crate::template::Templates;
 use crate::terminal_table::table;
-use crate::yaml::ConfigError;
 use benchrig_wire::facts::Facts;
 
 /// `--syntax-check`, `--list-hosts`, `--list-tasks` (for `run` as for
@@ -120,7 +120,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                         ]);
                     }
                 }
-                Err(e) if needs_facts(&e.message) => rows.push(vec![
+                Err(e) if needs_facts(&e) => rows.push(vec![
                     host,
                     play.name.clone(),
                     "?".into(),

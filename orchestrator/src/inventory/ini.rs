@@ -2,7 +2,7 @@
 //! hosts with inline `key=value` variables, ranges, ungrouped hosts first.
 
 use super::{ranges, Inventory};
-use crate::yaml::{ConfigError, Loc, SourceFile};
+use crate::diagnostic::{ConfigError, Loc, SourceFile};
 use indexmap::IndexMap;
 use regex::Regex;
 use std::sync::LazyLock;

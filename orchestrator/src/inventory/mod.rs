@@ -12,7 +12,7 @@ mod vars_dirs;
 mod yaml11;
 mod yaml_format;
 
-use crate::yaml::ConfigError;
+use crate::diagnostic::ConfigError;
 use indexmap::IndexMap;
 use serde_json::{Map, Value as Json};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! Ansible's YAML inventory: `all: {hosts, vars, children}`, nested at will.
 
 use super::{ranges, yaml11, Inventory};
-use crate::yaml::{self, ConfigError, Node};
+use crate::diagnostic::ConfigError;
+use crate::yaml::{self, Node};
 use serde_json::Value as Json;
 use std::borrow::Cow;
 
@@ -230,7 +231,7 @@ fn skip_unknown_key(inv: &mut Inventory, key: &Node, value: &Node, group: &str, 
     } else {
         format!("skipping key `{name}` in group `{group}`: not a mapping but {}", kind(value, json))
     };
-    inv.warn(key.error(message).with_hint(yaml::did_you_mean(&name, &SECTIONS)));
+    inv.warn(key.error(message).with_hint(crate::diagnostic::did_you_mean(&name, &SECTIONS)));
 }
 
 /// A mapping of variables (or nothing) as JSON values, typed as Ansible's

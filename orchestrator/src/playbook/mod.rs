@@ -8,7 +8,8 @@
 mod parse;
 mod tags;
 
-use crate::yaml::{Loc, Node};
+use crate::diagnostic::Loc;
+use crate::yaml::Node;
 use benchrig_wire::steps::FsProfile;
 
 pub use parse::{load, parse};

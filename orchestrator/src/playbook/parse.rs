@@ -2,9 +2,10 @@
 //! a suggestion for a near miss; values are checked when rendered.
 
 use super::{Assign, Batch, CellOrder, Fresh, Matrix, Play, Playbook, Step};
+use crate::diagnostic::{did_you_mean, ConfigError};
 use crate::profiles;
 use crate::template::Templates;
-use crate::yaml::{self, did_you_mean, unknown_key, ConfigError, Node, Value};
+use crate::yaml::{self, unknown_key, Node, Value};
 use benchrig_wire::steps::{Action, FsProfile, ACTION_NAMES};
 use std::path::Path;
 

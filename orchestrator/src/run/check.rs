@@ -3,6 +3,7 @@
 //! and a plan of every host without facts — so a mistake is reported, with
 //! its file, line and column, before any host is touched.
 
+use crate::diagnostic::ConfigError;
 use crate::inventory::{Inventory, Vars};
 use crate::planner::{self, HostInput};
 use crate::playbook::{self, Playbook, TagFilter};
@@ -60,7 +61,10 @@ pub fn check(
             // The play keeps no location for `hosts`; read it again to point there.
             let root = crate::yaml::parse_str(&pb.path, &pb.text).ok();
             let hosts = root.as_ref().and_then(|r| r.as_seq()?.get(i)?.get("hosts"));
-            crate::yaml::ConfigError::at(hosts.map_or(&play.loc, |n| &n.loc), format!("play `{}`: {e}", play.name))
+            crate::diagnostic::ConfigError::at(
+                hosts.map_or(&play.loc, |n| &n.loc),
+                format!("play `{}`: {e}", play.name),
+            )
         })?;
         let chosen = selection::select(&inv, &play.hosts, limit)?;
         if chosen.is_empty() {
@@ -79,7 +83,7 @@ pub fn check(
         for &pi in plays.iter().filter(|&&pi| pb.plays[pi].roles.is_empty()) {
             let input = HostInput { inventory: &inv, host: h, extra_vars: extra, facts: None };
             if let Err(e) = planner::plan_play(&pb.plays[pi], pi, &input, &t) {
-                if !needs_facts(&e.message) {
+                if !needs_facts(&e) {
                     return Err(e.into());
                 }
             }
@@ -92,7 +96,7 @@ pub fn check(
     for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
         let hosts = checked.hosts_of_play(pi);
         if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &t) {
-            if !needs_facts(&e.message) {
+            if !needs_facts(&e) {
                 return Err(e.into());
             }
         }
@@ -100,10 +104,11 @@ pub fn check(
     Ok(checked)
 }
 
-/// A template error that only says "facts are not known yet": the template
-/// uses `facts` (as a word: `facts_size` is a typo, not that).
-pub fn needs_facts(message: &str) -> bool {
-    message.contains("undefined") && regex::Regex::new(r"\bfacts\b").expect("static regex").is_match(message)
+/// A plan error that only says "facts are not known yet": a template's
+/// undefined value, in a template that names `facts` (as a word:
+/// `facts_size` is a typo, not that).
+pub fn needs_facts(e: &ConfigError) -> bool {
+    e.undefined.as_ref().is_some_and(|u| u.names("facts"))
 }
 
 #[cfg(test)]
@@ -130,5 +135,22 @@ mod tests {
         assert_eq!((a["ansible_become"].clone(), a["ansible_become_user"].clone()), (true.into(), "root".into()));
         assert_eq!(checked.connection_vars("b")["ansible_become"], false, "the host's own variable wins");
         assert!(!checked.connection_vars("c").contains_key("ansible_become"));
+    }
+
+    #[test]
+    fn only_templates_that_name_facts_wait_for_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = dir.path().join("inv.yml");
+        std::fs::write(&inv, "all:\n  hosts:\n    a: {ansible_connection: local}\n").unwrap();
+        let check_play = |matrix: &str| {
+            let pb = dir.path().join("pb.yml");
+            std::fs::write(&pb, format!("- hosts: a\n  matrix: {{n: {matrix}}}\n  benchmark: [{{noop: }}]\n")).unwrap();
+            check(&pb, std::slice::from_ref(&inv), None, &Vars::new(), &TagFilter::default()).map(|_| ())
+        };
+        assert!(check_play("\"{{ [facts.cpus] }}\"").is_ok(), "facts are known once the host is");
+        let typo = check_play("\"{{ [fact.cpus] }}\"").unwrap_err().to_string();
+        assert!(typo.contains("undefined variable `fact.cpus`"), "{typo}");
+        let lookalike = check_play("\"{{ [facts_cpus + 1] }}\"").unwrap_err().to_string();
+        assert!(lookalike.contains("`facts_cpus`"), "{lookalike}");
     }
 }
