@@ -467,7 +467,7 @@ fn build_action(
                 None => err(msg),
             }
         })?;
-        for name in scratch_names(&action) {
+        for name in action.scratch_names() {
             find_scratch(s, &m.scratch, m.host, name)?;
         }
         return Ok((action, None));
@@ -489,17 +489,6 @@ fn build_action(
     })?;
     let why = unsupported_reason(entry, &profile, m.host, m.facts);
     Ok((Action::Filesystem(FilesystemArgs { device, profile }), why))
-}
-
-/// The scratch devices an action names (it may touch only those).
-fn scratch_names(action: &Action) -> Vec<&str> {
-    match action {
-        Action::Filesystem(a) => vec![a.device.as_str()],
-        Action::Volume(a) => a.devices.iter().map(String::as_str).collect(),
-        Action::VolumeAdd(a) | Action::VolumeRemove(a) => vec![a.device.as_str()],
-        Action::Raw(a) => std::iter::once(a.device.as_str()).chain(a.to.as_deref()).collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn find_scratch<'s>(

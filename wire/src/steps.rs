@@ -84,6 +84,39 @@ actions! {
     Noop(NoArgs) = "noop",
 }
 
+impl Action {
+    /// The scratch devices (by name) an action touches; the planner checks
+    /// each against the host's `scratch_devices`. Every action is listed, no
+    /// `_` arm: a new action must say whether it names a device.
+    pub fn scratch_names(&self) -> Vec<&str> {
+        match self {
+            Action::Filesystem(a) => vec![a.device.as_str()],
+            Action::Volume(a) => a.devices.iter().map(String::as_str).collect(),
+            Action::VolumeAdd(a) | Action::VolumeRemove(a) => vec![a.device.as_str()],
+            Action::Raw(a) => std::iter::once(a.device.as_str()).chain(a.to.as_deref()).collect(),
+            // `unmount` names a target this session mounted (a scratch device,
+            // a ramdisk, a remote mount) and only releases it.
+            Action::Unmount(_) => Vec::new(),
+            Action::Ramdisk(_)
+            | Action::Mount(_)
+            | Action::NfsExport(_)
+            | Action::Service(_)
+            | Action::DropCaches(_)
+            | Action::Tree(_)
+            | Action::SeqWrite(_)
+            | Action::SeqRead(_)
+            | Action::AclCheck(_)
+            | Action::CopyTree(_)
+            | Action::ListTree(_)
+            | Action::ReadTree(_)
+            | Action::ColdRead(_)
+            | Action::Exec(_)
+            | Action::Cleanup(_)
+            | Action::Noop(_) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ActionError {
     #[error("unknown action `{0}`")]
@@ -174,6 +207,19 @@ mod tests {
         assert_eq!(w.bs, ByteSize(1 << 20));
         assert!(w.fsync && !w.direct);
         assert_eq!(w.file, "benchrig-seq.dat");
+    }
+
+    #[test]
+    fn actions_that_write_to_devices_name_every_device() {
+        let names = |name: &str, args| Action::from_parts(name, args).unwrap().scratch_names().join(",");
+        assert_eq!(names("filesystem", json!({"device": "hdd0", "profile": {"name": "ext4"}})), "hdd0");
+        assert_eq!(names("volume", json!({"devices": ["a", "b"]})), "a,b");
+        assert_eq!(names("volume_add", json!({"device": "c"})), "c");
+        assert_eq!(names("volume_remove", json!({"device": "c"})), "c");
+        assert_eq!(names("raw", json!({"op": "copy", "device": "a", "to": "b", "size": "1M"})), "a,b");
+        assert_eq!(names("raw", json!({"op": "read", "device": "a", "size": "1M"})), "a");
+        assert_eq!(names("unmount", json!({"device": "remote"})), "");
+        assert_eq!(names("noop", json!({})), "");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct Play {
     pub loc: Loc,
     /// A host pattern.
     pub hosts: String,
+    /// Where `hosts:` is (the play's own location when it has none), so a
+    /// bad pattern points there.
+    pub hosts_loc: Loc,
     /// In order: a later var may use an earlier one. `vars_files` come
     /// after `vars`, so they win, as in Ansible.
     pub vars: Vec<(String, Node)>,

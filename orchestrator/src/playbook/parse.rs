@@ -74,6 +74,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         name: format!("play {}", index + 1),
         loc: node.loc.clone(),
         hosts: String::new(),
+        hosts_loc: node.loc.clone(),
         vars: Vec::new(),
         become_user: None,
         serial: Vec::new(),
@@ -100,6 +101,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
             "name" => p.name = v.scalar_text().ok_or_else(|| v.error("`name` must be a string"))?,
             "hosts" => {
                 saw_hosts = true;
+                p.hosts_loc = v.loc.clone();
                 p.hosts = match &v.value {
                     Value::Seq(items) => items
                         .iter()

@@ -56,16 +56,9 @@ pub fn check(
     let inv = selection::load_inventory(inventory)?;
     let mut hosts: IndexMap<String, Vec<usize>> = IndexMap::new();
     for (i, play) in pb.plays.iter().enumerate() {
-        // A bad pattern is the play's mistake: say where the play is.
-        crate::inventory::pattern::select(&inv, &play.hosts).map_err(|e| {
-            // The play keeps no location for `hosts`; read it again to point there.
-            let root = crate::yaml::parse_str(&pb.path, &pb.text).ok();
-            let hosts = root.as_ref().and_then(|r| r.as_seq()?.get(i)?.get("hosts"));
-            crate::diagnostic::ConfigError::at(
-                hosts.map_or(&play.loc, |n| &n.loc),
-                format!("play `{}`: {e}", play.name),
-            )
-        })?;
+        // A bad pattern is the play's mistake: point at its `hosts:`.
+        crate::inventory::pattern::select(&inv, &play.hosts)
+            .map_err(|e| ConfigError::at(&play.hosts_loc, format!("play `{}`: {e}", play.name)))?;
         let chosen = selection::select(&inv, &play.hosts, limit)?;
         if chosen.is_empty() {
             tracing::warn!("play `{}`: no hosts match `{}`", play.name, play.hosts);
