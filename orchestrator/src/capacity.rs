@@ -7,8 +7,7 @@
 //! Pure: it walks a cell's planned steps per host as the agent will run
 //! them, keeping for each mount its devices and the bytes written to it.
 
-use crate::planner::PlannedStep;
-use crate::report::mem;
+use crate::human::mem;
 use benchrig_wire::steps::{Action, RawOp};
 use std::collections::BTreeMap;
 
@@ -34,18 +33,26 @@ impl Mount<'_> {
     }
 }
 
+/// A step as far as capacity cares: the host it runs on and its action.
+/// (The planner's `PlannedStep` is one; a trait keeps this module below the
+/// planner that calls it.)
+pub trait HostStep {
+    fn host(&self) -> &str;
+    fn action(&self) -> &Action;
+}
+
 /// Why the cell's data cannot fit, or `None` if it can or the sizes are unknown.
 /// `size(host, scratch)` is what that scratch device holds.
-pub fn shortfall<'a>(
-    steps: impl IntoIterator<Item = &'a PlannedStep>,
+pub fn shortfall<'a, S: HostStep + 'a>(
+    steps: impl IntoIterator<Item = &'a S>,
     size: impl Fn(&str, &str) -> Option<u64>,
 ) -> Option<String> {
     let mut mounts: BTreeMap<&str, Vec<Mount>> = BTreeMap::new();
     for step in steps {
-        let host = step.host.as_str();
+        let host = step.host();
         let capacity = |devices: &[&str]| devices.iter().map(|d| size(host, d)).sum::<Option<u64>>();
         let on_host = mounts.entry(host).or_default();
-        match &step.action {
+        match step.action() {
             Action::Filesystem(a) => on_host.push(Mount { devices: vec![a.device.as_str()], files: BTreeMap::new() }),
             Action::Volume(a) => {
                 on_host.push(Mount { devices: a.devices.iter().map(String::as_str).collect(), files: BTreeMap::new() })
@@ -70,7 +77,7 @@ pub fn shortfall<'a>(
             }
             Action::VolumeAdd(a) | Action::VolumeRemove(a) => {
                 let Some(m) = pick(on_host, a.volume.as_deref()) else { continue };
-                let adding = matches!(step.action, Action::VolumeAdd(_));
+                let adding = matches!(step.action(), Action::VolumeAdd(_));
                 // The tighter side: a balance spreads data from the devices
                 // there before; a removal packs it onto those left after.
                 let before = m.devices.clone();
@@ -122,6 +129,7 @@ fn pick<'m, 'a>(mounts: &'m mut [Mount<'a>], name: Option<&str>) -> Option<&'m m
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::planner::PlannedStep;
     use serde_json::json;
 
     fn step(action: &str, args: serde_json::Value) -> PlannedStep {

@@ -5,10 +5,10 @@
 //! configuration (kernel, memory and CPU limits, mkfs, device). Pure: the
 //! runs come in loaded.
 
+use crate::human::describe_params;
 use crate::significance::{mann_whitney, welch};
 use crate::stats::{skewness, Summary};
 use crate::store::{CellRow, HostRow, SampleRow};
-use crate::terminal_table::describe_params;
 use indexmap::IndexMap;
 use serde_json::Value as Json;
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -212,8 +212,8 @@ fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> O
         let limits = f.as_ref()?.get("limits").filter(|l| l.is_object())?;
         Some(limits.get(key).and_then(show).unwrap_or_else(|| "none".into()))
     };
-    let memory = |v: &Json| v.as_u64().map(crate::report::mem);
-    let quota = |v: &Json| v.as_f64().map(|q| format!("{} CPU", crate::report::cpus(q)));
+    let memory = |v: &Json| v.as_u64().map(crate::human::mem);
+    let quota = |v: &Json| v.as_f64().map(|q| format!("{} CPU", crate::human::cpus(q)));
     let cpuset = |v: &Json| v.as_str().map(str::to_string);
     let checks: [(&str, Option<String>, Option<String>); 7] = [
         ("kernel", kernel(&bf), kernel(&nf)),

@@ -104,6 +104,16 @@ pub struct PlannedStep {
     pub timeout: Option<std::time::Duration>,
 }
 
+impl capacity::HostStep for PlannedStep {
+    fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn action(&self) -> &Action {
+        &self.action
+    }
+}
+
 fn seconds<S: serde::Serializer>(d: &Option<std::time::Duration>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_some(&d.map(|d| d.as_secs_f64()))
 }

@@ -2,6 +2,7 @@
 //! cell × step × metric, n, mean, sd and unit; failed and unsupported cells
 //! with their reasons.
 
+use crate::human::{describe_params, fmt_num};
 use crate::stats::Summary;
 use crate::status::CellStatus;
 use crate::store::{CellRow, SampleRow, Store, StoreError};
@@ -16,15 +17,6 @@ pub fn group(samples: &[SampleRow]) -> Grouped {
         g.entry((s.cell_id, s.step_index, s.step.clone(), s.metric.clone(), s.unit.clone())).or_default().push(s.value);
     }
     g
-}
-
-pub fn describe_params(params: &serde_json::Value) -> String {
-    match params.as_object() {
-        Some(m) if !m.is_empty() => {
-            m.iter().map(|(k, v)| format!("{k}={}", crate::matrix::scalar_text(v))).collect::<Vec<_>>().join(" ")
-        }
-        _ => "-".into(),
-    }
 }
 
 pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
@@ -104,17 +96,6 @@ fn status_text(c: &CellRow) -> String {
     match &c.reason {
         Some(r) => format!("{}: {r}", c.status),
         None => c.status.to_string(),
-    }
-}
-
-/// Three significant decimals for small values, one for large: what a person compares.
-pub fn fmt_num(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.1}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
     }
 }
 

@@ -4,8 +4,9 @@
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, Options, Row, RunData, Verdict};
 use crate::exit_code;
+use crate::human::fmt_num;
 use crate::store::Store;
-use crate::terminal_table::{fmt_num, table};
+use crate::terminal_table::table;
 
 /// A run (id, name or `last`) as `compare` takes it.
 pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {

@@ -1,8 +1,8 @@
 //! `report -f csv`: one row per sample with everything that identifies it,
 //! for a spreadsheet, pandas or R.
 
+use crate::human::describe_params;
 use crate::store::{Store, StoreError};
-use crate::terminal_table::describe_params;
 
 pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
     let cells = store.cells(run)?;

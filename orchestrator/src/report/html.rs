@@ -7,7 +7,7 @@
 use super::charts::{self, Bar, Series};
 use super::limits_text;
 use super::md::{plays, table_rows, text, warnings};
-use crate::terminal_table::describe_params;
+use crate::human::describe_params;
 use benchrig_wire::facts::{Facts, Limits};
 use serde_json::Value as Json;
 

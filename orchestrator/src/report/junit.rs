@@ -3,9 +3,9 @@
 //! baseline, a cell with a regressed metric fails too, naming the metric.
 
 use crate::compare::{Row, Verdict};
+use crate::human::describe_params;
 use crate::status::CellStatus;
 use crate::store::{CellRow, Store, StoreError};
-use crate::terminal_table::describe_params;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 pub fn build(store: &Store, run: i64, regressions: &[Row]) -> Result<String, StoreError> {

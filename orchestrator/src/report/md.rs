@@ -1,8 +1,8 @@
 //! `report -f md`: the run's summary as markdown tables (one per play), then
 //! what a reader should be wary of — for a pull request or a CI summary.
 
+use crate::human::{describe_params, fmt_num};
 use crate::status::CellStatus;
-use crate::terminal_table::{describe_params, fmt_num};
 use serde_json::Value as Json;
 
 /// From the JSON report's model (`report::json::build`).

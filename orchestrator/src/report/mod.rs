@@ -8,16 +8,8 @@ pub mod json;
 pub mod junit;
 pub mod md;
 
+use crate::human::{cpus, mem};
 use benchrig_wire::facts::Limits;
-
-/// Memory as people size cgroups: MiB below 1 GiB, else GiB.
-pub fn mem(b: u64) -> String {
-    if b < 1 << 30 {
-        format!("{} MiB", b >> 20)
-    } else {
-        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-    }
-}
 
 /// What a host's limits leave of it, in one line: "memory 512 MiB, CPU
 /// quota 0.12 → effective 512 MiB, 0.12 CPU", or "none".
@@ -37,10 +29,4 @@ pub fn limits_text(l: &Limits) -> String {
         return format!("none{swap}");
     }
     format!("{} → effective {}, {} CPU", parts.join(", "), mem(l.effective_memory_bytes), cpus(l.effective_cpus))
-}
-
-/// A number of CPUs: 0.12, 1.5, 2.
-pub fn cpus(n: f64) -> String {
-    let s = format!("{n:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -3,8 +3,8 @@
 //! with the status and reason the policy gives them.
 
 use super::context::RunContext;
+use super::context::Slot;
 use super::schedule;
-use super::slots::Slot;
 use crate::planner::{self, Cell, HostInput};
 use crate::playbook::CellOrder;
 use crate::status::CellStatus;

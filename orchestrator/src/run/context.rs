@@ -1,12 +1,14 @@
 //! What every task of a run shares: the checked playbook and inventory, the
 //! store and run id, the agent builds, the cancel signal, the `--forks`
-//! bound, every host's slot, and why the playbook stopped, if it did.
+//! bound, every host's slot (its session, whether it is down, whether a
+//! cell failed on it), and why the playbook stopped, if it did.
 
 use super::check::Checked;
-use super::slots::Slot;
+use super::policy::Down;
 use crate::inventory::Vars;
 use crate::progress::Progress;
 use crate::session::deploy::AgentBuilds;
+use crate::session::host::HostSession;
 use crate::store::Store;
 use indexmap::IndexMap;
 use tokio::sync::{watch, Mutex, Semaphore};
@@ -43,4 +45,14 @@ impl RunContext {
             *h = Some(why);
         }
     }
+}
+
+/// One host across the whole run.
+#[derive(Default)]
+pub struct Slot {
+    pub session: Option<HostSession>,
+    /// Why the host is out of the run, once it is.
+    pub down: Option<Down>,
+    /// Some cell or play failed on it.
+    pub failed: bool,
 }

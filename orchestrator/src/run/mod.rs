@@ -25,7 +25,7 @@ use crate::session::transport::ConnectionSpec;
 use crate::status::{HostStatus, RunStatus};
 use crate::store::{NewRun, Store};
 use context::RunContext;
-use slots::Slot;
+use context::Slot;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex, Semaphore};

@@ -5,10 +5,11 @@
 
 use super::cells::{record_cells, CellBook};
 use super::context::RunContext;
+use super::context::Slot;
 use super::executor::CellRunner;
 use super::policy;
 use super::schedule;
-use super::slots::{settle, Slot};
+use super::slots::settle;
 use crate::planner::{self, HostInput};
 use crate::playbook::{self, CellOrder};
 use crate::session::agent_client::AgentClient;

@@ -6,22 +6,13 @@
 
 use super::cells::record_cells;
 use super::context::RunContext;
+use super::context::Slot;
 use super::executor::CellOutcome;
 use super::policy::{self, Down};
 use crate::session::host::{HostError, HostSession};
 use crate::status::{CellStatus, HostStatus};
 use crate::store::StoreError;
 use std::sync::Arc;
-
-/// One host across the whole run.
-#[derive(Default)]
-pub struct Slot {
-    pub session: Option<HostSession>,
-    /// Why the host is out of the run, once it is.
-    pub down: Option<Down>,
-    /// Some cell or play failed on it.
-    pub failed: bool,
-}
 
 /// Open a host's session (at most --forks at once); a host that cannot be
 /// reached is recorded and left out of every play.

@@ -1,0 +1,38 @@
+//! Numbers and parameters as people read them, for every report, the
+//! terminal table, `compare` and capacity messages alike.
+
+/// A cell's parameters in one line: `fs=ext4 bs=4k`, or `-` for none.
+pub fn describe_params(params: &serde_json::Value) -> String {
+    match params.as_object() {
+        Some(m) if !m.is_empty() => {
+            m.iter().map(|(k, v)| format!("{k}={}", crate::matrix::scalar_text(v))).collect::<Vec<_>>().join(" ")
+        }
+        _ => "-".into(),
+    }
+}
+
+/// Three significant decimals for small values, one for large: what a person compares.
+pub fn fmt_num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Memory as people size cgroups: MiB below 1 GiB, else GiB.
+pub fn mem(b: u64) -> String {
+    if b < 1 << 30 {
+        format!("{} MiB", b >> 20)
+    } else {
+        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+    }
+}
+
+/// A number of CPUs: 0.12, 1.5, 2.
+pub fn cpus(n: f64) -> String {
+    let s = format!("{n:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
