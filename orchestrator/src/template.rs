@@ -171,12 +171,14 @@ impl Templates {
         if let Some(expr) = single_expression(s) {
             let compiled = self.env.compile_expression(expr).map_err(|e| TemplateError::Invalid(describe(&e, s)))?;
             let v = compiled.eval(ctxv).map_err(|e| self.explain_undefined(e, s, ctx))?;
-            if v.is_undefined() {
-                return Err(self.undefined_message(s, s, ctx));
-            }
             let mut budget = MAX_ITEMS;
             if !within(&v, &mut budget) {
                 return Err(TemplateError::Invalid(format!("`{s}` gives a value of more than {MAX_ITEMS} items")));
+            }
+            // Strict undefined still lets `[typo]` build a list holding an
+            // undefined, which would serialize as null: an error here too.
+            if holds_undefined(&v) {
+                return Err(self.undefined_message(s, s, ctx));
             }
             return serde_json::to_value(&v).map_err(|e| TemplateError::Invalid(format!("`{s}`: {e}")));
         }
@@ -262,6 +264,20 @@ fn within(v: &Value, budget: &mut usize) -> bool {
     true
 }
 
+/// Whether `v` is undefined or holds an undefined value at any level.
+/// (Called once `within` has bounded the value's size.)
+fn holds_undefined(v: &Value) -> bool {
+    use minijinja::value::ValueKind;
+    match v.kind() {
+        ValueKind::Undefined => true,
+        ValueKind::Map => {
+            v.try_iter().is_ok_and(|mut keys| keys.any(|k| holds_undefined(&v.get_item(&k).unwrap_or_default())))
+        }
+        ValueKind::Seq => v.try_iter().is_ok_and(|mut items| items.any(|i| holds_undefined(&i))),
+        _ => false,
+    }
+}
+
 fn describe(e: &minijinja::Error, s: &str) -> String {
     let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
     format!("template `{s}`: {}{detail}", e.kind())
@@ -299,6 +315,8 @@ mod tests {
         assert!(e.to_string().contains("`name`"), "{e}");
         let e = t().render_str("{{ a.b }}", &json!({"a": {}})).unwrap_err();
         assert!(e.to_string().contains("`a.b`"), "{e}");
+        let e = t().render_str("{{ [1, {'k': nope}] }}", &json!({})).unwrap_err();
+        assert_eq!(e.to_string(), "undefined variable `nope` in `{{ [1, {'k': nope}] }}`");
     }
 
     #[test]
