@@ -396,7 +396,7 @@ pub struct ExecMetric {
     pub name: String,
     pub unit: String,
     #[serde(default = "higher")]
-    pub better: crate::steps::Better,
+    pub better: Better,
     /// Dotted path into the JSON on stdout (`jobs.0.write.bw_bytes`).
     #[serde(default)]
     pub json: Option<String>,
@@ -408,8 +408,8 @@ pub struct ExecMetric {
     pub scale: f64,
 }
 
-fn higher() -> crate::steps::Better {
-    crate::steps::Better::Higher
+fn higher() -> Better {
+    Better::Higher
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -494,4 +494,21 @@ pub enum ServiceState {
 pub struct ServiceArgs {
     pub name: String,
     pub state: ServiceState,
+}
+
+/// Which way a metric is good: every metric says, an `exec` step's too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+impl Better {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Better::Higher => "higher",
+            Better::Lower => "lower",
+        }
+    }
 }

@@ -157,22 +157,6 @@ pub struct Metric {
     pub better: Better,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Higher,
-    Lower,
-}
-
-impl Better {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Better::Higher => "higher",
-            Better::Lower => "lower",
-        }
-    }
-}
-
 /// Resources a timed region consumed: every sample carries these, so a
 /// "cold" read that never reached the disk shows zero device reads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
