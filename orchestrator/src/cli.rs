@@ -1,6 +1,10 @@
-//! The command line, as in the product brief: Ansible's flags where Ansible has them.
+//! The command line, as in the product brief: Ansible's flags where Ansible
+//! has them. `--db` is defined once (`DbArgs`) and parsed into a `DbLocation`.
 
+use crate::store::{redacted_url, DbLocation};
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -60,9 +64,8 @@ pub struct HostsArgs {
     /// How many hosts to work on at once.
     #[arg(short = 'f', long = "forks", default_value_t = 50)]
     pub forks: usize,
-    /// Results database: a SQLite file, or a postgres:// URL.
-    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// What `run` and `plan` share: a playbook, its hosts, extra variables.
@@ -136,11 +139,40 @@ pub struct InventoryArgs {
     pub group: String,
 }
 
-#[derive(Args, Debug)]
+/// The one definition of `--db`, flattened into every command that stores or reads runs.
+#[derive(Args, Debug, Clone)]
 pub struct DbArgs {
-    /// Results database: a SQLite file, or a postgres:// URL.
-    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
-    pub db: PathBuf,
+    /// Results database: a SQLite file, or a postgres:// (postgresql://) URL.
+    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB", value_parser = DbLocationParser)]
+    pub db: DbLocation,
+}
+
+/// `--db`'s value: a SQLite path or a PostgreSQL URL (`DbLocation::parse`).
+/// A refused value is quoted with its password redacted, which clap's own
+/// `try_map` errors would not do.
+#[derive(Clone)]
+struct DbLocationParser;
+
+impl TypedValueParser for DbLocationParser {
+    type Value = DbLocation;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<DbLocation, clap::Error> {
+        DbLocation::parse(value).map_err(|e| {
+            // clap builds its "invalid value" error only inside a parser: let
+            // one fail on the redacted value, so the message keeps clap's form.
+            let shown = redacted_url(&value.to_string_lossy());
+            let failing = clap::builder::StringValueParser::new().try_map(move |_| Err::<DbLocation, _>(e.clone()));
+            match failing.parse_ref(cmd, arg, OsStr::new(&shown)) {
+                Err(e) => e,
+                Ok(_) => unreachable!("the parser always fails"),
+            }
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -237,4 +269,49 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn db_of(args: &[&str]) -> Result<DbLocation, clap::Error> {
+        let cli = Cli::try_parse_from(args)?;
+        Ok(match cli.command {
+            Command::Runs(a) => a.db,
+            Command::Run(a) => a.play.hosts.db.db,
+            Command::Cleanup(a) => a.db.db,
+            other => panic!("not in this test: {other:?}"),
+        })
+    }
+
+    #[test]
+    fn db_is_a_sqlite_path_or_a_postgres_url() {
+        let db = |v: &str| db_of(&["benchrig", "runs", "--db", v]).unwrap();
+        assert_eq!(db("r.db"), DbLocation::Sqlite("r.db".into()));
+        assert_eq!(db("postgres://b@h/lab"), DbLocation::Postgres("postgres://b@h/lab".into()));
+        assert_eq!(db("postgresql://b@h/lab"), DbLocation::Postgres("postgresql://b@h/lab".into()));
+        // The same definition wherever hosts are worked on.
+        assert_eq!(db_of(&["benchrig", "run", "p.yml", "--db", "x.db"]).unwrap(), DbLocation::Sqlite("x.db".into()));
+        assert_eq!(db_of(&["benchrig", "cleanup", "--db", "x.db"]).unwrap(), DbLocation::Sqlite("x.db".into()));
+        if std::env::var_os("BENCHRIG_DB").is_none() {
+            assert_eq!(db_of(&["benchrig", "runs"]).unwrap(), DbLocation::Sqlite("benchrig.db".into()));
+        }
+    }
+
+    #[test]
+    fn another_url_scheme_is_a_usage_error_that_shows_no_password() {
+        let e = db_of(&["benchrig", "runs", "--db", "mysql://bench:s3cret@h/lab"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        let text = e.render().to_string();
+        assert!(text.contains("invalid value 'mysql://bench:***@h/lab' for '--db <DB>'"), "{text}");
+        assert!(text.contains("postgres://") && text.contains("SQLite file"), "names the accepted forms: {text}");
+        assert!(!text.contains("s3cret"), "{text}");
+    }
 }

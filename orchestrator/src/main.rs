@@ -48,7 +48,7 @@ async fn dispatch(cmd: Command, reporter: Reporter) -> anyhow::Result<i32> {
                 tags: benchrig::playbook::TagFilter::new(&a.play.tags, &a.play.skip_tags),
                 extra_vars,
                 forks: a.play.hosts.forks,
-                db: a.play.hosts.db,
+                db: a.play.hosts.db.db,
                 name: a.name,
                 reporter,
             })

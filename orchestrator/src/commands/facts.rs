@@ -11,7 +11,7 @@ use benchrig_wire::facts::Facts;
 pub async fn run(args: FactsArgs, reporter: Reporter) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.hosts.inventory)?;
     let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
-    let store = Store::open(&args.hosts.db)?;
+    let store = Store::open(&args.hosts.db.db)?;
     let results = open_sessions(&inv, &hosts, args.hosts.forks, reporter).await;
     let mut json = serde_json::Map::new();
     let mut closed = Vec::new();

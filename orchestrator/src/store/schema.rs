@@ -1,11 +1,10 @@
-//! Versioned schema: migration N brings `PRAGMA user_version` from N-1 to N.
-//! Never edit a released migration; add the next one.
+//! The schema, versioned, in both dialects: migration N brings a database
+//! from version N-1 to N (SQLite's `user_version`, PostgreSQL's
+//! `benchrig_schema`; the adapters apply them). Never edit a released
+//! migration; add the next one, in both lists.
 
-use super::sql::{Db, Val};
-use super::StoreError;
-use rusqlite::{Connection, Transaction, TransactionBehavior};
-
-const MIGRATIONS: &[&str] = &[
+/// SQLite's migrations.
+pub const SQLITE_MIGRATIONS: &[&str] = &[
     // 1: runs, hosts with their facts, cells, samples with CPU and device I/O.
     "
     CREATE TABLE runs (
@@ -92,9 +91,9 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (a test
-/// keeps the two lists the same length). `hosts.seq` keeps insertion order,
-/// which SQLite's rowid gives for free.
-const PG_MIGRATIONS: &[&str] = &[
+/// keeps the two lists the same length). `hosts.seq` keeps insertion order, which SQLite's rowid gives
+/// for free.
+pub const PG_MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE runs (
         id BIGSERIAL PRIMARY KEY,
@@ -176,76 +175,16 @@ const PG_MIGRATIONS: &[&str] = &[
     CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
 ];
 
-/// PostgreSQL's migrations, under an advisory lock so two orchestrators
-/// starting on a new database do not both create it.
-pub fn migrate_pg(db: &mut Db, url: &str) -> Result<(), StoreError> {
-    db.execute("SELECT pg_advisory_lock(7420001)", &[])?;
-    let result = (|| {
-        db.execute("CREATE TABLE IF NOT EXISTS benchrig_schema (version BIGINT NOT NULL)", &[])?;
-        let current =
-            db.query_one("SELECT MAX(version) FROM benchrig_schema", &[])?.and_then(|r| r.opt_int(0)).unwrap_or(0);
-        let known = PG_MIGRATIONS.len() as i64;
-        if current > known {
-            return Err(StoreError::TooNew { path: url.to_string(), found: current, known });
-        }
-        for (i, sql) in PG_MIGRATIONS.iter().enumerate().skip(current as usize) {
-            db.transaction(|db| {
-                db.execute(sql, &[])?;
-                db.execute("INSERT INTO benchrig_schema (version) VALUES (?1)", &[Val::Int(i as i64 + 1)])
-            })?;
-        }
-        Ok(())
-    })();
-    db.execute("SELECT pg_advisory_unlock(7420001)", &[])?;
-    result
-}
-
-/// Bring a SQLite file to the current schema. Several processes may open
-/// one fresh file at once (two runners sharing it, `benchrig runs` polled
-/// while a run starts): the version is read again under the write lock, so
-/// only the first applies a migration and the others find it done.
-pub fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
-    let known = MIGRATIONS.len() as i64;
-    let version = |conn: &Connection| -> Result<i64, StoreError> {
-        let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if current > known {
-            return Err(StoreError::TooNew { path: path.to_string(), found: current, known });
-        }
-        Ok(current)
-    };
-    // Up to date (the common case): no write lock, so readers never wait on a run.
-    if version(conn)? == known {
-        return Ok(());
-    }
-    // IMMEDIATE takes the write lock at BEGIN (waiting out the busy
-    // timeout), so nobody can migrate between our read and our writes.
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let current = version(&tx)?;
-    for sql in MIGRATIONS.iter().skip(current as usize) {
-        tx.execute_batch(sql)?;
-    }
-    tx.pragma_update(None, "user_version", known)?;
-    tx.commit()?;
-    Ok(())
-}
+/// Columns one dialect has and the other does not: (table, column).
+/// An export leaves them out, so a run moves between the dialects.
+pub const PG_ONLY_COLUMNS: &[(&str, &str)] = &[("hosts", "seq")];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn migrating_twice_is_a_no_op_and_newer_is_refused() {
-        let c = Connection::open_in_memory().unwrap();
-        migrate(&c, "mem").unwrap();
-        migrate(&c, "mem").unwrap();
-        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-        assert_eq!(v, MIGRATIONS.len() as i64);
-        c.pragma_update(None, "user_version", 99).unwrap();
-        assert!(matches!(migrate(&c, "mem"), Err(StoreError::TooNew { found: 99, .. })));
-    }
-
-    #[test]
     fn both_dialects_have_every_migration() {
-        assert_eq!(MIGRATIONS.len(), PG_MIGRATIONS.len());
+        assert_eq!(SQLITE_MIGRATIONS.len(), PG_MIGRATIONS.len());
     }
 }
