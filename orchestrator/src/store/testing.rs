@@ -15,6 +15,13 @@ pub struct Places {
     pg: Option<(String, String)>,
 }
 
+impl Places {
+    /// The PostgreSQL database, when a server was named.
+    pub fn postgres(&self) -> Option<&DbLocation> {
+        self.urls.iter().find(|u| matches!(u, DbLocation::Postgres(_)))
+    }
+}
+
 impl Drop for Places {
     fn drop(&mut self) {
         if let Some((base, name)) = &self.pg {
