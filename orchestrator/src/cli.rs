@@ -1,7 +1,24 @@
-//! The command line, as in the product brief: Ansible's flags where Ansible has them.
+//! The command line, as in the product brief: Ansible's flags where Ansible
+//! has them. Every argument has a line of help and every option a heading
+//! (a test below holds both); `--db` is defined once (`DbArgs`) and parsed
+//! into a `DbLocation`.
 
+use crate::store::{redacted_url, DbLocation};
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsStr;
 use std::path::PathBuf;
+
+// The headings `--help` groups options under.
+const INVENTORY: &str = "Inventory";
+const PLAYBOOK: &str = "Playbook";
+const CHECK_ONLY: &str = "Check only";
+const ACTIONS: &str = "Actions";
+const EXECUTION: &str = "Execution";
+const DATABASE: &str = "Database";
+const COMPARISON: &str = "Comparison";
+const OUTPUT: &str = "Output";
+const LOGGING: &str = "Logging";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -12,10 +29,10 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// More log output (-v info from every host, -vv debug, -vvv trace). RUST_LOG overrides.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, help_heading = LOGGING)]
     pub verbose: u8,
     /// Only errors and the final table.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = LOGGING)]
     pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
@@ -52,42 +69,42 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct HostsArgs {
     /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable. Without it: this machine.
-    #[arg(short = 'i', long = "inventory")]
+    #[arg(short = 'i', long = "inventory", help_heading = INVENTORY)]
     pub inventory: Vec<PathBuf>,
     /// Limit to hosts matching this pattern (as ansible's --limit).
-    #[arg(short = 'l', long = "limit")]
+    #[arg(short = 'l', long = "limit", help_heading = INVENTORY)]
     pub limit: Option<String>,
     /// How many hosts to work on at once.
-    #[arg(short = 'f', long = "forks", default_value_t = 50)]
+    #[arg(short = 'f', long = "forks", default_value_t = 50, help_heading = EXECUTION)]
     pub forks: usize,
-    /// Results database: a SQLite file, or a postgres:// URL.
-    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// What `run` and `plan` share: a playbook, its hosts, extra variables.
 #[derive(Args, Debug)]
 pub struct PlaybookArgs {
+    /// The playbook: plays with their matrix and steps (YAML).
     pub playbook: PathBuf,
     #[command(flatten)]
     pub hosts: HostsArgs,
     /// Extra variables: key=value, a YAML/JSON mapping, or @file. Always win. Repeatable.
-    #[arg(short = 'e', long = "extra-vars")]
+    #[arg(short = 'e', long = "extra-vars", help_heading = PLAYBOOK)]
     pub extra_vars: Vec<String>,
     /// Only steps (or plays) with these tags (comma-separated, repeatable; `all`, `tagged`, `untagged`).
-    #[arg(short = 't', long = "tags")]
+    #[arg(short = 't', long = "tags", help_heading = PLAYBOOK)]
     pub tags: Vec<String>,
     /// Leave out steps with these tags (wins over --tags).
-    #[arg(long = "skip-tags")]
+    #[arg(long = "skip-tags", help_heading = PLAYBOOK)]
     pub skip_tags: Vec<String>,
     /// Only list the hosts each play would run on.
-    #[arg(long)]
+    #[arg(long, help_heading = CHECK_ONLY)]
     pub list_hosts: bool,
     /// Only list each play's steps (after --tags / --skip-tags) with their tags.
-    #[arg(long)]
+    #[arg(long, help_heading = CHECK_ONLY)]
     pub list_tasks: bool,
     /// Only check the playbook, the inventory and the plan; touch no host.
-    #[arg(long)]
+    #[arg(long, help_heading = CHECK_ONLY)]
     pub syntax_check: bool,
 }
 
@@ -96,7 +113,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub play: PlaybookArgs,
     /// A name for the run, usable wherever a run id is.
-    #[arg(long)]
+    #[arg(long, help_heading = DATABASE)]
     pub name: Option<String>,
 }
 
@@ -111,36 +128,69 @@ pub struct FactsArgs {
     #[command(flatten)]
     pub hosts: HostsArgs,
     /// One JSON object, host name → facts.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct InventoryArgs {
-    #[arg(short = 'i', long = "inventory")]
+    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable. Without it: this machine.
+    #[arg(short = 'i', long = "inventory", help_heading = INVENTORY)]
     pub inventory: Vec<PathBuf>,
-    #[arg(long, group = "mode")]
+    /// Every group and host with its variables, as JSON (as `ansible-inventory --list`; the default).
+    #[arg(long, group = "mode", help_heading = ACTIONS)]
     pub list: bool,
-    #[arg(long, group = "mode")]
+    /// The groups from GROUP down with their hosts, as a tree (as `ansible-inventory --graph`).
+    #[arg(long, group = "mode", help_heading = ACTIONS)]
     pub graph: bool,
-    #[arg(long, group = "mode", value_name = "HOST")]
+    /// One host's variables, as JSON (as `ansible-inventory --host`).
+    #[arg(long, group = "mode", value_name = "HOST", help_heading = ACTIONS)]
     pub host: Option<String>,
     /// The hosts a pattern selects, in the order a play runs them (as `ansible PATTERN --list-hosts`).
-    #[arg(long, group = "mode", value_name = "PATTERN")]
+    #[arg(long, group = "mode", value_name = "PATTERN", help_heading = ACTIONS)]
     pub list_hosts: Option<String>,
     /// Only hosts matching this pattern (as ansible-inventory's: `--list` and `--list-hosts`; `--host` and `--graph` ignore it).
-    #[arg(short = 'l', long = "limit")]
+    #[arg(short = 'l', long = "limit", help_heading = INVENTORY)]
     pub limit: Option<String>,
     /// The group `--graph` starts at (as ansible-inventory's pattern argument).
     #[arg(value_name = "GROUP", default_value = "all")]
     pub group: String,
 }
 
-#[derive(Args, Debug)]
+/// The one definition of `--db`, flattened into every command that stores or reads runs.
+#[derive(Args, Debug, Clone)]
 pub struct DbArgs {
-    /// Results database: a SQLite file, or a postgres:// URL.
-    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB")]
-    pub db: PathBuf,
+    /// Results database: a SQLite file, or a postgres:// (postgresql://) URL.
+    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB", value_parser = DbLocationParser, help_heading = DATABASE)]
+    pub db: DbLocation,
+}
+
+/// `--db`'s value: a SQLite path or a PostgreSQL URL (`DbLocation::parse`).
+/// A refused value is quoted with its password redacted, which clap's own
+/// `try_map` errors would not do.
+#[derive(Clone)]
+struct DbLocationParser;
+
+impl TypedValueParser for DbLocationParser {
+    type Value = DbLocation;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<DbLocation, clap::Error> {
+        DbLocation::parse(value).map_err(|e| {
+            // clap builds its "invalid value" error only inside a parser: let
+            // one fail on the redacted value, so the message keeps clap's form.
+            let shown = redacted_url(&value.to_string_lossy());
+            let failing = clap::builder::StringValueParser::new().try_map(move |_| Err::<DbLocation, _>(e.clone()));
+            match failing.parse_ref(cmd, arg, OsStr::new(&shown)) {
+                Err(e) => e,
+                Ok(_) => unreachable!("the parser always fails"),
+            }
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +203,7 @@ pub struct ShowArgs {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
+    /// The report model: hosts with facts, cells with every sample and their summaries.
     Json,
     /// Markdown tables per play, and warnings.
     Md,
@@ -166,17 +217,19 @@ pub enum ReportFormat {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
+    /// Run id, run name, or `last`.
     pub run: String,
-    #[arg(short = 'f', long = "format", value_enum, default_value = "json")]
+    /// The report's format.
+    #[arg(short = 'f', long = "format", value_enum, default_value = "json", help_heading = OUTPUT)]
     pub format: ReportFormat,
     /// Write here instead of standard output.
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", help_heading = OUTPUT)]
     pub output: Option<PathBuf>,
     /// For junit: a run to compare with; a cell with a regressed metric fails.
-    #[arg(long)]
+    #[arg(long, help_heading = COMPARISON)]
     pub baseline: Option<String>,
     /// With --baseline: ignore changes under this many percent.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = COMPARISON)]
     pub threshold: f64,
     #[command(flatten)]
     pub db: DbArgs,
@@ -187,12 +240,13 @@ pub struct PingArgs {
     #[command(flatten)]
     pub hosts: HostsArgs,
     /// Round trips per host.
-    #[arg(short = 'n', long, default_value_t = 200)]
+    #[arg(short = 'n', long, default_value_t = 200, help_heading = EXECUTION)]
     pub count: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
+    /// An aligned table for the terminal.
     Table,
     /// A markdown table, for a pull request or a CI job summary.
     Md,
@@ -205,15 +259,16 @@ pub struct CompareArgs {
     /// The run to judge against it.
     pub new: String,
     /// Ignore changes smaller than this many percent of the baseline's mean.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = COMPARISON)]
     pub threshold: f64,
     /// Significance level of the two-sided tests.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, help_heading = COMPARISON)]
     pub alpha: f64,
     /// Exit with 3 when a metric regressed significantly beyond the threshold.
-    #[arg(long)]
+    #[arg(long, help_heading = COMPARISON)]
     pub fail_on_regression: bool,
-    #[arg(short = 'f', long = "format", value_enum, default_value = "table")]
+    /// How to print the comparison.
+    #[arg(short = 'f', long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
     pub format: CompareFormat,
     #[command(flatten)]
     pub db: DbArgs,
@@ -224,7 +279,7 @@ pub struct ExportArgs {
     /// Run id, run name, or `last`.
     pub run: String,
     /// Write here instead of standard output.
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", help_heading = OUTPUT)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArgs,
@@ -237,4 +292,79 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every argument of every command (and `help`'s own) with what `--help` shows for it.
+    fn every_argument(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Arg)>) {
+        for arg in cmd.get_arguments() {
+            out.push((format!("{path} {}", arg.get_id()), arg.clone()));
+        }
+        for sub in cmd.get_subcommands() {
+            every_argument(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_has_help_and_every_option_a_heading() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut args = Vec::new();
+        every_argument(&cmd, "benchrig".into(), &mut args);
+        // clap's own --help and --version are described by clap and head the list.
+        let ours: Vec<_> = args.iter().filter(|(_, a)| !["help", "version"].contains(&a.get_id().as_str())).collect();
+        assert!(ours.len() > 50, "every subcommand was walked: {}", ours.len());
+        let undescribed: Vec<&str> =
+            ours.iter().filter(|(_, a)| a.get_help().is_none()).map(|(p, _)| p.as_str()).collect();
+        assert_eq!(undescribed, Vec::<&str>::new(), "arguments without help");
+        let unheaded: Vec<&str> = ours
+            .iter()
+            .filter(|(_, a)| !a.is_positional() && a.get_help_heading().is_none())
+            .map(|(p, _)| p.as_str())
+            .collect();
+        assert_eq!(unheaded, Vec::<&str>::new(), "options without a heading");
+    }
+
+    fn db_of(args: &[&str]) -> Result<DbLocation, clap::Error> {
+        let cli = Cli::try_parse_from(args)?;
+        Ok(match cli.command {
+            Command::Runs(a) => a.db,
+            Command::Run(a) => a.play.hosts.db.db,
+            Command::Cleanup(a) => a.db.db,
+            other => panic!("not in this test: {other:?}"),
+        })
+    }
+
+    #[test]
+    fn db_is_a_sqlite_path_or_a_postgres_url() {
+        let db = |v: &str| db_of(&["benchrig", "runs", "--db", v]).unwrap();
+        assert_eq!(db("r.db"), DbLocation::Sqlite("r.db".into()));
+        assert_eq!(db("postgres://b@h/lab"), DbLocation::Postgres("postgres://b@h/lab".into()));
+        assert_eq!(db("postgresql://b@h/lab"), DbLocation::Postgres("postgresql://b@h/lab".into()));
+        // The same definition wherever hosts are worked on.
+        assert_eq!(db_of(&["benchrig", "run", "p.yml", "--db", "x.db"]).unwrap(), DbLocation::Sqlite("x.db".into()));
+        assert_eq!(db_of(&["benchrig", "cleanup", "--db", "x.db"]).unwrap(), DbLocation::Sqlite("x.db".into()));
+        if std::env::var_os("BENCHRIG_DB").is_none() {
+            assert_eq!(db_of(&["benchrig", "runs"]).unwrap(), DbLocation::Sqlite("benchrig.db".into()));
+        }
+    }
+
+    #[test]
+    fn another_url_scheme_is_a_usage_error_that_shows_no_password() {
+        let e = db_of(&["benchrig", "runs", "--db", "mysql://bench:s3cret@h/lab"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        let text = e.render().to_string();
+        assert!(text.contains("invalid value 'mysql://bench:***@h/lab' for '--db <DB>'"), "{text}");
+        assert!(text.contains("postgres://") && text.contains("SQLite file"), "names the accepted forms: {text}");
+        assert!(!text.contains("s3cret"), "{text}");
+    }
 }

@@ -31,7 +31,7 @@ fn many_processes_open_one_fresh_file_at_once() {
         while now_ns() < at {
             std::hint::spin_loop();
         }
-        if let Err(e) = benchrig::store::Store::open(Path::new(&db)) {
+        if let Err(e) = benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(db.into())) {
             eprintln!("OPEN FAILED: {e}");
             std::process::exit(1);
         }
@@ -39,7 +39,7 @@ fn many_processes_open_one_fresh_file_at_once() {
     }
     let dir = tempfile::tempdir().unwrap();
     let reference = dir.path().join("alone.db");
-    benchrig::store::Store::open(&reference).unwrap();
+    benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(reference.clone())).unwrap();
     let current = user_version(&reference);
     assert!(current > 0);
     let exe = std::env::current_exe().unwrap();

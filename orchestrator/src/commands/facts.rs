@@ -12,7 +12,7 @@ use benchrig_wire::facts::Facts;
 pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.hosts.inventory)?;
     let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
-    let store = Store::open(&args.hosts.db)?;
+    let store = Store::open(&args.hosts.db.db)?;
     let results = open_sessions(&inv, &hosts, args.hosts.forks, progress).await;
     let mut json = serde_json::Map::new();
     let mut closed = Vec::new();

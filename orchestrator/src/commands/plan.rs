@@ -65,8 +65,10 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         return done;
     }
     let (checked, extra) = checked(&pa)?;
-    // A missing database just means no cached facts.
-    let store = pa.hosts.db.exists().then(|| Store::open(&pa.hosts.db)).transpose()?;
+    // A missing database just means no cached facts. Only a SQLite file is
+    // looked for: `plan` has never opened a PostgreSQL URL.
+    let db = &pa.hosts.db.db;
+    let store = db.sqlite_path().is_some_and(|p| p.exists()).then(|| Store::open(db)).transpose()?;
     let t = Templates::new();
     let cached: Vec<(String, Facts)> =
         checked.hosts.keys().filter_map(|h| Some((h.clone(), store.as_ref()?.cached_facts(h).ok()??))).collect();

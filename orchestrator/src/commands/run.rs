@@ -19,7 +19,7 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
         tags: TagFilter::new(&args.play.tags, &args.play.skip_tags),
         extra_vars,
         forks: args.play.hosts.forks,
-        db: args.play.hosts.db,
+        db: args.play.hosts.db.db,
         name: args.name,
         progress,
     })

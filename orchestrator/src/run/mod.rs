@@ -37,7 +37,7 @@ pub struct RunOptions {
     pub tags: TagFilter,
     pub extra_vars: Vars,
     pub forks: usize,
-    pub db: PathBuf,
+    pub db: crate::store::DbLocation,
     pub name: Option<String>,
     pub progress: Progress,
 }

@@ -1,67 +1,39 @@
-//! Where results live: SQLite (WAL, every sample committed as it arrives),
-//! or PostgreSQL for runners sharing one database, with the configuration
-//! that produced them. The same statements serve both (`sql`).
+//! Where results live: SQLite, or PostgreSQL for runners sharing one
+//! database, with the configuration that produced them. `Store` is the API
+//! the rest of benchrig uses; under it, `db` picks the adapter (`sqlite`,
+//! `postgres`) that `location` names, both offering the same `sql` surface
+//! over `value`s, and `schema` holds the migrations in both dialects.
 //!
 //! One connection behind a mutex: writes are tiny and rare next to the
 //! benchmarks they record, so contention is not worth a pool.
 
+mod db;
+mod error;
+mod location;
 mod postgres;
 mod schema;
 mod sql;
+mod sqlite;
+#[cfg(test)]
+mod testing;
 mod transfer;
+mod value;
+
+pub use error::StoreError;
+pub use location::{redacted_url, DbLocation, LocationError};
 
 use crate::status::{CellStatus, HostStatus, RunStatus};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::steps::StepOutput;
-use rusqlite::Connection;
+use db::Db;
 use serde_json::Value as Json;
-use sql::Db;
-use std::path::Path;
+use sql::Sql;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("database {path}: {source}")]
-    Open { path: String, source: rusqlite::Error },
-    #[error("database: {0}")]
-    Sql(#[from] rusqlite::Error),
-    #[error("no run `{0}` in the database (see `benchrig runs`)")]
-    NoSuchRun(String),
-    #[error("database {path} was written by a newer benchrig (schema {found}, this one knows {known})")]
-    TooNew { path: String, found: i64, known: i64 },
-    #[error("writing the report: {0}")]
-    Export(String),
-    #[error("postgresql: {0}")]
-    Postgres(String),
-    #[error("database: `{0}` is no status this benchrig knows")]
-    UnknownStatus(String),
-}
-
 /// Column `i` of a row as a status type.
-fn status_of<S: std::str::FromStr>(r: &sql::Row, i: usize) -> Result<S, StoreError> {
+fn status_of<S: std::str::FromStr>(r: &value::Row, i: usize) -> Result<S, StoreError> {
     let word = r.text(i);
     word.parse().map_err(|_| StoreError::UnknownStatus(word))
-}
-
-/// How long a statement waits for another process's lock on a SQLite file.
-const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Switch to WAL (a no-op once the file is WAL). It takes an exclusive lock,
-/// and when two connections opening one fresh file both hold the read lock
-/// and want it, SQLite breaks that deadlock by failing one at once, busy
-/// timeout or not: wait and retry then, as the busy handler would.
-fn set_wal(conn: &Connection) -> Result<(), rusqlite::Error> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-    loop {
-        match conn.pragma_update(None, "journal_mode", "WAL") {
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            r => return r,
-        }
-    }
 }
 
 pub fn now() -> String {
@@ -153,24 +125,9 @@ pub struct StepRef<'a> {
 }
 
 impl Store {
-    /// A SQLite file, or a PostgreSQL database when `path` is a
-    /// `postgres://` (or `postgresql://`) URL.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let shown = path.display().to_string();
-        if shown.starts_with("postgres://") || shown.starts_with("postgresql://") {
-            let mut db = Db::Postgres(postgres::Pg::connect(&shown)?);
-            schema::migrate_pg(&mut db, &shown)?;
-            return Ok(Store { conn: Arc::new(Mutex::new(db)) });
-        }
-        let conn = Connection::open(path).map_err(|source| StoreError::Open { path: shown.clone(), source })?;
-        // Before anything that locks: switching a fresh file to WAL and
-        // migrating both wait for a writer in another process rather than fail.
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        set_wal(&conn)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        schema::migrate(&conn, &shown)?;
-        Ok(Store { conn: Arc::new(Mutex::new(Db::Sqlite(conn))) })
+    /// The database `at` names, brought to the current schema.
+    pub fn open(at: &DbLocation) -> Result<Store, StoreError> {
+        Ok(Store { conn: Arc::new(Mutex::new(Db::open(at)?)) })
     }
 
     fn db(&self) -> MutexGuard<'_, Db> {
@@ -465,6 +422,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use super::testing::places;
     use super::*;
     use crate::planner::Cell;
     use benchrig_wire::steps::{Better, Metric, Usage};
@@ -485,46 +443,6 @@ mod tests {
             unsupported: None,
             fresh_each_repetition: false,
         }
-    }
-
-    /// Where each test runs: a SQLite file, and a fresh PostgreSQL database
-    /// when `BENCHRIG_TEST_POSTGRES` names a server (`.ci/run` starts one).
-    /// Each call gives new, empty databases.
-    struct Places {
-        _dir: tempfile::TempDir,
-        urls: Vec<std::path::PathBuf>,
-        pg: Option<(String, String)>,
-    }
-
-    impl Drop for Places {
-        fn drop(&mut self) {
-            if let Some((base, name)) = &self.pg {
-                if let Ok(pg) = postgres::Pg::connect(base) {
-                    let _ = Db::Postgres(pg).execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), &[]);
-                }
-            }
-        }
-    }
-
-    fn places() -> Places {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let dir = tempfile::tempdir().unwrap();
-        let mut urls = vec![dir.path().join("b.db")];
-        let mut pg = None;
-        if let Ok(base) = std::env::var("BENCHRIG_TEST_POSTGRES") {
-            let name =
-                format!("benchrig_t{}_{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-            let mut admin = Db::Postgres(postgres::Pg::connect(&base).unwrap());
-            admin.execute(&format!("DROP DATABASE IF EXISTS {name}"), &[]).unwrap();
-            admin.execute(&format!("CREATE DATABASE {name}"), &[]).unwrap();
-            // Same server and user, the new database: the URL's path is the database name.
-            let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
-            let server = &head[..head.rfind('/').unwrap()];
-            let q = if query.is_empty() { String::new() } else { format!("?{query}") };
-            urls.push(format!("{server}/{name}{q}").into());
-            pg = Some((base, name));
-        }
-        Places { _dir: dir, urls, pg }
     }
 
     fn new_run(s: &Store, name: Option<&str>) -> i64 {
@@ -565,7 +483,7 @@ mod tests {
         }
     }
 
-    fn round_trip(url: &std::path::Path) {
+    fn round_trip(url: &DbLocation) {
         let s = Store::open(url).unwrap();
         let run = new_run(&s, Some("n"));
         s.set_host(run, "h1", HostStatus::Ok, None).unwrap();
@@ -601,7 +519,8 @@ mod tests {
         // Export, import into another database (twice into the same: refused), export again: equal but for ids.
         let doc = s.export_run(run).unwrap();
         let central = places();
-        let other = Store::open(central.urls.iter().find(|u| u.extension() == url.extension()).unwrap()).unwrap();
+        let same_kind = |u: &&DbLocation| std::mem::discriminant(*u) == std::mem::discriminant(url);
+        let other = Store::open(central.urls.iter().find(same_kind).unwrap()).unwrap();
         new_run(&other, None);
         let imported = other.import_run(&doc).unwrap();
         assert_eq!(imported, 2, "a new id in the central database");
@@ -655,7 +574,7 @@ mod tests {
                 w.join().unwrap();
             }
             let samples = first.samples(run).unwrap();
-            assert_eq!(samples.len(), 200, "{}", url.display());
+            assert_eq!(samples.len(), 200, "{url}");
             for w in 0..2 {
                 let reps: Vec<i64> = samples.iter().filter(|x| x.step_index == w).map(|x| x.repetition).collect();
                 assert_eq!(reps, (1..=100).collect::<Vec<_>>());

@@ -1,10 +1,14 @@
-//! PostgreSQL for a lab whose runners share one database (`--db
-//! postgres://…`). tokio-postgres's connection is driven by a thread of its
-//! own, so the store's synchronous calls can wait on the client from
+//! The PostgreSQL adapter, for a lab whose runners share one database
+//! (`--db postgres://…`). tokio-postgres's connection is driven by a thread
+//! of its own, so the store's synchronous calls can wait on the client from
 //! anywhere — inside the run's tokio tasks too — as they wait on SQLite.
+//! The dialect's bits live here: `?N` placeholders become `$N`, values go
+//! to whatever column type a statement has, migrations run under an
+//! advisory lock, and `hosts.seq` keeps the hosts' insertion order.
 
-use super::sql::{Row, Val};
-use super::StoreError;
+use super::error::StoreError;
+use super::sql::Sql;
+use super::value::{Row, Val};
 use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 
@@ -21,7 +25,11 @@ fn pg_err(e: tokio_postgres::Error) -> StoreError {
     StoreError::Postgres(text)
 }
 
+/// The advisory lock migrations hold (any number no other client uses).
+const MIGRATION_LOCK: i64 = 7420001;
+
 impl Pg {
+    /// Connect to the server and database `url` names (libpq's URL form).
     pub fn connect(url: &str) -> Result<Pg, StoreError> {
         let url = url.to_string();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -53,7 +61,52 @@ impl Pg {
         Ok(Pg { client })
     }
 
-    pub fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+    /// Bring the database to the schema of `migrations`, recorded in
+    /// `benchrig_schema`, under an advisory lock so two orchestrators
+    /// starting on a new database do not both create it. `shown` names the
+    /// database in errors (its password redacted).
+    pub fn migrate(&mut self, migrations: &[&str], shown: &str) -> Result<(), StoreError> {
+        self.execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"), &[])?;
+        let result = (|| {
+            self.execute("CREATE TABLE IF NOT EXISTS benchrig_schema (version BIGINT NOT NULL)", &[])?;
+            let current = self
+                .query_one("SELECT MAX(version) FROM benchrig_schema", &[])?
+                .and_then(|r| r.opt_int(0))
+                .unwrap_or(0);
+            let known = migrations.len() as i64;
+            if current > known {
+                return Err(StoreError::TooNew { path: shown.to_string(), found: current, known });
+            }
+            for (i, sql) in migrations.iter().enumerate().skip(current as usize) {
+                self.transaction(|db| {
+                    db.execute(sql, &[])?;
+                    db.execute("INSERT INTO benchrig_schema (version) VALUES (?1)", &[Val::Int(i as i64 + 1)])
+                })?;
+            }
+            Ok(())
+        })();
+        self.execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"), &[])?;
+        result
+    }
+}
+
+/// `?7` → `$7`, outside string literals (our statements have none with `?`).
+fn dollar_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl Sql for Pg {
+    fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        let sql = &dollar_placeholders(sql);
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         if params.is_empty() {
             // BEGIN / COMMIT and DDL: the simple protocol, several statements allowed.
@@ -63,7 +116,8 @@ impl Pg {
         futures_executor::block_on(self.client.execute(sql, &refs)).map_err(pg_err)
     }
 
-    pub fn query(&mut self, sql: &str, params: &[Val]) -> Result<(Vec<String>, Vec<Row>), StoreError> {
+    fn query_named(&mut self, sql: &str, params: &[Val]) -> Result<(Vec<String>, Vec<Row>), StoreError> {
+        let sql = &dollar_placeholders(sql);
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let statement = futures_executor::block_on(self.client.prepare(sql)).map_err(pg_err)?;
         let names = statement.columns().iter().map(|c| c.name().to_string()).collect();
@@ -86,6 +140,11 @@ impl Pg {
             })
             .collect::<Result<_, _>>()?;
         Ok((names, rows))
+    }
+
+    /// A BIGSERIAL the schema adds for it (PostgreSQL keeps no row order).
+    fn hosts_order(&self) -> &'static str {
+        "seq"
     }
 }
 
@@ -111,4 +170,12 @@ impl ToSql for Val {
     }
 
     tokio_postgres::types::to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_become_dollars() {
+        assert_eq!(super::dollar_placeholders("a = ?1 AND b IN (?2, ?10) -- ?"), "a = $1 AND b IN ($2, $10) -- ?");
+    }
 }

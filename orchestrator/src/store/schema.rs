@@ -1,11 +1,10 @@
-//! Versioned schema: migration N brings `PRAGMA user_version` from N-1 to N.
-//! Never edit a released migration; add the next one.
+//! The schema, versioned, in both dialects: migration N brings a database
+//! from version N-1 to N (SQLite's `user_version`, PostgreSQL's
+//! `benchrig_schema`; the adapters apply them). Never edit a released
+//! migration; add the next one, in both lists.
 
-use super::sql::{Db, Val};
-use super::StoreError;
-use rusqlite::{Connection, Transaction, TransactionBehavior};
-
-const MIGRATIONS: &[&str] = &[
+/// SQLite's migrations.
+pub const SQLITE_MIGRATIONS: &[&str] = &[
     // 1: runs, hosts with their facts, cells, samples with CPU and device I/O.
     "
     CREATE TABLE runs (
@@ -91,10 +90,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
 ];
 
-/// The same schema in PostgreSQL's words, migration for migration (a test
-/// keeps the two lists the same length). `hosts.seq` keeps insertion order,
-/// which SQLite's rowid gives for free.
-const PG_MIGRATIONS: &[&str] = &[
+/// The same schema in PostgreSQL's words, migration for migration (the tests
+/// below compare the two, table by table and column by column, after every
+/// migration). `hosts.seq` keeps insertion order, which SQLite's rowid gives
+/// for free.
+pub const PG_MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE runs (
         id BIGSERIAL PRIMARY KEY,
@@ -176,76 +176,306 @@ const PG_MIGRATIONS: &[&str] = &[
     CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
 ];
 
-/// PostgreSQL's migrations, under an advisory lock so two orchestrators
-/// starting on a new database do not both create it.
-pub fn migrate_pg(db: &mut Db, url: &str) -> Result<(), StoreError> {
-    db.execute("SELECT pg_advisory_lock(7420001)", &[])?;
-    let result = (|| {
-        db.execute("CREATE TABLE IF NOT EXISTS benchrig_schema (version BIGINT NOT NULL)", &[])?;
-        let current =
-            db.query_one("SELECT MAX(version) FROM benchrig_schema", &[])?.and_then(|r| r.opt_int(0)).unwrap_or(0);
-        let known = PG_MIGRATIONS.len() as i64;
-        if current > known {
-            return Err(StoreError::TooNew { path: url.to_string(), found: current, known });
-        }
-        for (i, sql) in PG_MIGRATIONS.iter().enumerate().skip(current as usize) {
-            db.transaction(|db| {
-                db.execute(sql, &[])?;
-                db.execute("INSERT INTO benchrig_schema (version) VALUES (?1)", &[Val::Int(i as i64 + 1)])
-            })?;
-        }
-        Ok(())
-    })();
-    db.execute("SELECT pg_advisory_unlock(7420001)", &[])?;
-    result
-}
+/// Columns one dialect has and the other does not: (table, column).
+/// An export leaves them out, so a run moves between the dialects.
+pub const PG_ONLY_COLUMNS: &[(&str, &str)] = &[("hosts", "seq")];
 
-/// Bring a SQLite file to the current schema. Several processes may open
-/// one fresh file at once (two runners sharing it, `benchrig runs` polled
-/// while a run starts): the version is read again under the write lock, so
-/// only the first applies a migration and the others find it done.
-pub fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
-    let known = MIGRATIONS.len() as i64;
-    let version = |conn: &Connection| -> Result<i64, StoreError> {
-        let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if current > known {
-            return Err(StoreError::TooNew { path: path.to_string(), found: current, known });
-        }
-        Ok(current)
-    };
-    // Up to date (the common case): no write lock, so readers never wait on a run.
-    if version(conn)? == known {
-        return Ok(());
-    }
-    // IMMEDIATE takes the write lock at BEGIN (waiting out the busy
-    // timeout), so nobody can migrate between our read and our writes.
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let current = version(&tx)?;
-    for sql in MIGRATIONS.iter().skip(current as usize) {
-        tx.execute_batch(sql)?;
-    }
-    tx.pragma_update(None, "user_version", known)?;
-    tx.commit()?;
-    Ok(())
-}
-
+/// The two dialects' schemas, compared table by table and column by column:
+/// as their migrations declare them (always) and as the databases report
+/// them once migrated (SQLite's `PRAGMA table_info` always, PostgreSQL's
+/// `information_schema.columns` when `BENCHRIG_TEST_POSTGRES` names a server).
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::db::Db;
+    use crate::store::sql::Sql;
+    use crate::store::testing::places;
+    use std::collections::BTreeMap;
 
-    #[test]
-    fn migrating_twice_is_a_no_op_and_newer_is_refused() {
-        let c = Connection::open_in_memory().unwrap();
-        migrate(&c, "mem").unwrap();
-        migrate(&c, "mem").unwrap();
-        let v: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
-        assert_eq!(v, MIGRATIONS.len() as i64);
-        c.pragma_update(None, "user_version", 99).unwrap();
-        assert!(matches!(migrate(&c, "mem"), Err(StoreError::TooNew { found: 99, .. })));
+    /// PostgreSQL's migration bookkeeping; SQLite keeps the version in `user_version`.
+    const PG_ONLY_TABLES: &[&str] = &["benchrig_schema"];
+
+    #[derive(Clone, Copy, Debug)]
+    enum Dialect {
+        Sqlite,
+        Postgres,
+    }
+
+    /// What a column's values come back as, whichever dialect stores them.
+    #[derive(Clone, Debug, PartialEq)]
+    enum Kind {
+        /// 64-bit: SQLite's INTEGER affinity, PostgreSQL's BIGINT.
+        Integer,
+        /// 64-bit: SQLite's REAL affinity, PostgreSQL's DOUBLE PRECISION.
+        Real,
+        Text,
+        /// Anything else (a 32-bit INTEGER in PostgreSQL, say), by its declared name.
+        Other(String),
+    }
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct Column {
+        name: String,
+        kind: Kind,
+        /// A primary key counts as NOT NULL in both (SQLite would let a
+        /// non-integer key be NULL; the store never writes one).
+        nullable: bool,
+    }
+
+    /// Table → its columns in order.
+    type Tables = BTreeMap<String, Vec<Column>>;
+
+    fn kind(dialect: Dialect, declared: &str) -> Kind {
+        let t = declared.trim().to_ascii_uppercase();
+        match dialect {
+            // SQLite's affinity rules (datatype3.html, 3.1), in their order.
+            Dialect::Sqlite if t.contains("INT") => Kind::Integer,
+            Dialect::Sqlite if ["CHAR", "CLOB", "TEXT"].iter().any(|w| t.contains(w)) => Kind::Text,
+            Dialect::Sqlite if ["REAL", "FLOA", "DOUB"].iter().any(|w| t.contains(w)) => Kind::Real,
+            Dialect::Postgres if ["BIGINT", "INT8", "BIGSERIAL", "SERIAL8"].contains(&t.as_str()) => Kind::Integer,
+            Dialect::Postgres if ["DOUBLE PRECISION", "FLOAT8"].contains(&t.as_str()) => Kind::Real,
+            Dialect::Postgres if t == "TEXT" => Kind::Text,
+            _ => Kind::Other(t),
+        }
+    }
+
+    /// `a, b (c, d), e` → `a`, `b (c, d)`, `e`.
+    fn split_top_level(body: &str) -> Vec<&str> {
+        let (mut parts, mut depth, mut start) = (Vec::new(), 0, 0);
+        for (i, c) in body.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(body[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(body[start..].trim());
+        parts.into_iter().filter(|p| !p.is_empty()).collect()
+    }
+
+    /// Words that end a column's type and start its constraints.
+    const CONSTRAINT_WORDS: &[&str] =
+        &["NOT", "NULL", "PRIMARY", "REFERENCES", "UNIQUE", "DEFAULT", "CHECK", "CONSTRAINT", "COLLATE", "GENERATED"];
+
+    fn column(dialect: Dialect, def: &str) -> Column {
+        let words: Vec<&str> = def.split_whitespace().collect();
+        let upper = |w: &&str| w.to_ascii_uppercase();
+        let type_end = words
+            .iter()
+            .skip(1)
+            .position(|w| CONSTRAINT_WORDS.contains(&upper(w).as_str()))
+            .map_or(words.len(), |p| p + 1);
+        let declared = words[1..type_end].join(" ");
+        let rest = words[type_end..].iter().map(upper).collect::<Vec<_>>().join(" ");
+        let serial = matches!(dialect, Dialect::Postgres) && declared.to_ascii_uppercase().ends_with("SERIAL");
+        Column {
+            name: words[0].to_string(),
+            kind: kind(dialect, &declared),
+            nullable: !(rest.contains("NOT NULL") || rest.contains("PRIMARY KEY") || serial),
+        }
+    }
+
+    /// The tables a list of migrations leaves, read from their DDL. A
+    /// statement it cannot read fails the test rather than being skipped.
+    fn declared(dialect: Dialect, migrations: &[&str]) -> Tables {
+        let mut tables = Tables::new();
+        for statement in migrations.iter().flat_map(|m| m.split(';')).map(str::trim).filter(|s| !s.is_empty()) {
+            let upper = statement.to_ascii_uppercase();
+            let words: Vec<&str> = statement.split_whitespace().collect();
+            if upper.starts_with("CREATE TABLE") {
+                let open = statement.find('(').unwrap();
+                let close = statement.rfind(')').unwrap();
+                let name = statement[..open].split_whitespace().last().unwrap().to_string();
+                let mut columns = Vec::new();
+                for def in split_top_level(&statement[open + 1..close]) {
+                    let first = def.split_whitespace().next().unwrap().to_ascii_uppercase();
+                    if ["PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT"].contains(&first.as_str()) {
+                        // A table's primary key makes its columns NOT NULL.
+                        if def.to_ascii_uppercase().starts_with("PRIMARY KEY") {
+                            let inner = &def[def.find('(').unwrap() + 1..def.rfind(')').unwrap()];
+                            for key in inner.split(',').map(str::trim) {
+                                columns
+                                    .iter_mut()
+                                    .filter(|c: &&mut Column| c.name == key)
+                                    .for_each(|c| c.nullable = false);
+                            }
+                        }
+                    } else {
+                        columns.push(column(dialect, def));
+                    }
+                }
+                assert!(tables.insert(name.clone(), columns).is_none(), "table {name} created twice");
+            } else if upper.starts_with("ALTER TABLE") && upper.contains(" ADD ") {
+                let table = words[2];
+                let at = words.iter().position(|w| w.eq_ignore_ascii_case("ADD")).unwrap() + 1;
+                let at = if words[at].eq_ignore_ascii_case("COLUMN") { at + 1 } else { at };
+                let def = words[at..].join(" ");
+                tables
+                    .get_mut(table)
+                    .unwrap_or_else(|| panic!("ALTER of unknown table {table}"))
+                    .push(column(dialect, &def));
+            } else if upper.starts_with("CREATE INDEX") || upper.starts_with("CREATE UNIQUE INDEX") {
+                // Indexes hold no columns of their own.
+            } else {
+                panic!("the schema test cannot read this statement yet; teach it: {statement}");
+            }
+        }
+        tables
+    }
+
+    /// A migrated SQLite file's tables, as `PRAGMA table_info` reports them.
+    fn sqlite_applied(db: &mut Db) -> Tables {
+        let names = db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", &[]).unwrap();
+        names
+            .iter()
+            .map(|t| {
+                let table = t.text(0);
+                // cid, name, type, notnull, dflt_value, pk
+                let rows = db.query(&format!("PRAGMA table_info(\"{table}\")"), &[]).unwrap();
+                let columns = rows
+                    .iter()
+                    .map(|r| Column {
+                        name: r.text(1),
+                        kind: kind(Dialect::Sqlite, &r.text(2)),
+                        nullable: r.int(3) == 0 && r.int(5) == 0,
+                    })
+                    .collect();
+                (table, columns)
+            })
+            .collect()
+    }
+
+    /// A migrated PostgreSQL database's tables, as `information_schema` reports them.
+    fn postgres_applied(db: &mut Db) -> Tables {
+        let rows = db
+            .query(
+                "SELECT table_name::text, column_name::text, data_type::text, is_nullable::text
+                 FROM information_schema.columns WHERE table_schema = current_schema()
+                 ORDER BY table_name, ordinal_position",
+                &[],
+            )
+            .unwrap();
+        let mut tables = Tables::new();
+        for r in rows {
+            let column =
+                Column { name: r.text(1), kind: kind(Dialect::Postgres, &r.text(2)), nullable: r.text(3) == "YES" };
+            tables.entry(r.text(0)).or_default().push(column);
+        }
+        tables
+    }
+
+    /// `name kind [NOT NULL]`, or that there is no such column.
+    fn shown(c: Option<&Column>) -> String {
+        let Some(c) = c else { return "no column".into() };
+        let kind = match &c.kind {
+            Kind::Integer => "integer".to_string(),
+            Kind::Real => "real".to_string(),
+            Kind::Text => "text".to_string(),
+            Kind::Other(t) => t.clone(),
+        };
+        format!("`{} {kind}{}`", c.name, if c.nullable { "" } else { " NOT NULL" })
+    }
+
+    /// Every way `pg` differs from `sqlite`, but for what only PostgreSQL
+    /// has on purpose; empty when they are the same.
+    fn differences(sqlite: &Tables, pg: &Tables) -> Vec<String> {
+        let mut found = Vec::new();
+        let pg_tables = pg.keys().filter(|t| !PG_ONLY_TABLES.contains(&t.as_str()));
+        for t in pg_tables.clone().filter(|t| !sqlite.contains_key(*t)) {
+            found.push(format!("table {t}: only in PostgreSQL"));
+        }
+        for (t, columns) in sqlite {
+            let Some(pg_columns) = pg.get(t) else {
+                found.push(format!("table {t}: only in SQLite"));
+                continue;
+            };
+            let pg_columns: Vec<&Column> =
+                pg_columns.iter().filter(|c| !PG_ONLY_COLUMNS.contains(&(t.as_str(), c.name.as_str()))).collect();
+            for i in 0..columns.len().max(pg_columns.len()) {
+                match (columns.get(i), pg_columns.get(i)) {
+                    (Some(a), Some(b)) if a == *b => {}
+                    (a, b) => found.push(format!(
+                        "table {t}, column {}: SQLite {}, PostgreSQL {}",
+                        i + 1,
+                        shown(a),
+                        shown(b.copied())
+                    )),
+                }
+            }
+        }
+        found
     }
 
     #[test]
     fn both_dialects_have_every_migration() {
-        assert_eq!(MIGRATIONS.len(), PG_MIGRATIONS.len());
+        assert_eq!(SQLITE_MIGRATIONS.len(), PG_MIGRATIONS.len());
+    }
+
+    #[test]
+    fn both_dialects_declare_the_same_columns_after_every_migration() {
+        // Version N means the same tables in both: after each migration, not only the last.
+        for n in 1..=SQLITE_MIGRATIONS.len() {
+            let sqlite = declared(Dialect::Sqlite, &SQLITE_MIGRATIONS[..n]);
+            let pg = declared(Dialect::Postgres, &PG_MIGRATIONS[..n]);
+            assert!(sqlite.len() >= 5 && sqlite.values().all(|c| !c.is_empty()), "the DDL was read: {sqlite:?}");
+            assert_eq!(differences(&sqlite, &pg), Vec::<String>::new(), "after migration {n}");
+        }
+        // What only PostgreSQL has is there.
+        let pg = declared(Dialect::Postgres, PG_MIGRATIONS);
+        for (t, c) in PG_ONLY_COLUMNS {
+            assert!(pg[*t].iter().any(|x| x.name == *c), "{t}.{c}");
+        }
+    }
+
+    #[test]
+    fn the_migrated_databases_have_the_same_columns() {
+        let places = places();
+        let mut sqlite_db = Db::open(&places.urls[0]).unwrap();
+        let sqlite = sqlite_applied(&mut sqlite_db);
+        // The declarations are read as SQLite reads them.
+        assert_eq!(sqlite, declared(Dialect::Sqlite, SQLITE_MIGRATIONS));
+        let Some(pg_url) = places.postgres() else {
+            eprintln!("BENCHRIG_TEST_POSTGRES is not set: PostgreSQL's migrated schema is not compared");
+            return;
+        };
+        let pg = postgres_applied(&mut Db::open(pg_url).unwrap());
+        let mut pg_declared = declared(Dialect::Postgres, PG_MIGRATIONS);
+        pg_declared.insert(
+            "benchrig_schema".into(),
+            vec![Column { name: "version".into(), kind: Kind::Integer, nullable: false }],
+        );
+        assert_eq!(pg, pg_declared, "the declarations are read as PostgreSQL reads them");
+        assert_eq!(differences(&sqlite, &pg), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_difference_in_any_one_column_is_found() {
+        let sqlite = declared(Dialect::Sqlite, SQLITE_MIGRATIONS);
+        let pg = declared(Dialect::Postgres, PG_MIGRATIONS);
+        assert_eq!(differences(&sqlite, &pg), Vec::<String>::new(), "no difference before one is planted");
+        let planted = |change: &dyn Fn(&mut Tables)| {
+            let mut pg = pg.clone();
+            change(&mut pg);
+            differences(&sqlite, &pg)
+        };
+        fn column<'a>(t: &'a mut Tables, table: &str, name: &str) -> &'a mut Column {
+            t.get_mut(table).unwrap().iter_mut().find(|c| c.name == name).unwrap()
+        }
+        let found = planted(&|t| column(t, "samples", "value").kind = Kind::Text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0], "table samples, column 8: SQLite `value real NOT NULL`, PostgreSQL `value text NOT NULL`");
+        assert_eq!(planted(&|t| column(t, "cells", "reason").nullable = false).len(), 1);
+        assert_eq!(planted(&|t| column(t, "runs", "name").name = "title".into()).len(), 1);
+        assert!(!planted(&|t| t.get_mut("hosts").unwrap().swap(1, 2)).is_empty(), "order counts");
+        assert!(!planted(&|t| drop(t.get_mut("artifacts").unwrap().pop())).is_empty(), "a missing column");
+        assert!(!planted(&|t| drop(t.remove("host_facts"))).is_empty(), "a missing table");
+        assert!(!planted(&|t| drop(t.insert("extra".into(), vec![]))).is_empty(), "an extra table");
+        // A 32-bit integer is not SQLite's 64-bit one.
+        assert_eq!(kind(Dialect::Postgres, "INTEGER"), Kind::Other("INTEGER".into()));
+        assert_eq!(kind(Dialect::Sqlite, "INTEGER"), Kind::Integer);
     }
 }

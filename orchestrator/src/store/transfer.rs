@@ -5,7 +5,10 @@
 //! Rows travel as column → value maps, so a column added by a later
 //! migration travels too; ids are renumbered on import.
 
-use super::sql::{Db, Val};
+use super::db::Db;
+use super::schema::PG_ONLY_COLUMNS;
+use super::sql::Sql;
+use super::value::Val;
 use super::{Store, StoreError};
 use serde_json::{json, Map, Value as Json};
 
@@ -14,45 +17,21 @@ const FORMAT: i64 = 1;
 
 type Row = Map<String, Json>;
 
-/// Columns one backend has and the other does not (PostgreSQL's `hosts.seq`).
-const LOCAL_COLUMNS: &[&str] = &["seq"];
-
-fn rows(db: &mut Db, sql: &str, id: i64) -> Result<Vec<Row>, StoreError> {
+/// `table`'s rows that `sql` selects, as column → value maps, without the
+/// columns only one dialect has (PostgreSQL's `hosts.seq`).
+fn rows(db: &mut Db, table: &str, sql: &str, id: i64) -> Result<Vec<Row>, StoreError> {
     let (names, rows) = db.query_named(sql, &[id.into()])?;
+    let local = |name: &str| PG_ONLY_COLUMNS.contains(&(table, name));
     Ok(rows
         .into_iter()
-        .map(|r| {
-            names
-                .iter()
-                .zip(r.0)
-                .filter(|(n, _)| !LOCAL_COLUMNS.contains(&n.as_str()))
-                .map(|(n, v)| {
-                    let v = match v {
-                        Val::Null => Json::Null,
-                        Val::Int(x) => json!(x),
-                        Val::Real(x) => json!(x),
-                        Val::Text(t) => Json::String(t),
-                    };
-                    (n.clone(), v)
-                })
-                .collect()
-        })
+        .map(|r| names.iter().zip(r.0).filter(|(n, _)| !local(n)).map(|(n, v)| (n.clone(), Json::from(v))).collect())
         .collect())
 }
 
 /// Insert a row; returns the new id for tables that have one.
 fn insert(db: &mut Db, table: &str, row: &Row) -> Result<Option<i64>, StoreError> {
     let cols: Vec<&String> = row.keys().filter(|k| *k != "id").collect();
-    let values: Vec<Val> = cols
-        .iter()
-        .map(|c| match &row[*c] {
-            Json::Null => Val::Null,
-            Json::Bool(b) => Val::Int(*b as i64),
-            Json::Number(n) => n.as_i64().map(Val::Int).unwrap_or_else(|| Val::Real(n.as_f64().unwrap_or(f64::NAN))),
-            Json::String(s) => Val::Text(s.clone()),
-            other => Val::Text(other.to_string()),
-        })
-        .collect();
+    let values: Vec<Val> = cols.iter().map(|c| Val::from_json(&row[*c])).collect();
     let names: Vec<&str> = cols.iter().map(|c| c.as_str()).collect();
     let marks: Vec<String> = (1..=cols.len()).map(|i| format!("?{i}")).collect();
     let sql = format!("INSERT INTO {table} ({}) VALUES ({})", names.join(", "), marks.join(", "));
@@ -67,16 +46,16 @@ impl Store {
     pub fn export_run(&self, run: i64) -> Result<Json, StoreError> {
         let mut db = self.db();
         let db = &mut *db;
-        let run_row = rows(db, "SELECT * FROM runs WHERE id = ?1", run)?;
+        let run_row = rows(db, "runs", "SELECT * FROM runs WHERE id = ?1", run)?;
         let Some(run_row) = run_row.into_iter().next() else { return Err(StoreError::NoSuchRun(run.to_string())) };
         let order = db.hosts_order();
         Ok(json!({
             "benchrig_export": FORMAT,
             "run": run_row,
-            "hosts": rows(db, &format!("SELECT * FROM hosts WHERE run_id = ?1 ORDER BY {order}"), run)?,
-            "cells": rows(db, "SELECT * FROM cells WHERE run_id = ?1 ORDER BY id", run)?,
-            "samples": rows(db, "SELECT s.* FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id", run)?,
-            "artifacts": rows(db, "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
+            "hosts": rows(db, "hosts", &format!("SELECT * FROM hosts WHERE run_id = ?1 ORDER BY {order}"), run)?,
+            "cells": rows(db, "cells", "SELECT * FROM cells WHERE run_id = ?1 ORDER BY id", run)?,
+            "samples": rows(db, "samples", "SELECT s.* FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id", run)?,
+            "artifacts": rows(db, "artifacts", "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
         }))
     }
 

@@ -86,7 +86,7 @@ impl Bench {
     }
 
     pub fn store(&self) -> benchrig::store::Store {
-        benchrig::store::Store::open(&self.db()).unwrap()
+        benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(self.db())).unwrap()
     }
 }
 

@@ -1,0 +1,53 @@
+//! Where the store's tests run: a SQLite file, and a fresh PostgreSQL
+//! database when `BENCHRIG_TEST_POSTGRES` names a server (`ci/test.sh`
+//! starts one with `ci/postgres.sh`). Each call gives new, empty databases,
+//! dropped again when the `Places` is.
+
+use super::location::DbLocation;
+use super::postgres::Pg;
+use super::sql::Sql;
+
+pub struct Places {
+    _dir: tempfile::TempDir,
+    /// The SQLite file first, then the PostgreSQL database if there is one.
+    pub urls: Vec<DbLocation>,
+    /// The server's URL and the database made on it.
+    pg: Option<(String, String)>,
+}
+
+impl Places {
+    /// The PostgreSQL database, when a server was named.
+    pub fn postgres(&self) -> Option<&DbLocation> {
+        self.urls.iter().find(|u| matches!(u, DbLocation::Postgres(_)))
+    }
+}
+
+impl Drop for Places {
+    fn drop(&mut self) {
+        if let Some((base, name)) = &self.pg {
+            if let Ok(mut pg) = Pg::connect(base) {
+                let _ = pg.execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), &[]);
+            }
+        }
+    }
+}
+
+pub fn places() -> Places {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = vec![DbLocation::Sqlite(dir.path().join("b.db"))];
+    let mut pg = None;
+    if let Ok(base) = std::env::var("BENCHRIG_TEST_POSTGRES") {
+        let name = format!("benchrig_t{}_{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        let mut admin = Pg::connect(&base).unwrap();
+        admin.execute(&format!("DROP DATABASE IF EXISTS {name}"), &[]).unwrap();
+        admin.execute(&format!("CREATE DATABASE {name}"), &[]).unwrap();
+        // Same server and user, the new database: the URL's path is the database name.
+        let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
+        let server = &head[..head.rfind('/').unwrap()];
+        let q = if query.is_empty() { String::new() } else { format!("?{query}") };
+        urls.push(DbLocation::Postgres(format!("{server}/{name}{q}")));
+        pg = Some((base, name));
+    }
+    Places { _dir: dir, urls, pg }
+}
