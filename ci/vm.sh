@@ -514,7 +514,7 @@ stop_guest() {   # stop_guest GUEST — quit via the monitor, then TERM, then KI
 }
 
 cmd_down() {
-    local g rc=0 left
+    local g rc=0
     for g in $(all_known_guests); do
         stop_guest "$g" || rc=1
         if ip link show "$(tap "$g")" >/dev/null 2>&1; then ip link del "$(tap "$g")" || rc=1; fi
@@ -529,21 +529,8 @@ cmd_down() {
             || { sleep 0.5; find "$CG_CPU" -depth -type d -exec rmdir {} + || rc=1; }
     fi
 
-    left=$(
-        for p in /proc/[0-9]*; do
-            [[ $(cat "$p/comm" 2>/dev/null) == "$PROC_PREFIX"* ]] && echo "process ${p#/proc/} $(cat "$p/comm")"
-        done
-        ip -o link show 2>/dev/null | awk -F': ' -v p="$TAP_PREFIX" 'index($2, p) == 1 { print "link " $2 }'
-        findmnt -rn -o TARGET | awk -v a="$VMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1 { print "mount " $0 }'
-        [[ -e $VMROOT ]] && echo "$VMROOT"
-        [[ -e $CG_CPU ]] && echo "cgroup $CG_CPU"
-        true
-    )
-    if [[ -n $left ]]; then
-        log "left behind:"
-        printf '%s\n' "$left" >&2
-        rc=1
-    fi
+    # Report anything that survived (ci/lib.sh).
+    left_behind "the guests" vm_leftovers || rc=1
     ((rc == 0)) && log "guests are down (image cache kept in $CACHE)"
     return "$rc"
 }
