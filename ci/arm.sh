@@ -86,7 +86,7 @@ STATE=/run/benchrig-arm
 
 log() { printf '%s\n' "arm: $*" >&2; }
 die() { printf '%s\n' "arm: error: $*" >&2; exit 1; }
-# shellcheck source=ci/lib.sh
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------------------------ host tools
@@ -484,7 +484,7 @@ cmd_status() {
     pid=$(sshd_pid 2>/dev/null) || pid=-
     if [[ $pid != - ]] && ssh_ok; then
         sshok=ok
-        arch=$(timeout 15 ssh "${SSH_OPTS[@]}" "root@$IP" uname -m </dev/null 2>/dev/null) || arch=?
+        arch=$(timeout 15 ssh "${SSH_OPTS[@]}" "root@$IP" uname -m </dev/null 2>/dev/null) || arch='?'
     fi
     for d in "${DISKS[@]}"; do
         img=$ARMROOT/disks/$d.img

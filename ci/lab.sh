@@ -68,7 +68,7 @@ declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_
 
 log() { printf '%s\n' "lab: $*" >&2; }
 die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
-# shellcheck source=ci/lib.sh
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_hosts() {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # ci/lib.sh — what the lab's scripts (lab.sh, arm.sh, vm.sh) and test.sh
 # share; sourced, not run. The sourcing script defines log() and die().
 
@@ -46,6 +47,7 @@ cached_image() {
     if image_update >/dev/null 2>&1 && key=$(image_key) && [[ -n $key ]]; then
         dir=$CACHE/images/$key
     else
+        # shellcheck disable=SC2012 # newest by mtime (ls -t); the names are our hex keys
         dir=$(ls -td "$CACHE"/images/*/ 2>/dev/null | head -n1)
         [[ -n $dir && -f $dir/complete ]] || die "cannot reach $MIRROR and no cached $noun in $CACHE/images"
         log "warning: cannot reach $MIRROR; using cached $noun $dir"

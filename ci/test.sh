@@ -21,6 +21,11 @@ nothing_left() {
     echo "ok: $ok"
 }
 
+step "lint: rustfmt, clippy (warnings are errors), shellcheck"
+cargo fmt --all --check
+cargo clippy --locked --workspace --all-targets -- -D warnings
+shellcheck ci/*.sh .ci/run
+
 step "agents for every architecture"
 ci/build-agents.sh
 
