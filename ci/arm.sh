@@ -86,7 +86,7 @@ STATE=/run/benchrig-arm
 
 log() { printf '%s\n' "arm: $*" >&2; }
 die() { printf '%s\n' "arm: error: $*" >&2; exit 1; }
-# shellcheck source=ci/lib.sh
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------------------------ host tools
@@ -484,7 +484,7 @@ cmd_status() {
     pid=$(sshd_pid 2>/dev/null) || pid=-
     if [[ $pid != - ]] && ssh_ok; then
         sshok=ok
-        arch=$(timeout 15 ssh "${SSH_OPTS[@]}" "root@$IP" uname -m </dev/null 2>/dev/null) || arch=?
+        arch=$(timeout 15 ssh "${SSH_OPTS[@]}" "root@$IP" uname -m </dev/null 2>/dev/null) || arch='?'
     fi
     for d in "${DISKS[@]}"; do
         img=$ARMROOT/disks/$d.img
@@ -506,7 +506,7 @@ cmd_ssh() {
 }
 
 cmd_down() {
-    local rc=0 m dev img left c
+    local rc=0 m dev img c
 
     # 1. Processes: sshd, sessions, agents. The host's mount namespace (and
     #    with it /proc, /sys, /dev, /tmp of the rootfs) goes with the last one.
@@ -540,21 +540,8 @@ cmd_down() {
     # 6. The run dir (rootfs, disk, keys, logs); the rootfs cache stays.
     rm -rf --one-file-system -- "$ARMROOT" "$CACHE"/build.* || rc=1
 
-    left=$(
-        host_pids | sed 's/^/process /'
-        ns_exists && echo "netns $NS"
-        ip link show "$VETH" >/dev/null 2>&1 && echo "link $VETH"
-        arm_loops | sed 's/^/loop /'
-        findmnt -rn -o TARGET | awk -v a="$ARMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1 { print "mount " $0 }'
-        [[ -e $ARMROOT ]] && echo "$ARMROOT"
-        [[ -e $STATE ]] && echo "$STATE ($(ls "$STATE" | paste -sd' '))"
-        true
-    )
-    if [[ -n $left ]]; then
-        log "left behind:"
-        printf '%s\n' "$left" >&2
-        rc=1
-    fi
+    # Report anything that survived (ci/lib.sh).
+    left_behind "$HOST" arm_leftovers || rc=1
     ((rc == 0)) && log "$HOST is down (rootfs cache kept in $CACHE)"
     return "$rc"
 }

@@ -23,7 +23,7 @@ stats() { sort -n | awk '{v[NR]=$1} END {m=v[int((NR+1)/2)]; p=v[int(NR*0.95+0.5
 
 ssh_true() {   # ssh_true HOST → "median p95" of `ssh host true` over a ControlMaster, in ms
     local ctl; ctl=$(mktemp -u /tmp/brb.XXXXXX)
-    local o=(-F /dev/null -i $LAB/id_ed25519 -o UserKnownHostsFile=$LAB/known_hosts -o BatchMode=yes -S "$ctl" -l root)
+    local o=(-F /dev/null -i "$LAB/id_ed25519" -o "UserKnownHostsFile=$LAB/known_hosts" -o BatchMode=yes -S "$ctl" -l root)
     ssh "${o[@]}" -M -f -N -o ControlPersist=30 "${ADDR[$1]}"
     for ((i = 0; i < SSH_N; i++)); do
         local t0 t1; t0=$(date +%s%N); ssh "${o[@]}" "${ADDR[$1]}" true; t1=$(date +%s%N)

@@ -68,7 +68,7 @@ declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_
 
 log() { printf '%s\n' "lab: $*" >&2; }
 die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
-# shellcheck source=ci/lib.sh
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_hosts() {
@@ -526,7 +526,7 @@ cmd_ssh() {
 }
 
 cmd_down() {
-    local h c dev img loop rc=0 left
+    local h c dev img rc=0
 
     # 0. The emulated guests (ci/vm.sh) and the aarch64 host (ci/arm.sh) sit
     #    on the lab's bridge and use its key: they go first, so no tap or veth
@@ -585,20 +585,8 @@ cmd_down() {
     #    mount we failed to remove.
     rm -rf --one-file-system -- "$LAB" || rc=1
 
-    # Report anything that survived.
-    left=$(
-        ip netns list 2>/dev/null | grep "^$NS_PREFIX" || true
-        ip link show "$BRIDGE" 2>/dev/null || true
-        lab_loops
-        for c in "${CG_CONTROLLERS[@]}"; do [[ -e $CG_ROOT/$c/$CG_NAME ]] && echo "$CG_ROOT/$c/$CG_NAME"; done
-        [[ -e $LAB ]] && echo "$LAB"
-        true
-    )
-    if [[ -n $left ]]; then
-        log "left behind:"
-        printf '%s\n' "$left" >&2
-        rc=1
-    fi
+    # Report anything that survived (ci/lib.sh).
+    left_behind "the lab" lab_leftovers || rc=1
     ((rc == 0)) && log "lab is down"
     return "$rc"
 }

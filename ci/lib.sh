@@ -1,5 +1,6 @@
-# ci/lib.sh — what the lab's scripts (lab.sh, arm.sh, vm.sh) share; sourced,
-# not run. The sourcing script defines log() and die().
+# shellcheck shell=bash
+# ci/lib.sh — what the lab's scripts (lab.sh, arm.sh, vm.sh) and test.sh
+# share; sourced, not run. The sourcing script defines log() and die().
 
 # kill_all WHAT CMD [ARGS]: kill -9 every pid CMD prints (never this shell)
 # until it prints none, appending them to KILLED; 1 if some survive 10 s.
@@ -46,6 +47,7 @@ cached_image() {
     if image_update >/dev/null 2>&1 && key=$(image_key) && [[ -n $key ]]; then
         dir=$CACHE/images/$key
     else
+        # shellcheck disable=SC2012 # newest by mtime (ls -t); the names are our hex keys
         dir=$(ls -td "$CACHE"/images/*/ 2>/dev/null | head -n1)
         [[ -n $dir && -f $dir/complete ]] || die "cannot reach $MIRROR and no cached $noun in $CACHE/images"
         log "warning: cannot reach $MIRROR; using cached $noun $dir"
@@ -71,4 +73,140 @@ cached_image() {
     find "$CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
     log "built $noun $key in $((SECONDS - t0))s ($dir, $(du -sh "$dir" | cut -f1))"
     echo "$dir"
+}
+
+# ------------------------------------------------------------------ leftovers
+# What a teardown left behind. lab_leftovers, arm_leftovers and vm_leftovers
+# print one line per thing of that part still on this machine ("netns
+# brlab-old", "loop /dev/loop3 /var/tmp/benchrig-lab/disks/old-hdd0.img"),
+# nothing when all is gone, and always succeed. Each script's `down` fails
+# when its part's list is not empty (left_behind), and ci/test.sh runs them
+# again after each `down`. The names are spelled out here as the scripts make
+# them (the lab dir honours BENCHRIG_LAB_DIR, as the scripts do) and matched
+# broadly, so that a slip in a script's own bookkeeping cannot hide what it
+# left.
+
+# left_behind WHAT LIST [ARGS]: run the leftovers function LIST; if it prints
+# anything, log that as what WHAT left behind and return 1.
+left_behind() {
+    local what=$1 left
+    shift
+    left=$("$@")
+    [[ -z $left ]] && return 0
+    log "$what left behind:"
+    printf '%s\n' "$left" >&2
+    return 1
+}
+
+# netns_leftovers PREFIX: every netns whose name starts with PREFIX, and what
+# still runs in it.
+netns_leftovers() {
+    local ns
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$1" 'index($1, p) == 1 { print $1 }'); do
+        echo "netns $ns"
+        { ip netns pids "$ns" 2>/dev/null || true; } | sed "s/^/process in netns $ns: /"
+    done
+}
+
+# link_leftovers TEXT: network interfaces whose name holds TEXT.
+link_leftovers() {
+    { ip -o link show 2>/dev/null || true; } | awk -F': ' -v t="$1" 'index($2, t) { sub(/@.*/, "", $2); print "link " $2 }'
+}
+
+# loop_leftovers TEXT: loop devices whose backing file's name holds TEXT.
+loop_leftovers() {
+    { losetup -l -n -O NAME,BACK-FILE 2>/dev/null || true; } | awk -v t="$1" 'index($0, t) { print "loop " $0 }'
+}
+
+# mount_leftovers TEXT: the lines of /proc/mounts that hold TEXT.
+mount_leftovers() {
+    awk -v t="$1" 'index($0, t) { print "mount " $0 }' /proc/mounts
+}
+
+# process_leftovers PATTERN: processes whose command line matches PATTERN
+# (pgrep -f; never this shell, whose command line is its script's).
+process_leftovers() {
+    { pgrep -af "$1" || true; } | sed 's/^/process /'
+}
+
+# path_leftovers PATH...: those of PATH that exist.
+path_leftovers() {
+    local p
+    for p in "$@"; do
+        if [[ -e $p ]]; then echo "path $p"; fi
+    done
+}
+
+# ci/lab.sh: the hosts' netns (arm1's brlab-arm1 too) and what runs in them,
+# the bridge, the disks' loop devices, mounts, sshds, cgroups, the lab dir.
+lab_leftovers() {
+    local lab=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
+    lab=${lab%/}
+    netns_leftovers brlab-
+    if ip link show brlab0 >/dev/null 2>&1; then echo "link brlab0"; fi
+    loop_leftovers benchrig-lab
+    mount_leftovers benchrig-lab
+    if [[ $lab != /var/tmp/benchrig-lab ]]; then
+        loop_leftovers "$lab/"
+        mount_leftovers "$lab/"
+    fi
+    process_leftovers 'sshd.*benchrig-lab'
+    path_leftovers /sys/fs/cgroup/*/benchrig-lab "$lab"
+}
+
+# The binfmt_misc entries ci/arm.sh may register, then the binfmt_misc mount
+# it may make (entries exist only while it is mounted), one a line: give
+# arm_leftovers what this printed before `ci/arm.sh up`.
+ARM_BINFMT_ENTRIES=(/proc/sys/fs/binfmt_misc/qemu-aarch64 /proc/sys/fs/binfmt_misc/benchrig-aarch64)
+arm_binfmt() {
+    local e
+    for e in "${ARM_BINFMT_ENTRIES[@]}"; do
+        if [[ -e $e ]]; then echo "$e"; fi
+    done
+    grep -w binfmt_misc /proc/mounts || true
+}
+
+# ci/arm.sh: arm1's netns and veth, every process under qemu-aarch64 or
+# rooted in its rootfs, its disk's loop device, mounts under its run dir or
+# rootfs cache, the run dir, and the state dir (which holds what arm.sh
+# registered or mounted in binfmt_misc and has not undone). Given
+# BINFMT_BEFORE, what arm_binfmt printed before `up`: also a binfmt entry
+# that was not there then, and the binfmt_misc mount if none was.
+arm_leftovers() {   # arm_leftovers [BINFMT_BEFORE]
+    local p e
+    netns_leftovers brlab-arm1
+    link_leftovers vbr-arm1
+    loop_leftovers benchrig-arm
+    mount_leftovers benchrig-arm
+    process_leftovers qemu-aarch64
+    for p in /proc/[0-9]*; do
+        if [[ $(readlink "$p/root" 2>/dev/null) == /var/tmp/benchrig-arm/* ]]; then
+            echo "process ${p#/proc/} rooted in the rootfs"
+        fi
+    done
+    path_leftovers /var/tmp/benchrig-arm
+    if [[ -e /run/benchrig-arm ]]; then
+        echo "path /run/benchrig-arm ($(find /run/benchrig-arm -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | paste -sd' '))"
+    fi
+    (($#)) || return 0
+    for e in "${ARM_BINFMT_ENTRIES[@]}"; do
+        if [[ -e $e ]] && ! grep -qxF -- "$e" <<<"$1"; then echo "binfmt $e"; fi
+    done
+    if ! grep -qw binfmt_misc <<<"$1"; then
+        { grep -w binfmt_misc /proc/mounts || true; } | sed 's/^/mount /'
+    fi
+}
+
+# ci/vm.sh: the guests' qemus (named bvm-*, and any qemu-system at all), their
+# taps, mounts under the run dir or image cache, the run dir, the cpu cgroup.
+vm_leftovers() {
+    local p comm
+    for p in /proc/[0-9]*; do
+        comm=$(cat "$p/comm" 2>/dev/null) || continue
+        if [[ $comm == bvm-* ]]; then echo "process ${p#/proc/} $comm"; fi
+    done
+    process_leftovers qemu-system
+    link_leftovers vmt-
+    mount_leftovers benchrig-vm
+    path_leftovers /var/tmp/benchrig-vm /sys/fs/cgroup/cpu/benchrig-vm
 }

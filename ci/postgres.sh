@@ -14,7 +14,7 @@ case ${1:-} in
 up)
     read -r ver name status < <(cluster) || true
     if [[ -z ${ver:-} ]]; then
-        ver=$(ls /usr/lib/postgresql | sort -V | tail -1)
+        ver=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -1)
         name=main
         pg_createcluster "$ver" "$name" >/dev/null
         status=down

@@ -7,16 +7,24 @@ cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "ci/test.sh: run as root (the lab needs namespaces, loop devices and mounts)" >&2; exit 1; }
 
 step() { printf '\n== %s\n' "$*"; }
+log() { printf '%s\n' "$*" >&2; }
+# The leftovers checks the lab's scripts run at the end of their `down`.
+# shellcheck source=lib.sh
+source ci/lib.sh
 
-# nothing_left WHAT LEFT OK: fail the run when a teardown left LEFT behind.
+# nothing_left WHAT OK LIST [ARGS]: fail the run when the leftovers function
+# LIST finds what WHAT's teardown left behind; print "ok: OK" otherwise.
 nothing_left() {
-    if [[ -n $2 ]]; then
-        echo "$1 left things behind:" >&2
-        echo "$2" >&2
-        exit 1
-    fi
-    echo "ok: $3"
+    local what=$1 ok=$2
+    shift 2
+    left_behind "$what" "$@" || exit 1
+    echo "ok: $ok"
 }
+
+step "lint: rustfmt, clippy (warnings are errors), shellcheck"
+cargo fmt --all --check
+cargo clippy --locked --workspace --all-targets -- -D warnings
+shellcheck ci/*.sh .ci/run
 
 step "agents for every architecture"
 ci/build-agents.sh
@@ -46,8 +54,7 @@ step "round-trip benchmark (figures, not a pass/fail test)"
 ci/bench-roundtrip.sh
 
 # What binfmt_misc looked like before ci/arm.sh (its down must restore exactly that).
-arm_binfmt_mounted_before=$(grep -w binfmt_misc /proc/mounts || true)
-arm_binfmt_before=$(ls /proc/sys/fs/binfmt_misc/qemu-aarch64 /proc/sys/fs/binfmt_misc/benchrig-aarch64 2>/dev/null || true)
+arm_binfmt_before=$(arm_binfmt)
 step "the lab's aarch64 host: arm64 rootfs (cached), sshd under qemu-user (up twice: idempotent)"
 # ci/arm.sh installs qemu-user and debootstrap itself, registers
 # qemu-aarch64 with binfmt_misc (F flag) if nothing usable is registered, and
@@ -61,21 +68,8 @@ cargo test --locked -p benchrig --test arm -- --ignored --test-threads=1
 step "aarch64 host down, and nothing left behind"
 ci/arm.sh down
 ci/arm.sh down >/dev/null   # idempotent
-left=$(
-    ip netns list | grep '^brlab-arm1' || true
-    ip -o link show | grep -o 'vbr-arm1' || true
-    losetup -a | grep benchrig-arm || true
-    grep benchrig-arm /proc/mounts || true
-    pgrep -af qemu-aarch64 || true
-    for p in /proc/[0-9]*; do
-        [[ $(readlink "$p/root" 2>/dev/null) == /var/tmp/benchrig-arm/* ]] && echo "process ${p#/proc/} rooted in the rootfs"
-    done
-    ls -d /var/tmp/benchrig-arm /run/benchrig-arm 2>/dev/null || true
-    # Ours: registered (or mounted) by ci/arm.sh, so gone again unless it was there before.
-    if [[ -z $arm_binfmt_before ]]; then ls /proc/sys/fs/binfmt_misc/qemu-aarch64 /proc/sys/fs/binfmt_misc/benchrig-aarch64 2>/dev/null || true; fi
-    if [[ -z $arm_binfmt_mounted_before ]]; then grep -w binfmt_misc /proc/mounts || true; fi
-)
-nothing_left "the aarch64 host" "$left" "no process, netns, loop device, mount or binfmt entry left"
+nothing_left "the aarch64 host" "no process, netns, loop device, mount or binfmt entry left" \
+    arm_leftovers "$arm_binfmt_before"
 
 step "the lab's emulated old machines: image, two kernel-6.1 guests (up twice: idempotent)"
 # ci/vm.sh installs qemu and debootstrap itself (see its header), builds the
@@ -89,29 +83,11 @@ cargo test --locked -p benchrig --test vm -- --ignored --test-threads=1
 step "guests down, and nothing left behind"
 ci/vm.sh down
 ci/vm.sh down >/dev/null   # idempotent
-left=$(
-    for p in /proc/[0-9]*; do
-        [[ $(cat "$p/comm" 2>/dev/null) == bvm-* ]] && echo "qemu ${p#/proc/}"
-    done
-    pgrep -af qemu-system || true
-    ip -o link show | grep -o 'vmt-[^:@]*' || true
-    grep benchrig-vm /proc/mounts || true
-    ls -d /var/tmp/benchrig-vm /sys/fs/cgroup/cpu/benchrig-vm 2>/dev/null || true
-)
-nothing_left "the guests" "$left" "no qemu, tap or mount left"
+nothing_left "the guests" "no qemu, tap or mount left" vm_leftovers
 
 step "lab down, and nothing left behind"
 trap - EXIT
 ci/postgres.sh down
 ci/lab.sh down
 ci/lab.sh down >/dev/null   # idempotent
-left=$(
-    ip netns list | grep '^brlab-' || true
-    ip link show brlab0 2>/dev/null || true
-    losetup -a | grep benchrig-lab || true
-    grep benchrig-lab /proc/mounts || true
-    pgrep -af 'sshd.*benchrig-lab' || true
-    ls -d /sys/fs/cgroup/*/benchrig-lab 2>/dev/null || true
-    ls -d /var/tmp/benchrig-lab 2>/dev/null || true
-)
-nothing_left "the lab" "$left" "nothing left behind"
+nothing_left "the lab" "nothing left behind" lab_leftovers

@@ -16,6 +16,7 @@
 # with a private apt sources list, leaving /etc/apt untouched.
 set -euo pipefail
 
+# shellcheck disable=SC2034 # documentation for .ci/run (docs/vm.md); ensure_tools maps commands to packages
 HOST_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client)
 
 usage() {
@@ -80,7 +81,7 @@ declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU
 
 log() { printf '%s\n' "vm: $*" >&2; }
 die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
-# shellcheck source=ci/lib.sh
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_guests() {
@@ -250,12 +251,14 @@ build_rootfs() {   # build_rootfs ROOTFS OUTDIR
     debootstrap --variant=minbase --include="$inc" "$SUITE" "$r" "$MIRROR" >"$out/debootstrap.log" 2>&1 \
         || { tail -n 30 "$out/debootstrap.log" >&2; die "debootstrap failed (log: $out/debootstrap.log)"; }
     guest_files "$r"
+    # shellcheck disable=SC2012 # kernel release names; (as a line of build_rootfs, this is in the image's cache key)
     kver=$(basename "$(ls -d "$r"/lib/modules/*/ | sort -V | tail -n1)")
     [[ -f $r/boot/vmlinuz-$kver ]] || die "no kernel in the guest rootfs ($kver)"
     log "regenerating the initramfs for $kver"
     mount -t proc proc "$r/proc"; BUILD_MOUNTS+=("$r/proc")
     chroot "$r" update-initramfs -u -k "$kver" >>"$out/debootstrap.log" 2>&1
     build_cleanup
+    # shellcheck disable=SC2016 # dpkg-query's format, not the shell's
     chroot "$r" dpkg-query -W -f '${Package} ${Version}\n' >"$out/packages.txt"
     cp "$r/boot/vmlinuz-$kver" "$out/vmlinuz"
     cp "$r/boot/initrd.img-$kver" "$out/initrd.img"
@@ -356,6 +359,7 @@ write $d/hosts /etc/hosts
 sif /etc/hosts mode 0100644
 EOF
     # debugfs exits 0 even when a request fails: check the result.
+    # shellcheck disable=SC2015 # die when either check fails, which is what A && B || C does
     debugfs -R 'stat /root/.ssh/authorized_keys' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \
         && debugfs -R 'stat /etc/ssh/ssh_host_ed25519_key' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \
         || { cat "$d/debugfs.log" >&2; die "could not write keys into $g's root disk"; }
@@ -472,7 +476,7 @@ cmd_status() {
         sshok=no kern=-
         if [[ $pid != - ]] && ssh_ok "$g"; then
             sshok=ok
-            kern=$(timeout 10 ssh "${SSH_OPTS[@]}" "$SSH_HOST" uname -r </dev/null 2>/dev/null) || kern=?
+            kern=$(timeout 10 ssh "${SSH_OPTS[@]}" "$SSH_HOST" uname -r </dev/null 2>/dev/null) || kern='?'
         fi
         [[ $pid != - && $sshok == ok ]] || rc=1
         printf '%-8s %-8s %-5s %-18s %-4s %s\n' "$g" "$pid" "$net" "$tgt" "$sshok" "$kern"
@@ -514,7 +518,7 @@ stop_guest() {   # stop_guest GUEST — quit via the monitor, then TERM, then KI
 }
 
 cmd_down() {
-    local g rc=0 left
+    local g rc=0
     for g in $(all_known_guests); do
         stop_guest "$g" || rc=1
         if ip link show "$(tap "$g")" >/dev/null 2>&1; then ip link del "$(tap "$g")" || rc=1; fi
@@ -529,21 +533,8 @@ cmd_down() {
             || { sleep 0.5; find "$CG_CPU" -depth -type d -exec rmdir {} + || rc=1; }
     fi
 
-    left=$(
-        for p in /proc/[0-9]*; do
-            [[ $(cat "$p/comm" 2>/dev/null) == "$PROC_PREFIX"* ]] && echo "process ${p#/proc/} $(cat "$p/comm")"
-        done
-        ip -o link show 2>/dev/null | awk -F': ' -v p="$TAP_PREFIX" 'index($2, p) == 1 { print "link " $2 }'
-        findmnt -rn -o TARGET | awk -v a="$VMROOT/" -v b="$CACHE/" 'index($0 "/", a) == 1 || index($0 "/", b) == 1 { print "mount " $0 }'
-        [[ -e $VMROOT ]] && echo "$VMROOT"
-        [[ -e $CG_CPU ]] && echo "cgroup $CG_CPU"
-        true
-    )
-    if [[ -n $left ]]; then
-        log "left behind:"
-        printf '%s\n' "$left" >&2
-        rc=1
-    fi
+    # Report anything that survived (ci/lib.sh).
+    left_behind "the guests" vm_leftovers || rc=1
     ((rc == 0)) && log "guests are down (image cache kept in $CACHE)"
     return "$rc"
 }

@@ -1,6 +1,8 @@
 //! cold_read, exec and raw through the agent's action dispatch, against real
 //! files under /var/tmp (tmpfs cannot be made cold) and real loop devices.
-//! Runs as root, as CI does (drop_caches, losetup).
+//! The tests that need root (drop_caches, losetup) say so first.
+
+mod common;
 
 use benchrig_agent::actions;
 use benchrig_agent::outbox::{Outbox, StepCtx};
@@ -14,6 +16,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
+
+use common::require_root;
 
 struct Host {
     st: HostState,
@@ -111,6 +115,7 @@ fn cold_read(h: &mut Host, codec: &str, tool: &str, content: &str, size: u64) ->
 
 #[test]
 fn cold_read_every_codec_builtin_and_external() {
+    require_root("cold reads drop the page cache");
     let mut h = host();
     // The blog's 5.5 MB library, and a size that is no multiple of any block.
     for (content, size) in [("binary", 5_500_000), ("text", 3 * 262_144 + 4097)] {
@@ -131,6 +136,7 @@ fn cold_read_every_codec_builtin_and_external() {
 
 #[test]
 fn cold_read_external_and_builtin_see_the_same_bytes() {
+    require_root("cold reads drop the page cache");
     // The agent's compressed file, decoded by the tool, is the tool's own file, decoded by the agent.
     let mut h = host();
     let a = cold_read(&mut h, "zstd", "builtin", "text", 2_000_000);
@@ -343,6 +349,7 @@ fn raw(h: &mut Host, args: serde_json::Value) -> Result<StepOutput, AgentError> 
 
 #[test]
 fn raw_write_read_and_copy_on_loop_devices() {
+    require_root("it attaches loop devices");
     let _one = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
     let (a, b) = (Loop::new(64), Loop::new(64));
     let mut h = host();
@@ -379,6 +386,7 @@ fn raw_write_read_and_copy_on_loop_devices() {
 
 #[test]
 fn raw_write_refuses_what_mkfs_would_refuse_and_changes_nothing() {
+    require_root("it attaches loop devices");
     let _one = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
     let (listed, unlisted) = (Loop::new(16), Loop::new(16));
     listed.write_at(0, b"LUKS\xba\xbe some header");
@@ -423,6 +431,7 @@ fn raw_write_refuses_what_mkfs_would_refuse_and_changes_nothing() {
 
 #[test]
 fn raw_on_an_image_scratch_attaches_and_detaches_it() {
+    require_root("the agent attaches the image to a loop device");
     let _one = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
     let mut h = host();
     let img = h.dir.path().join("raw.img");

@@ -1,6 +1,8 @@
 //! The tree workloads through the agent's dispatch, on a real directory
 //! under /var/tmp (ext4 here: ACLs and xattrs; /tmp may be a tmpfs).
 
+mod common;
+
 use benchrig_agent::actions;
 use benchrig_agent::outbox::{Outbox, StepCtx};
 use benchrig_agent::state::{HostState, Mounted};
@@ -12,6 +14,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
+
+use common::require_root;
 
 struct Host {
     _dirs: Vec<tempfile::TempDir>,
@@ -243,10 +247,7 @@ fn list_tree_counts_entries_and_acls() {
 
 #[test]
 fn acl_check_as_the_named_user() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: acl_check switches users, which needs root");
-        return;
-    }
+    require_root("acl_check switches users");
     let mut h = Host::new();
     // The directory above the tree is 0700 (as root's home would be): the
     // check must not need to pass it.

@@ -312,8 +312,9 @@ fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() 
 }
 
 #[test]
-#[ignore = "needs the agent builds (ci/build-agents.sh)"]
+#[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn without_wipe_a_device_benchrig_copied_a_filesystem_onto_is_benchrigs_to_format() {
+    require_root("it attaches loop devices");
     // volume-scaling.yml's raw copy puts a copy of d0's filesystem on d1; d1's
     // next mkfs must not be refused for a filesystem benchrig wrote there.
     let b = Bench::new();
@@ -340,8 +341,9 @@ fn without_wipe_a_device_benchrig_copied_a_filesystem_onto_is_benchrigs_to_forma
 }
 
 #[test]
-#[ignore = "needs the agent builds (ci/build-agents.sh)"]
+#[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn without_wipe_the_quickstart_on_this_machine_completes_on_a_blank_device() {
+    require_root("it attaches loop devices");
     let b = Bench::new();
     let disk = LoopDisk::new(1024);
     let (code, cells) = quickstart_on(&b, "localhost", "", &disk, "local");
@@ -398,8 +400,9 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
 }
 
 #[test]
-#[ignore = "needs root for the loop-backed default"]
+#[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn quickstart_with_no_inventory_runs_on_this_machine() {
+    require_root("the default scratch of this machine is loop-backed");
     let b = Bench::new();
     let home = b.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -474,8 +477,9 @@ fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind() {
 }
 
 #[test]
-#[ignore = "needs root for the loop-backed default"]
+#[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn ctrl_c_on_this_machine_detaches_the_image_and_unmounts() {
+    require_root("the default scratch of this machine is loop-backed");
     let b = Bench::new();
     let home = b.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -487,8 +491,9 @@ fn ctrl_c_on_this_machine_detaches_the_image_and_unmounts() {
 }
 
 #[test]
-#[ignore = "needs root to switch to an unprivileged user"]
+#[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn quickstart_as_an_ordinary_user_uses_a_plain_directory() {
+    require_root("it switches to an unprivileged user");
     let b = Bench::new();
     let work = b.dir.path();
     sh(&format!("chown -R 65534:65534 {}", work.display()));

@@ -11,7 +11,15 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// Fail the calling test unless it runs as root. A test that needs root
+/// calls this first: one that cannot run fails, saying why, and never
+/// passes without having checked anything.
+pub fn require_root(why: &str) {
+    assert!(rustix::process::geteuid().is_root(), "this test needs root ({why}); run it as root, as ci/test.sh does");
+}
+
 pub fn lab_inventory() -> PathBuf {
+    require_root("the lab's key and known_hosts are root's");
     let inv = repo().join("inventories/simlab.yml");
     assert!(
         Path::new("/var/tmp/benchrig-lab/known_hosts").exists(),
@@ -194,6 +202,7 @@ pub struct LoopDisk {
 
 impl LoopDisk {
     pub fn new(size_mb: u64) -> Self {
+        require_root("it attaches loop devices");
         let img = tempfile::Builder::new().prefix("brtest").suffix(".img").tempfile_in("/var/tmp").unwrap();
         img.as_file().set_len(size_mb << 20).unwrap();
         let dev = sh(&format!("losetup --find --show {}", img.path().display()));
