@@ -21,10 +21,12 @@ nothing_left() {
     echo "ok: $ok"
 }
 
-step "lint: rustfmt, clippy (warnings are errors), shellcheck"
+step "lint: rustfmt, clippy (warnings are errors), shellcheck, no module cycles"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 shellcheck ci/*.sh .ci/run
+ci/module-cycles.py --self-test
+ci/module-cycles.py wire/src node-agent/src orchestrator/src
 
 step "agents for every architecture"
 ci/build-agents.sh
