@@ -10,6 +10,7 @@ pub mod cgroup;
 pub mod cmd;
 pub mod codec;
 pub mod content;
+pub mod dispatch;
 pub mod exports;
 pub mod facts;
 pub mod ledger;

@@ -7,7 +7,7 @@ use crate::cmd;
 use crate::exports::{self, Export};
 use crate::ledger::Ledger;
 use crate::sysfs::SysView;
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchDevice;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,14 +56,13 @@ impl HostState {
     pub fn scratch(&self, name: &str) -> Result<ScratchDevice, AgentError> {
         self.scratch.iter().find(|s| s.name == name).cloned().ok_or_else(|| {
             let known: Vec<&str> = self.scratch.iter().map(|s| s.name.as_str()).collect();
-            AgentError {
-                code: ErrorCode::Refused,
-                rule: Some("not_listed".into()),
-                message: format!(
+            AgentError::refused(
+                "not_listed",
+                format!(
                     "`{name}` is not in this host's scratch_devices (listed: {})",
                     if known.is_empty() { "none".to_string() } else { known.join(", ") }
                 ),
-            }
+            )
         })
     }
 
@@ -74,15 +73,12 @@ impl HostState {
             None => self.mounted.last(),
         };
         found.ok_or_else(|| {
-            AgentError::new(
-                ErrorCode::Failed,
-                match name {
-                    Some(n) => {
-                        format!("scratch `{n}` is not set up in this cell (run a `filesystem` step on it first)")
-                    }
-                    None => "no filesystem is set up in this cell: add a `filesystem` setup step".to_string(),
-                },
-            )
+            AgentError::failed(match name {
+                Some(n) => {
+                    format!("scratch `{n}` is not set up in this cell (run a `filesystem` step on it first)")
+                }
+                None => "no filesystem is set up in this cell: add a `filesystem` setup step".to_string(),
+            })
         })
     }
 

@@ -2,7 +2,7 @@
 //! files under /var/tmp (tmpfs cannot be made cold) and real loop devices.
 //! Runs as root, as CI does (drop_caches, losetup).
 
-use benchrig_agent::actions;
+use benchrig_agent::dispatch;
 use benchrig_agent::outbox::{Outbox, StepCtx};
 use benchrig_agent::state::{HostState, Mounted};
 use benchrig_agent::sysfs::SysView;
@@ -49,7 +49,7 @@ impl Host {
         let action: Action = serde_json::from_value(action).expect("a valid action");
         let out = Outbox::new(Box::new(std::io::sink()));
         let cancel = AtomicBool::new(false);
-        actions::run(&action, &mut self.st, &StepCtx::new(1, &out, &cancel))
+        dispatch::run(&mut self.st, &StepCtx::new(1, &out, &cancel), &action)
     }
 }
 

@@ -3,14 +3,14 @@
 //! Order matters for safety: everything that can say "no" (listed? tool?
 //! kernel? safety rules?) runs before the one step that writes (mkfs).
 
-use super::{expand_home, failed, unsupported};
+use super::expand_home;
 use crate::ledger::{self, Made};
 use crate::outbox::StepCtx;
 use crate::safety::{self, DeviceProbe};
 use crate::signature::{self, Signature};
 use crate::state::{detach_loop, HostState, Mounted};
 use crate::{cmd, facts, tools};
-use benchrig_wire::messages::{AgentError, ErrorCode, LogLevel};
+use benchrig_wire::messages::{AgentError, LogLevel};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::{FilesystemArgs, FsProfile, StepOutput};
 use serde_json::json;
@@ -19,29 +19,28 @@ use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub fn run(args: &FilesystemArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FilesystemArgs) -> Result<StepOutput, AgentError> {
     let entry = st.scratch(&args.device)?;
     let profile = &args.profile;
     // A failed teardown must not leave two cells stacked on one device.
     if st.mounted.iter().any(|m| m.scratch == entry.name) {
         ctx.log(LogLevel::Warn, format!("`{}` was still set up; releasing it first", entry.name));
-        st.release(Some(&entry.name)).map_err(failed)?;
+        st.release(Some(&entry.name)).map_err(AgentError::failed)?;
     }
     if entry.kind == ScratchKind::Directory {
         return use_directory(&entry, profile, st);
     }
     let Some(fstype) = profile.fstype.as_deref() else {
-        return Err(unsupported(format!(
+        return Err(AgentError::unsupported(format!(
             "profile `{}` uses a scratch directory as it is, but `{}` is a device",
             profile.name, entry.name
         )));
     };
-    let mkfs =
-        profile.mkfs.first().ok_or_else(|| AgentError::new(ErrorCode::BadRequest, "profile has no mkfs command"))?;
+    let mkfs = profile.mkfs.first().ok_or_else(|| AgentError::bad_request("profile has no mkfs command"))?;
     // The kernel first: without it, installing the tool would not help.
     kernel_supports(st, fstype)?;
     if cmd::which(mkfs).is_none() {
-        return Err(unsupported(format!("{mkfs} is not installed on this host")));
+        return Err(AgentError::unsupported(format!("{mkfs} is not installed on this host")));
     }
 
     let (dev_path, attached) = match entry.kind {
@@ -79,22 +78,23 @@ fn format_and_mount(
     let mut run_argv = announce_mkfs(st, &[(&dev.name, &real_path)], fstype, &profile.mkfs, ctx);
     run_argv.push(real_path.to_string_lossy().into_owned());
     let t0 = Instant::now();
-    let out = cmd::run(&run_argv).map_err(failed)?;
+    let out = cmd::run(&run_argv).map_err(AgentError::failed)?;
     if !out.ok() {
-        return Err(unsupported(format!("{} refused: {}", mkfs_argv[0], out.reason())));
+        return Err(AgentError::unsupported(format!("{} refused: {}", mkfs_argv[0], out.reason())));
     }
     let mkfs_s = t0.elapsed().as_secs_f64();
     record_made(st, &dev.name, &real_path, ctx);
 
     let mountpoint = st.mountpoint_for(&entry.name);
-    std::fs::create_dir_all(&mountpoint).map_err(|e| failed(format!("mkdir {}: {e}", mountpoint.display())))?;
+    std::fs::create_dir_all(&mountpoint)
+        .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", mountpoint.display())))?;
     let mut mount_argv = vec!["mount".to_string(), "-t".into(), fstype.into()];
     if !profile.mount_options.is_empty() {
         mount_argv.extend(["-o".into(), profile.mount_options.join(",")]);
     }
     mount_argv.extend([real_path.to_string_lossy().into_owned(), mountpoint.to_string_lossy().into_owned()]);
     let log_before = kernel_log().and_then(|l| l.last().and_then(|x| log_time(x)));
-    let out = cmd::run(&mount_argv).map_err(failed)?;
+    let out = cmd::run(&mount_argv).map_err(AgentError::failed)?;
     if !out.ok() {
         // mount(8) only says "wrong fs type, bad option, bad superblock";
         // the kernel's log says which (XFS: "V4 format not supported").
@@ -102,9 +102,9 @@ fn format_and_mount(
         // Only the kernel lacking the filesystem or the format is
         // "unsupported"; a bad option is a mistake to fix.
         return Err(if reason.contains("unknown filesystem type") || reason.contains("not supported") {
-            unsupported(format!("mount -t {fstype} refused: {reason}"))
+            AgentError::unsupported(format!("mount -t {fstype} refused: {reason}"))
         } else {
-            failed(format!("`{}` failed: {reason}", mount_argv.join(" ")))
+            AgentError::failed(format!("`{}` failed: {reason}", mount_argv.join(" ")))
         });
     }
     st.mounted.push(Mounted {
@@ -144,27 +144,21 @@ pub(crate) fn checked_device(
     entry: &ScratchDevice,
     dev_path: &Path,
 ) -> Result<(safety::Device, PathBuf), AgentError> {
-    let (dev, real_path) = st.view.resolve_block(dev_path).map_err(|m| AgentError {
-        code: ErrorCode::Refused,
-        rule: Some("not_block_device".into()),
-        message: format!("{} ({}): {m}", entry.name, entry.path),
-    })?;
+    let (dev, real_path) = st
+        .view
+        .resolve_block(dev_path)
+        .map_err(|m| AgentError::refused("not_block_device", format!("{} ({}): {m}", entry.name, entry.path)))?;
     let mut rules_entry = entry.clone();
     // An image benchrig created is its own: its old filesystem is ours to overwrite.
     rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
-    safety::check(&st.view, &rules_entry, &dev, &RealDevice::new(st, &dev.name, &real_path)).map_err(|r| {
-        AgentError {
-            code: ErrorCode::Refused,
-            rule: Some(r.rule.to_string()),
-            message: format!("{} ({}): {}", entry.name, entry.path, r.message),
-        }
-    })?;
+    safety::check(&st.view, &rules_entry, &dev, &RealDevice::new(st, &dev.name, &real_path))
+        .map_err(|r| AgentError::refused(r.rule, format!("{} ({}): {}", entry.name, entry.path, r.message)))?;
     Ok((dev, real_path))
 }
 
 fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState) -> Result<StepOutput, AgentError> {
     if profile.fstype.is_some() {
-        return Err(unsupported(format!(
+        return Err(AgentError::unsupported(format!(
             "scratch `{}` is a directory: profile `{}` needs a device to format (use profile `existing`)",
             entry.name, profile.name
         )));
@@ -173,7 +167,7 @@ fn use_directory(entry: &ScratchDevice, profile: &FsProfile, st: &mut HostState)
     // directory comes to a fresh filesystem, and nothing is left in it.
     let dir = expand_home(&entry.path).join(format!("benchrig-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| AgentError::failed(format!("mkdir {}: {e}", dir.display())))?;
     let device = st.view.device_for_path(&dir);
     st.mounted.push(Mounted {
         scratch: entry.name.clone(),
@@ -224,7 +218,7 @@ pub(crate) fn kernel_supports(st: &HostState, fstype: &str) -> Result<(), AgentE
             return Ok(());
         }
     }
-    Err(unsupported(format!("the kernel ({}) has no {fstype} support", facts::kernel_release())))
+    Err(AgentError::unsupported(format!("the kernel ({}) has no {fstype} support", facts::kernel_release())))
 }
 
 /// Beside an image benchrig created: proof that formatting over it destroys nothing of anyone's.
@@ -242,24 +236,24 @@ pub(crate) fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<Path
     let path = expand_home(&entry.path);
     match std::fs::metadata(&path) {
         Ok(m) if !m.is_file() => {
-            return Err(AgentError {
-                code: ErrorCode::Refused,
-                rule: Some("not_an_image".into()),
-                message: format!("{} is not a regular file; a `kind: image` scratch must be one", path.display()),
-            })
+            return Err(AgentError::refused(
+                "not_an_image",
+                format!("{} is not a regular file; a `kind: image` scratch must be one", path.display()),
+            ))
         }
         Ok(_) => {}
         Err(_) => {
             let size = entry.size.ok_or_else(|| {
-                failed(format!("image {} does not exist and the entry has no `size`", path.display()))
+                AgentError::failed(format!("image {} does not exist and the entry has no `size`", path.display()))
             })?;
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| failed(format!("mkdir {}: {e}", dir.display())))?;
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", dir.display())))?;
             }
-            let f = File::create(&path).map_err(|e| failed(format!("create {}: {e}", path.display())))?;
-            f.set_len(size.0).map_err(|e| failed(format!("size {}: {e}", path.display())))?;
+            let f = File::create(&path).map_err(|e| AgentError::failed(format!("create {}: {e}", path.display())))?;
+            f.set_len(size.0).map_err(|e| AgentError::failed(format!("size {}: {e}", path.display())))?;
             File::create(image_marker(&path))
-                .map_err(|e| failed(format!("create marker beside {}: {e}", path.display())))?;
+                .map_err(|e| AgentError::failed(format!("create marker beside {}: {e}", path.display())))?;
         }
     }
     let real = path.canonicalize().unwrap_or_else(|_| path.clone());
@@ -272,18 +266,17 @@ pub(crate) fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<Path
             .next()
             .map(|m| format!("mounted at {}", m.target));
         if let Some(why) = busy.or_else(|| exclusive_open(&dev).err()) {
-            return Err(AgentError {
-                code: ErrorCode::Refused,
-                rule: Some("in_use".into()),
-                message: format!("image {} is attached to {} and in use: {why}", path.display(), dev.display()),
-            });
+            return Err(AgentError::refused(
+                "in_use",
+                format!("image {} is attached to {} and in use: {why}", path.display(), dev.display()),
+            ));
         }
-        detach_loop(&dev).map_err(failed)?;
+        detach_loop(&dev).map_err(AgentError::failed)?;
     }
     let p = path.to_string_lossy();
     let out = cmd::run_ok(&["losetup", "--find", "--show", "--direct-io=on", &p])
         .or_else(|_| cmd::run_ok(&["losetup", "--find", "--show", &p]))
-        .map_err(|e| failed(format!("cannot attach image {p} to a loop device: {e}")))?;
+        .map_err(|e| AgentError::failed(format!("cannot attach image {p} to a loop device: {e}")))?;
     Ok(PathBuf::from(out.stdout.trim()))
 }
 

@@ -8,7 +8,6 @@
 //! waited for inside the timed region.
 
 use super::{metric, target_file, transfer_output};
-use crate::actions::{failed, unsupported};
 use crate::cache;
 use crate::codec;
 use crate::content::{self, Rng};
@@ -17,7 +16,7 @@ use crate::outbox::StepCtx;
 use crate::state::HostState;
 use crate::{cmd, tools};
 use benchrig_wire::args::{Codec, CodecTool, ColdReadArgs, ContentKind};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput};
 use serde_json::json;
 use std::fs::File;
@@ -25,10 +24,10 @@ use std::io::{self, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     if bs == 0 {
-        return Err(failed("cold_read needs a non-zero bs"));
+        return Err(AgentError::failed("cold_read needs a non-zero bs"));
     }
     let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
     let stored = stored_path(&path, args.codec);
@@ -57,11 +56,13 @@ pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
             let _ = std::fs::remove_file(&stored);
             return Err(e);
         }
-        std::fs::write(&stamp_path, &stamp).map_err(|e| failed(format!("{}: {e}", stamp_path.display())))?;
+        std::fs::write(&stamp_path, &stamp)
+            .map_err(|e| AgentError::failed(format!("{}: {e}", stamp_path.display())))?;
     }
     let prepare_s = t0.elapsed().as_secs_f64();
-    let compressed_bytes = std::fs::metadata(&stored).map_err(|e| failed(format!("{}: {e}", stored.display())))?.len();
-    let cold = cache::make_cold(Some(&stored)).map_err(failed)?;
+    let compressed_bytes =
+        std::fs::metadata(&stored).map_err(|e| AgentError::failed(format!("{}: {e}", stored.display())))?.len();
+    let cold = cache::make_cold(Some(&stored)).map_err(AgentError::failed)?;
     // The tool's own executable and libraries were just evicted too; the
     // question is how fast the data comes back, not how fast a binary
     // loads, so they are read back in (asking the version) before the clock.
@@ -77,7 +78,11 @@ pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     let usage = meter.stop();
     let produced = produced?;
     if produced != args.size.0 {
-        return Err(failed(format!("{} gave {produced} bytes, but {} were written", stored.display(), args.size.0)));
+        return Err(AgentError::failed(format!(
+            "{} gave {produced} bytes, but {} were written",
+            stored.display(),
+            args.size.0
+        )));
     }
 
     let mut out = transfer_output(produced, usage.clone());
@@ -136,7 +141,7 @@ fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> Result<(Option<ArgvLi
     };
     for prog in compress.iter().chain([&decompress]).map(|l| l[0].as_str()) {
         if cmd::which(prog).is_none() {
-            return Err(unsupported(format!("{prog} is not installed on this host")));
+            return Err(AgentError::unsupported(format!("{prog} is not installed on this host")));
         }
     }
     Ok((compress, decompress))
@@ -187,7 +192,7 @@ impl Read for ContentReader<'_> {
 
 /// Cancellation beats whatever error it caused.
 fn io_failed(ctx: &StepCtx, what: String, e: io::Error) -> AgentError {
-    ctx.check_cancel().err().unwrap_or_else(|| failed(format!("{what}: {e}")))
+    ctx.check_cancel().err().unwrap_or_else(|| AgentError::failed(format!("{what}: {e}")))
 }
 
 fn prepare(
@@ -202,26 +207,27 @@ fn prepare(
     // The agent's codec writes the compressed file straight from the content;
     // the host's tool compresses the plain file, which is then removed.
     let first = if builtin { stored } else { path };
-    let f = File::create(first).map_err(|e| failed(format!("create {}: {e}", first.display())))?;
+    let f = File::create(first).map_err(|e| AgentError::failed(format!("create {}: {e}", first.display())))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
     let codec = if builtin { args.codec } else { Codec::Raw };
     codec::encode(codec, &mut src, &mut w).map_err(|e| io_failed(ctx, format!("write {}", first.display()), e))?;
-    let f = w.into_inner().map_err(|e| failed(format!("write {}: {}", first.display(), e.error())))?;
+    let f = w.into_inner().map_err(|e| AgentError::failed(format!("write {}: {}", first.display(), e.error())))?;
     drop(f);
     if let Some(argv) = compress {
-        let out = File::create(stored).map_err(|e| failed(format!("create {}: {e}", stored.display())))?;
+        let out = File::create(stored).map_err(|e| AgentError::failed(format!("create {}: {e}", stored.display())))?;
         let child = spawn(argv, Stdio::from(out))?;
         let (status, stderr) = finish(child, ctx)?;
         if !status.success() {
-            return Err(failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+            return Err(AgentError::failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
         }
-        std::fs::remove_file(path).map_err(|e| failed(format!("remove {}: {e}", path.display())))?;
+        std::fs::remove_file(path).map_err(|e| AgentError::failed(format!("remove {}: {e}", path.display())))?;
     }
     Ok(())
 }
 
 fn spawn(argv: &[String], stdout: Stdio) -> Result<Child, AgentError> {
-    let prog = cmd::which(&argv[0]).ok_or_else(|| unsupported(format!("{} is not installed on this host", argv[0])))?;
+    let prog = cmd::which(&argv[0])
+        .ok_or_else(|| AgentError::unsupported(format!("{} is not installed on this host", argv[0])))?;
     Command::new(prog)
         .args(&argv[1..])
         .env("LC_ALL", "C")
@@ -229,7 +235,7 @@ fn spawn(argv: &[String], stdout: Stdio) -> Result<Child, AgentError> {
         .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", argv[0])))
+        .map_err(|e| AgentError::failed(format!("cannot run {}: {e}", argv[0])))
 }
 
 /// Read a child's stderr in a thread from the start, so a chatty tool never
@@ -253,10 +259,10 @@ fn finish(mut child: Child, ctx: &StepCtx) -> Result<(std::process::ExitStatus, 
             Ok(None) if ctx.check_cancel().is_err() => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(AgentError::new(ErrorCode::Cancelled, "cancelled"));
+                return Err(AgentError::cancelled());
             }
             Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            Err(e) => return Err(failed(format!("wait: {e}"))),
+            Err(e) => return Err(AgentError::failed(format!("wait: {e}"))),
         }
     };
     Ok((status, stderr.join().unwrap_or_default()))
@@ -275,7 +281,7 @@ fn last_line(stderr: &str, status: std::process::ExitStatus) -> String {
 /// The timed region of the agent's own reader: the file in `bs` reads,
 /// decoded on the way, counted and dropped.
 fn read_builtin(codec: Codec, stored: &Path, bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
-    let f = File::open(stored).map_err(|e| failed(format!("open {}: {e}", stored.display())))?;
+    let f = File::open(stored).map_err(|e| AgentError::failed(format!("open {}: {e}", stored.display())))?;
     let what = || format!("read {}", stored.display());
     let mut dec = codec::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
     let mut buf = vec![0u8; bs];
@@ -308,7 +314,7 @@ fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Resul
     let mut produced = 0u64;
     let drained = loop {
         if ctx.check_cancel().is_err() {
-            break Err(AgentError::new(ErrorCode::Cancelled, "cancelled"));
+            break Err(AgentError::cancelled());
         }
         match pipe.read(&mut buf) {
             Ok(0) => break Ok(()),
@@ -317,7 +323,7 @@ fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Resul
                 ctx.progress(produced, total, "reading");
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(failed(format!("read from {}: {e}", argv[0]))),
+            Err(e) => break Err(AgentError::failed(format!("read from {}: {e}", argv[0]))),
         }
     };
     if let Err(e) = drained {
@@ -328,10 +334,10 @@ fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Resul
     drop(pipe);
     // The tool closed its output: it is exiting. A blocking wait, so the
     // clock stops when it is gone and not at the next poll.
-    let status = child.wait().map_err(|e| failed(format!("wait for {}: {e}", argv[0])))?;
+    let status = child.wait().map_err(|e| AgentError::failed(format!("wait for {}: {e}", argv[0])))?;
     let stderr = stderr.join().unwrap_or_default();
     if !status.success() {
-        return Err(failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+        return Err(AgentError::failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
     }
     Ok(produced)
 }

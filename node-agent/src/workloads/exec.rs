@@ -14,13 +14,12 @@
 //! says otherwise, so numbers print the same on every host.
 
 use super::metric;
-use crate::actions::{failed, unsupported};
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use benchrig_wire::args::{CommandLine, ExecArgs, ExecMetric};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput};
 use serde_json::{json, Value};
 use std::io::Read;
@@ -45,10 +44,6 @@ enum Source {
     Regex(regex_lite::Regex),
 }
 
-fn bad_request(message: String) -> AgentError {
-    AgentError::new(ErrorCode::BadRequest, message)
-}
-
 /// Every metric checked (one source each, a regex that compiles, names
 /// unique) before the command runs.
 fn sources(metrics: &[ExecMetric]) -> Result<Vec<Source>, AgentError> {
@@ -57,28 +52,34 @@ fn sources(metrics: &[ExecMetric]) -> Result<Vec<Source>, AgentError> {
         .iter()
         .map(|m| {
             if names.contains(&m.name.as_str()) {
-                return Err(bad_request(format!("metric name `{}` is used twice (`time` is always measured)", m.name)));
+                return Err(AgentError::bad_request(format!(
+                    "metric name `{}` is used twice (`time` is always measured)",
+                    m.name
+                )));
             }
             names.push(&m.name);
             match (&m.json, &m.regex) {
                 (Some(path), None) => Ok(Source::Json(path.clone())),
                 (None, Some(re)) => regex_lite::Regex::new(re)
                     .map(Source::Regex)
-                    .map_err(|e| bad_request(format!("metric `{}`: bad regex: {e}", m.name))),
-                _ => Err(bad_request(format!("metric `{}` needs exactly one of `json` and `regex`", m.name))),
+                    .map_err(|e| AgentError::bad_request(format!("metric `{}`: bad regex: {e}", m.name))),
+                _ => {
+                    Err(AgentError::bad_request(format!("metric `{}` needs exactly one of `json` and `regex`", m.name)))
+                }
             }
         })
         .collect()
 }
 
-pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOutput, AgentError> {
     let sources = sources(&args.metrics)?;
     let (argv, shown): (Vec<String>, String) = match &args.command {
         CommandLine::Shell(s) => (vec!["sh".into(), "-c".into(), s.clone()], s.clone()),
         CommandLine::Argv(v) => (v.clone(), v.join(" ")),
     };
-    let Some(prog) = argv.first() else { return Err(bad_request("exec: the command is empty".into())) };
-    let path = cmd::which(prog).ok_or_else(|| unsupported(format!("{prog} is not installed on this host")))?;
+    let Some(prog) = argv.first() else { return Err(AgentError::bad_request("exec: the command is empty")) };
+    let path =
+        cmd::which(prog).ok_or_else(|| AgentError::unsupported(format!("{prog} is not installed on this host")))?;
     let (cwd, devices) = match args.target.as_deref() {
         Some(t) => {
             let m = st.target(Some(t))?;
@@ -104,21 +105,25 @@ pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
     }
 
     let meter = Meter::start(&st.view.sys, &devices);
-    let mut run = Running::start(&mut command).map_err(|e| failed(format!("cannot run {prog}: {e}")))?;
+    let mut run = Running::start(&mut command).map_err(|e| AgentError::failed(format!("cannot run {prog}: {e}")))?;
     let (status, ended) = run.wait(args.timeout.map(Duration::from_secs), ctx)?;
     let usage = meter.stop();
     let captured = run.collect();
 
     match ended {
         Ended::Exited => {}
-        Ended::TimedOut(t) => return Err(failed(format!("`{shown}` timed out after {} s", t.as_secs()))),
-        Ended::Cancelled => return Err(AgentError::new(ErrorCode::Cancelled, "cancelled")),
+        Ended::TimedOut(t) => return Err(AgentError::failed(format!("`{shown}` timed out after {} s", t.as_secs()))),
+        Ended::Cancelled => return Err(AgentError::cancelled()),
     }
     let stdout = String::from_utf8_lossy(&captured.stdout);
     let stderr = String::from_utf8_lossy(&captured.stderr);
     if !status.success() && !args.ignore_status {
         let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
-        return Err(failed(format!("`{shown}` {}: {}", describe(status), last.unwrap_or("(no output on stderr)"))));
+        return Err(AgentError::failed(format!(
+            "`{shown}` {}: {}",
+            describe(status),
+            last.unwrap_or("(no output on stderr)")
+        )));
     }
 
     let mut out = StepOutput::default();
@@ -128,7 +133,7 @@ pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
         let value = match source {
             Source::Json(path) => {
                 if captured.stdout_total > captured.stdout.len() as u64 {
-                    return Err(failed(format!(
+                    return Err(AgentError::failed(format!(
                         "metric `{}`: stdout was {} bytes, more than the {STDOUT_KEEP} kept to parse",
                         m.name, captured.stdout_total
                     )));
@@ -138,7 +143,7 @@ pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
             }
             Source::Regex(re) => regex_number(re, &stdout),
         }
-        .map_err(|e| failed(format!("metric `{}`: {e}", m.name)))?;
+        .map_err(|e| AgentError::failed(format!("metric `{}`: {e}", m.name)))?;
         out.metrics.push(metric(&m.name, value * m.scale, &m.unit, m.better));
     }
     out.usage = Some(usage);
@@ -283,7 +288,7 @@ impl Running {
                 ended = Ended::TimedOut(t);
             }
         }
-        let status = self.child.wait().map_err(|e| failed(format!("wait: {e}")))?;
+        let status = self.child.wait().map_err(|e| AgentError::failed(format!("wait: {e}")))?;
         Ok((status, ended))
     }
 
@@ -423,6 +428,7 @@ pub(crate) fn regex_number(re: &regex_lite::Regex, text: &str) -> Result<f64, St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchrig_wire::messages::ErrorCode;
 
     /// An excerpt of `fio --output-format=json` (fio 3.33, one job writing
     /// sequentially with libaio), cut down but shaped as fio prints it,

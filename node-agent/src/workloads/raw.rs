@@ -11,8 +11,8 @@
 //! and detached after it.
 
 use super::transfer_output;
+use crate::actions::expand_home;
 use crate::actions::filesystem::{attach_image, checked_device, record_written};
-use crate::actions::{expand_home, failed, unsupported};
 use crate::buffer::{IoBuffer, ALIGN};
 use crate::cache;
 use crate::facts;
@@ -20,7 +20,7 @@ use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::{detach_loop, HostState};
 use benchrig_wire::args::{RawArgs, RawOp};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::StepOutput;
 use serde_json::json;
@@ -56,9 +56,10 @@ fn device_path(st: &HostState, entry: &ScratchDevice, attached: &mut Attached) -
             attached.0.push(dev.clone());
             Ok(dev)
         }
-        ScratchKind::Directory => {
-            Err(unsupported(format!("scratch `{}` is a directory; raw reads and writes need a device", entry.name)))
-        }
+        ScratchKind::Directory => Err(AgentError::unsupported(format!(
+            "scratch `{}` is a directory; raw reads and writes need a device",
+            entry.name
+        ))),
     }
 }
 
@@ -66,11 +67,10 @@ fn device_path(st: &HostState, entry: &ScratchDevice, attached: &mut Attached) -
 fn source(st: &HostState, name: &str, attached: &mut Attached) -> Result<Dev, AgentError> {
     let entry = st.scratch(name)?;
     let path = device_path(st, &entry, attached)?;
-    let (dev, real) = st.view.resolve_block(&path).map_err(|m| AgentError {
-        code: ErrorCode::Refused,
-        rule: Some("not_block_device".into()),
-        message: format!("{} ({}): {m}", entry.name, entry.path),
-    })?;
+    let (dev, real) = st
+        .view
+        .resolve_block(&path)
+        .map_err(|m| AgentError::refused("not_block_device", format!("{} ({}): {m}", entry.name, entry.path)))?;
     Ok(Dev { scratch: entry.name, path: real, kernel: dev.name })
 }
 
@@ -93,14 +93,14 @@ fn open(dev: &Dev, write: bool) -> Result<File, AgentError> {
         .write(write)
         .custom_flags(flags.bits() as i32)
         .open(&dev.path)
-        .map_err(|e| failed(format!("open {} ({}) with O_DIRECT: {e}", dev.scratch, dev.path.display())))
+        .map_err(|e| AgentError::failed(format!("open {} ({}) with O_DIRECT: {e}", dev.scratch, dev.path.display())))
 }
 
 fn check_fits(f: &mut File, dev: &Dev, size: u64) -> Result<(), AgentError> {
     let have = f.seek(SeekFrom::End(0)).and_then(|n| f.seek(SeekFrom::Start(0)).map(|_| n));
-    let have = have.map_err(|e| failed(format!("size of {}: {e}", dev.path.display())))?;
+    let have = have.map_err(|e| AgentError::failed(format!("size of {}: {e}", dev.path.display())))?;
     if size > have {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "size {size} is more than {} ({}) holds: {have} bytes",
             dev.scratch,
             dev.path.display()
@@ -138,25 +138,25 @@ fn read_full(f: &mut File, buf: &mut [u8], dev: &Dev) -> Result<(), AgentError> 
     let mut got = 0;
     while got < buf.len() {
         match f.read(&mut buf[got..]) {
-            Ok(0) => return Err(failed(format!("{} ended early", dev.path.display()))),
+            Ok(0) => return Err(AgentError::failed(format!("{} ended early", dev.path.display()))),
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(failed(format!("read {}: {e}", dev.path.display()))),
+            Err(e) => return Err(AgentError::failed(format!("read {}: {e}", dev.path.display()))),
         }
     }
     Ok(())
 }
 
-pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &RawArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     let size = args.size.0;
     if bs == 0 || !bs.is_multiple_of(ALIGN) || size == 0 || !size.is_multiple_of(ALIGN as u64) {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "raw is O_DIRECT: bs and size must be non-zero multiples of 4k (bs {}, size {})",
             args.bs, args.size
         )));
     }
-    let bad = |m: &str| Err(AgentError::new(ErrorCode::BadRequest, m));
+    let bad = |m: &str| Err(AgentError::bad_request(m));
     match (args.op, args.to.as_deref()) {
         (RawOp::Copy, None) => return bad("raw copy needs `to`, the device to copy onto"),
         (RawOp::Copy, Some(to)) if to == args.device => return bad("raw copy: `to` is the device copied from"),
@@ -215,14 +215,14 @@ pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutp
             (None, None) => unreachable!("a read or a write"),
         };
         if let (Some(f), Some(d)) = (dst.as_mut(), to.as_ref()) {
-            f.write_all(data).map_err(|e| failed(format!("write {}: {e}", d.path.display())))?;
+            f.write_all(data).map_err(|e| AgentError::failed(format!("write {}: {e}", d.path.display())))?;
         }
         done += n as u64;
         block += 1;
         ctx.progress(done, size, message);
     }
     if let (Some(f), Some(d)) = (dst.as_ref(), to.as_ref()) {
-        rustix::fs::fsync(f).map_err(|e| failed(format!("fsync {}: {e}", d.path.display())))?;
+        rustix::fs::fsync(f).map_err(|e| AgentError::failed(format!("fsync {}: {e}", d.path.display())))?;
     }
     drop(dst);
     drop(src);

@@ -16,7 +16,6 @@
 
 use super::transfer_output;
 use super::tree::{cold_info, existing_tree, make_cold};
-use crate::actions::{failed, unsupported};
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -39,13 +38,14 @@ pub(crate) struct Archived {
     pub dirs: u64,
 }
 
-pub fn run(args: &ReadTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<StepOutput, AgentError> {
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let tar = match args.reader {
         TreeReader::Builtin => None,
-        TreeReader::GnuTar => {
-            Some(cmd::which("tar").ok_or_else(|| unsupported("read_tree: `tar` is not installed on this host"))?)
-        }
+        TreeReader::GnuTar => Some(
+            cmd::which("tar")
+                .ok_or_else(|| AgentError::unsupported("read_tree: `tar` is not installed on this host"))?,
+        ),
     };
     let cold = if args.cold { make_cold(ctx) } else { None };
     let meter = Meter::start(&st.view.sys, &devices);
@@ -95,20 +95,20 @@ impl<R: Read> Read for CountingReader<R> {
 fn names(dir: &Path) -> Result<Vec<OsString>, AgentError> {
     std::fs::read_dir(dir)
         .and_then(|rd| rd.map(|e| e.map(|e| e.file_name())).collect())
-        .map_err(|e| failed(format!("read {}: {e}", dir.display())))
+        .map_err(|e| AgentError::failed(format!("read {}: {e}", dir.display())))
 }
 
 pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError> {
     use tar::{EntryType, Header, HeaderMode};
     let mut a = Archived::default();
     let mut b = tar::Builder::new(CountingSink::default());
-    let werr = |e: std::io::Error| failed(format!("tar: {e}"));
+    let werr = |e: std::io::Error| AgentError::failed(format!("tar: {e}"));
     let header = |meta: &std::fs::Metadata| {
         let mut h = Header::new_gnu();
         h.set_metadata_in_mode(meta, HeaderMode::Complete);
         h
     };
-    let meta = root.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", root.display())))?;
+    let meta = root.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", root.display())))?;
     b.append_data(&mut header(&meta), ".", std::io::empty()).map_err(werr)?;
     a.dirs += 1;
     // (directory relative to root, its entries, the next one to archive)
@@ -123,7 +123,7 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
         let rel = dir.join(&name);
         let path = root.join(&rel);
         let name = Path::new(".").join(&rel);
-        let meta = path.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", path.display())))?;
+        let meta = path.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", path.display())))?;
         let ty = meta.file_type();
         let mut h = header(&meta);
         if ty.is_dir() {
@@ -132,11 +132,12 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
             let entries = names(&path)?;
             stack.push((rel, entries, 0));
         } else if ty.is_file() {
-            let f = File::open(&path).map_err(|e| failed(format!("open {}: {e}", path.display())))?;
+            let f = File::open(&path).map_err(|e| AgentError::failed(format!("open {}: {e}", path.display())))?;
             let mut r = CountingReader { inner: f, n: 0 };
-            b.append_data(&mut h, &name, &mut r).map_err(|e| failed(format!("read {}: {e}", path.display())))?;
+            b.append_data(&mut h, &name, &mut r)
+                .map_err(|e| AgentError::failed(format!("read {}: {e}", path.display())))?;
             if r.n != meta.len() {
-                return Err(failed(format!(
+                return Err(AgentError::failed(format!(
                     "{} changed while being read ({} bytes, then {})",
                     path.display(),
                     meta.len(),
@@ -147,7 +148,8 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
             a.files += 1;
             ctx.progress(a.file_bytes, 0, "reading");
         } else if ty.is_symlink() {
-            let target = std::fs::read_link(&path).map_err(|e| failed(format!("readlink {}: {e}", path.display())))?;
+            let target = std::fs::read_link(&path)
+                .map_err(|e| AgentError::failed(format!("readlink {}: {e}", path.display())))?;
             h.set_entry_type(EntryType::Symlink);
             b.append_link(&mut h, &name, &target).map_err(werr)?;
         }
@@ -166,7 +168,7 @@ pub(crate) fn gnu_tar(tar: &Path, root: &Path, ctx: &StepCtx) -> Result<Archived
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", tar.display())))?;
+        .map_err(|e| AgentError::failed(format!("cannot run {}: {e}", tar.display())))?;
     let mut stderr = child.stderr.take().expect("piped");
     let errors = std::thread::spawn(move || {
         let mut s = Vec::new();
@@ -184,13 +186,13 @@ pub(crate) fn gnu_tar(tar: &Path, root: &Path, ctx: &StepCtx) -> Result<Archived
     let status = status?;
     if !status.success() {
         let why = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-        return Err(failed(format!("`tar cf - .` in {} failed ({status}): {why}", root.display())));
+        return Err(AgentError::failed(format!("`tar cf - .` in {} failed ({status}): {why}", root.display())));
     }
     Ok(a)
 }
 
 fn reap(child: &mut Child) -> Result<std::process::ExitStatus, AgentError> {
-    child.wait().map_err(|e| failed(format!("waiting for tar: {e}")))
+    child.wait().map_err(|e| AgentError::failed(format!("waiting for tar: {e}")))
 }
 
 /// Parse the archive as it streams by, reading every file's data, then
@@ -199,7 +201,7 @@ fn drain(stdout: impl Read, ctx: &StepCtx) -> Result<Archived, AgentError> {
     let mut r = CountingReader { inner: BufReader::with_capacity(256 << 10, stdout), n: 0 };
     let mut a = Archived::default();
     let mut sink = CountingSink::default();
-    let bad = |e: std::io::Error| failed(format!("reading tar's output: {e}"));
+    let bad = |e: std::io::Error| AgentError::failed(format!("reading tar's output: {e}"));
     {
         let mut archive = tar::Archive::new(&mut r);
         for entry in archive.entries().map_err(bad)? {
