@@ -15,6 +15,7 @@ use std::time::Duration;
 pub struct HostState {
     pub view: SysView,
     pub work_dir: PathBuf,
+    /// The host's `scratch_devices`, from `Configure`; `scratch::listed` finds one by name.
     pub scratch: Vec<ScratchDevice>,
     /// Oldest first; the last one is the default target of a workload.
     pub mounted: Vec<Mounted>,
@@ -50,20 +51,6 @@ impl HostState {
             exports: Vec::new(),
             ledger: Ledger::for_this_user(),
         }
-    }
-
-    /// The inventory entry for a scratch name: the only way to a device.
-    pub fn scratch(&self, name: &str) -> Result<ScratchDevice, AgentError> {
-        self.scratch.iter().find(|s| s.name == name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = self.scratch.iter().map(|s| s.name.as_str()).collect();
-            AgentError::refused(
-                "not_listed",
-                format!(
-                    "`{name}` is not in this host's scratch_devices (listed: {})",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                ),
-            )
-        })
     }
 
     /// Where a workload works: the named scratch's mount, or the latest one.

@@ -2,7 +2,7 @@
 //! orchestrator, crashed host): mounts under the work dir, loop devices
 //! backed by benchrig's images, per-cell directories and NFS exports of dead agents.
 
-use super::expand_home;
+use crate::scratch;
 use crate::state::{detach_loop, unmount, HostState};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchKind;
@@ -27,9 +27,7 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
     }
     let mut detached = Vec::new();
     for s in st.scratch.iter().filter(|s| s.kind == ScratchKind::Image) {
-        let image = expand_home(&s.path);
-        let image = image.canonicalize().unwrap_or(image);
-        for name in st.view.loops_backed_by(&image) {
+        for name in scratch::image_loop_devices(&st.view, s) {
             let dev = PathBuf::from("/dev").join(&name);
             detach_loop(&dev).map_err(AgentError::failed)?;
             detached.push(dev.display().to_string());
@@ -38,7 +36,7 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
     // Per-cell directories of directory scratches whose agent is gone.
     let mut removed = Vec::new();
     for s in st.scratch.iter().filter(|s| s.kind == ScratchKind::Directory) {
-        for entry in std::fs::read_dir(expand_home(&s.path)).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(scratch::expand_home(&s.path)).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let pid = name.strip_prefix("benchrig-").and_then(|p| p.parse::<u32>().ok());
             if pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {

@@ -11,11 +11,3 @@ pub(crate) mod ramdisk;
 pub(crate) mod service;
 pub(crate) mod unmount;
 pub(crate) mod volume;
-
-/// `~/x` in an inventory path means the agent user's home, as in a shell.
-pub(crate) fn expand_home(path: &str) -> std::path::PathBuf {
-    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => std::path::Path::new(&home).join(rest),
-        _ => path.into(),
-    }
-}

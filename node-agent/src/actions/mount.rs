@@ -3,8 +3,8 @@
 //! local block device is refused: those go through `filesystem` and its
 //! safety rules.
 
-use crate::cmd;
 use crate::state::{HostState, Mounted};
+use crate::{cmd, kernel};
 use benchrig_wire::args::MountArgs;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
@@ -71,7 +71,7 @@ fn network_fs_supported(st: &HostState, fstype: &str) -> Result<(), AgentError> 
     if !matches!(fstype, "nfs" | "nfs4") {
         return Ok(());
     }
-    super::filesystem::kernel_supports(st, fstype)?;
+    kernel::supports_filesystem(&st.view, fstype)?;
     if cmd::which("mount.nfs").is_none() {
         return Err(AgentError::unsupported("mount.nfs is not installed on this host (nfs-common)"));
     }

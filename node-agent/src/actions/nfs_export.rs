@@ -2,12 +2,11 @@
 //! the kernel NFS server. Only what the agent mounted can be exported, and
 //! the export goes with its mount (see `state.rs`).
 
-use super::filesystem::kernel_supports;
 use crate::exports::{self, Export};
 use crate::outbox::StepCtx;
 use crate::services;
 use crate::state::HostState;
-use crate::{cmd, facts};
+use crate::{cmd, facts, kernel};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{NfsExportArgs, ServiceState, StepOutput};
 use serde_json::json;
@@ -33,7 +32,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
         return Err(AgentError::failed(format!("nfs_export: {} is not a directory", path.display())));
     }
     // The kernel first: without it, installing the tools would not help.
-    kernel_supports(st, "nfsd")?;
+    kernel::supports_filesystem(&st.view, "nfsd")?;
     if cmd::which("exportfs").is_none() {
         return Err(AgentError::unsupported("exportfs is not installed on this host (the kernel NFS server's tools)"));
     }

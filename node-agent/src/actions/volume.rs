@@ -6,12 +6,12 @@
 //! relocated / time of the operation, a full sync included; the bytes moved
 //! come from the devices' I/O counters and are stored with the sample.
 
-use super::expand_home;
-use super::filesystem::{announce_mkfs, attach_image, checked_device, fs_dump, kernel_supports, record_made};
+use super::filesystem::{announce_mkfs, fs_dump, record_made};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
+use crate::scratch::{self, ScratchBlock};
 use crate::state::{detach_loop, HostState, Mounted};
-use crate::{cmd, tools};
+use crate::{cmd, kernel, tools};
 use benchrig_wire::args::{RaidProfile, VolumeArgs, VolumeChangeArgs};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchKind;
@@ -28,43 +28,21 @@ fn profile_name(p: RaidProfile) -> &'static str {
     }
 }
 
-/// A scratch device ready to be written: attached (if an image) and checked.
-struct Member {
-    name: String,
-    kernel_name: String,
-    path: PathBuf,
-    attached: Option<PathBuf>,
-}
-
-/// Resolve and check one scratch device; on failure nothing stays attached.
-fn member(st: &HostState, name: &str) -> Result<Member, AgentError> {
-    let entry = st.scratch(name)?;
+/// A scratch device ready to be written: attached (if an image) and
+/// checked; on failure nothing stays attached.
+fn member(st: &HostState, name: &str) -> Result<ScratchBlock, AgentError> {
+    let entry = scratch::listed(st, name)?;
     if entry.kind == ScratchKind::Directory {
         return Err(AgentError::unsupported(format!("scratch `{name}` is a directory: a volume needs devices")));
     }
-    let (dev_path, attached) = match entry.kind {
-        ScratchKind::Image => {
-            let dev = attach_image(st, &entry)?;
-            (dev.clone(), Some(dev))
-        }
-        _ => (expand_home(&entry.path), None),
-    };
-    match checked_device(st, &entry, &dev_path) {
-        Ok((dev, path)) => Ok(Member { name: name.to_string(), kernel_name: dev.name, path, attached }),
-        Err(e) => {
-            if let Some(l) = &attached {
-                let _ = detach_loop(l);
-            }
-            Err(e)
-        }
-    }
+    scratch::resolve_and_check(st, &entry)
 }
 
 fn needs_btrfs(st: &HostState) -> Result<(), AgentError> {
     if cmd::which("mkfs.btrfs").is_none() || cmd::which("btrfs").is_none() {
         return Err(AgentError::unsupported("btrfs-progs (mkfs.btrfs, btrfs) is not installed on this host"));
     }
-    kernel_supports(st, "btrfs")
+    kernel::supports_filesystem(&st.view, "btrfs")
 }
 
 pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<StepOutput, AgentError> {
@@ -78,8 +56,8 @@ pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<Step
             st.release(Some(name)).map_err(AgentError::failed)?;
         }
     }
-    let mut members: Vec<Member> = Vec::new();
-    let detach_all = |members: &[Member]| {
+    let mut members: Vec<ScratchBlock> = Vec::new();
+    let detach_all = |members: &[ScratchBlock]| {
         for m in members {
             if let Some(l) = &m.attached {
                 let _ = detach_loop(l);
@@ -104,7 +82,7 @@ pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<Step
     }
     let devices: Vec<(&str, &std::path::Path)> =
         members.iter().map(|m| (m.kernel_name.as_str(), m.path.as_path())).collect();
-    let mut run = announce_mkfs(st, &devices, "btrfs", &mkfs, ctx);
+    let mut run = announce_mkfs(st, ctx, &devices, "btrfs", &mkfs);
     let paths = members.iter().map(|m| m.path.to_string_lossy().into_owned());
     mkfs.extend(paths.clone());
     run.extend(paths);
@@ -114,7 +92,7 @@ pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<Step
         return Err(AgentError::unsupported(format!("mkfs.btrfs refused: {}", out.reason())));
     }
     for m in &members {
-        record_made(st, &m.kernel_name, &m.path, ctx);
+        record_made(st, ctx, &m.kernel_name, &m.path);
     }
     let mountpoint = st.mountpoint_for(&members[0].name);
     std::fs::create_dir_all(&mountpoint)
@@ -228,7 +206,7 @@ pub fn add(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result
     ];
     let result = timed_change(st, &devices, &devices, &mountpoint, &argvs);
     // Added, it carries the volume's UUID: benchrig's to format over later.
-    record_made(st, &m.kernel_name, &m.path, ctx);
+    record_made(st, ctx, &m.kernel_name, &m.path);
     // Whatever happened, the device may now be part of the volume: release it with it.
     let vol = &mut st.mounted[vi];
     vol.devices = devices;
@@ -241,18 +219,18 @@ pub fn add(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result
 pub fn remove(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result<StepOutput, AgentError> {
     needs_btrfs(st)?;
     let vi = volume_index(st, args.volume.as_deref())?;
-    let entry = st.scratch(&args.device)?;
+    let entry = scratch::listed(st, &args.device)?;
     let path = match entry.kind {
         ScratchKind::Image => {
             // Its loop device is one this session attached to the volume.
-            let image = expand_home(&entry.path);
-            let image = image.canonicalize().unwrap_or(image);
-            let name = st.view.loops_backed_by(&image).into_iter().next().ok_or_else(|| {
+            let name = scratch::image_loop_devices(&st.view, &entry).into_iter().next().ok_or_else(|| {
                 AgentError::failed(format!("`{}` is not attached, so not in the volume", args.device))
             })?;
             PathBuf::from("/dev").join(name)
         }
-        _ => expand_home(&entry.path).canonicalize().map_err(|e| AgentError::failed(format!("{}: {e}", entry.path)))?,
+        _ => scratch::expand_home(&entry.path)
+            .canonicalize()
+            .map_err(|e| AgentError::failed(format!("{}: {e}", entry.path)))?,
     };
     let kernel_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if !st.mounted[vi].devices.contains(&kernel_name) {
