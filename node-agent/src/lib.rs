@@ -24,6 +24,7 @@ pub mod services;
 pub mod session;
 pub mod signature;
 pub mod state;
+pub mod supervisor;
 pub mod sysfs;
 pub mod tools;
 pub mod treegen;

@@ -14,6 +14,7 @@ use crate::content::{self, Rng};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
+use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use crate::{cmd, tools};
 use benchrig_wire::args::{Codec, CodecTool, ColdReadArgs, ContentKind};
 use benchrig_wire::messages::AgentError;
@@ -22,7 +23,6 @@ use serde_json::json;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
@@ -51,7 +51,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
         let _ = std::fs::remove_file(&stamp_path);
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(&stored);
-        if let Err(e) = prepare(args, &path, &stored, compress.as_deref(), ctx) {
+        if let Err(e) = prepare(ctx, args, &path, &stored, compress.as_deref()) {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(&stored);
             return Err(e);
@@ -71,9 +71,9 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
 
     let meter = Meter::start(&st.view.sys, &devices);
     let produced = if external {
-        read_external(&decompress, bs, args.size.0, ctx)
+        read_external(ctx, &decompress, bs, args.size.0)
     } else {
-        read_builtin(args.codec, &stored, bs, args.size.0, ctx)
+        read_builtin(ctx, args.codec, &stored, bs, args.size.0)
     };
     let usage = meter.stop();
     let produced = produced?;
@@ -162,7 +162,7 @@ struct ContentReader<'a> {
 impl<'a> ContentReader<'a> {
     const CHUNK: usize = 1 << 20;
 
-    fn new(kind: ContentKind, seed: u64, size: u64, ctx: &'a StepCtx<'a>) -> Self {
+    fn new(ctx: &'a StepCtx<'a>, kind: ContentKind, seed: u64, size: u64) -> Self {
         ContentReader { kind, rng: Rng::new(seed), left: size, total: size, chunk: Vec::new(), pos: 0, ctx }
     }
 }
@@ -196,13 +196,13 @@ fn io_failed(ctx: &StepCtx, what: String, e: io::Error) -> AgentError {
 }
 
 fn prepare(
+    ctx: &StepCtx,
     args: &ColdReadArgs,
     path: &Path,
     stored: &Path,
     compress: Option<&[String]>,
-    ctx: &StepCtx,
 ) -> Result<(), AgentError> {
-    let mut src = ContentReader::new(args.content, args.seed, args.size.0, ctx);
+    let mut src = ContentReader::new(ctx, args.content, args.seed, args.size.0);
     let builtin = args.tool == CodecTool::Builtin && args.codec != Codec::Raw;
     // The agent's codec writes the compressed file straight from the content;
     // the host's tool compresses the plain file, which is then removed.
@@ -215,8 +215,12 @@ fn prepare(
     drop(f);
     if let Some(argv) = compress {
         let out = File::create(stored).map_err(|e| AgentError::failed(format!("create {}: {e}", stored.display())))?;
-        let child = spawn(argv, Stdio::from(out))?;
-        let (status, stderr) = finish(child, ctx)?;
+        let mut run = spawn(argv, StdoutTo::File(out))?;
+        let (status, ended) = run.wait(Some(ctx), None).map_err(|e| AgentError::failed(format!("wait: {e}")))?;
+        if let Ended::Cancelled = ended {
+            return Err(AgentError::cancelled());
+        }
+        let stderr = run.collect().stderr_text();
         if !status.success() {
             return Err(AgentError::failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
         }
@@ -225,62 +229,21 @@ fn prepare(
     Ok(())
 }
 
-fn spawn(argv: &[String], stdout: Stdio) -> Result<Child, AgentError> {
+fn spawn(argv: &[String], stdout: StdoutTo) -> Result<Supervised, AgentError> {
     let prog = cmd::which(&argv[0])
         .ok_or_else(|| AgentError::unsupported(format!("{} is not installed on this host", argv[0])))?;
-    Command::new(prog)
-        .args(&argv[1..])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .spawn()
+    Supervised::spawn(supervisor::command(&prog).args(&argv[1..]), stdout)
         .map_err(|e| AgentError::failed(format!("cannot run {}: {e}", argv[0])))
 }
 
-/// Read a child's stderr in a thread from the start, so a chatty tool never
-/// blocks on a full pipe while the agent reads its stdout.
-fn drain_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
-    let mut err_pipe = child.stderr.take().expect("stderr is piped");
-    std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err_pipe.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    })
-}
-
-/// Wait for a child (whose stdout is taken care of) checking for a cancel,
-/// which kills it. Untimed waits only: the polling costs up to 20 ms.
-fn finish(mut child: Child, ctx: &StepCtx) -> Result<(std::process::ExitStatus, String), AgentError> {
-    let stderr = drain_stderr(&mut child);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if ctx.check_cancel().is_err() => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(AgentError::cancelled());
-            }
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            Err(e) => return Err(AgentError::failed(format!("wait: {e}"))),
-        }
-    };
-    Ok((status, stderr.join().unwrap_or_default()))
-}
-
+/// What a failed tool said last, or how it ended.
 fn last_line(stderr: &str, status: std::process::ExitStatus) -> String {
-    stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| status.to_string())
+    supervisor::last_line(stderr).map(str::to_string).unwrap_or_else(|| status.to_string())
 }
 
 /// The timed region of the agent's own reader: the file in `bs` reads,
 /// decoded on the way, counted and dropped.
-fn read_builtin(codec: Codec, stored: &Path, bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
+fn read_builtin(ctx: &StepCtx, codec: Codec, stored: &Path, bs: usize, total: u64) -> Result<u64, AgentError> {
     let f = File::open(stored).map_err(|e| AgentError::failed(format!("open {}: {e}", stored.display())))?;
     let what = || format!("read {}", stored.display());
     let mut dec = codec::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
@@ -303,10 +266,9 @@ fn read_builtin(codec: Codec, stored: &Path, bs: usize, total: u64, ctx: &StepCt
 
 /// The timed region of a host tool: its stdout drained by the agent, the
 /// tool waited for (so its CPU time is in the children's rusage).
-fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
-    let mut child = spawn(argv, Stdio::piped())?;
-    let stderr = drain_stderr(&mut child);
-    let mut pipe = child.stdout.take().expect("stdout is piped");
+fn read_external(ctx: &StepCtx, argv: &[String], bs: usize, total: u64) -> Result<u64, AgentError> {
+    let mut run = spawn(argv, StdoutTo::Pipe)?;
+    let mut pipe = run.take_stdout().expect("stdout is piped");
     // A bigger pipe means fewer switches between the tool and the agent, as
     // a shell pipeline into a reader with a large buffer would have.
     let _ = rustix::pipe::fcntl_setpipe_size(&pipe, bs.clamp(64 << 10, 1 << 20));
@@ -327,15 +289,15 @@ fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Resul
         }
     };
     if let Err(e) = drained {
-        let _ = child.kill();
-        let _ = child.wait();
+        run.stop();
         return Err(e);
     }
     drop(pipe);
-    // The tool closed its output: it is exiting. A blocking wait, so the
-    // clock stops when it is gone and not at the next poll.
-    let status = child.wait().map_err(|e| AgentError::failed(format!("wait for {}: {e}", argv[0])))?;
-    let stderr = stderr.join().unwrap_or_default();
+    // The tool closed its output: it is exiting. Waited for without a
+    // cancel check: its exit wakes the wait, so the clock stops when it is
+    // gone and not at a poll.
+    let (status, _) = run.wait(None, None).map_err(|e| AgentError::failed(format!("wait for {}: {e}", argv[0])))?;
+    let stderr = run.collect().stderr_text();
     if !status.success() {
         return Err(AgentError::failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
     }
@@ -362,9 +324,9 @@ mod tests {
         let ctx = StepCtx::new(1, &out, &cancel);
         let size = 3 * ContentReader::CHUNK as u64 + 5;
         let mut a = Vec::new();
-        ContentReader::new(ContentKind::Text, 4, size, &ctx).read_to_end(&mut a).unwrap();
+        ContentReader::new(&ctx, ContentKind::Text, 4, size).read_to_end(&mut a).unwrap();
         let mut b = Vec::new();
-        let mut r = ContentReader::new(ContentKind::Text, 4, size, &ctx);
+        let mut r = ContentReader::new(&ctx, ContentKind::Text, 4, size);
         let mut small = [0u8; 777];
         loop {
             let n = r.read(&mut small).unwrap();

@@ -6,38 +6,33 @@
 //! classes (`\d` is `[0-9]`, `(?i)` folds ASCII): the agent travels to
 //! every host, and `regex` with its Unicode tables made it 740 KB larger.
 //!
-//! The command never sees the agent's stdout (the protocol channel): its
-//! stdout and stderr are pipes the agent drains, its stdin is /dev/null. It
-//! runs in its own process group, so a timeout or a cancel kills everything
-//! it started, and with SIGINT and SIGHUP back at their defaults (the agent
-//! ignores them, and ignored signals are inherited). `LC_ALL=C` unless `env`
-//! says otherwise, so numbers print the same on every host.
+//! The command runs under `supervisor`, as every child a step waits on: its
+//! stdin is /dev/null and its stdout and stderr are pipes the agent drains
+//! (never the protocol channel); it runs in its own process group, so a
+//! timeout or a cancel kills everything it started, with SIGINT and SIGHUP
+//! back at their defaults. `LC_ALL=C` unless `env` says otherwise, so
+//! numbers print the same on every host.
 
 use super::metric;
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
+use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use benchrig_wire::args::{CommandLine, ExecArgs, ExecMetric};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput};
 use serde_json::{json, Value};
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 /// Stdout kept for the metrics (the rest is drained and counted).
 const STDOUT_KEEP: usize = 16 << 20;
-/// The end of stderr kept for the failure message and the record.
-const STDERR_KEEP: usize = 64 << 10;
 /// How much of each stream goes into the step's info.
 const INFO_STDOUT: usize = 64 << 10;
 const INFO_STDERR: usize = 4 << 10;
-/// After the command exits, how long processes it left behind may keep its output open.
-const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
 
 enum Source {
     Json(String),
@@ -88,25 +83,18 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOut
         None => ((!st.work_dir.as_os_str().is_empty()).then(|| st.work_dir.clone()), Vec::new()),
     };
 
-    let mut command = Command::new(&path);
-    command.args(&argv[1..]).env("LC_ALL", "C").envs(&args.env);
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    command.process_group(0);
+    let mut command = supervisor::command(&path);
+    command.args(&argv[1..]).envs(&args.env);
     if let Some(dir) = &cwd {
         command.current_dir(dir);
     }
-    // SAFETY: between fork and exec only async-signal-safe calls: signal(2).
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGHUP, libc::SIG_DFL);
-            Ok(())
-        });
-    }
 
     let meter = Meter::start(&st.view.sys, &devices);
-    let mut run = Running::start(&mut command).map_err(|e| AgentError::failed(format!("cannot run {prog}: {e}")))?;
-    let (status, ended) = run.wait(args.timeout.map(Duration::from_secs), ctx)?;
+    let mut run = Supervised::spawn(&mut command, StdoutTo::Capture(STDOUT_KEEP))
+        .map_err(|e| AgentError::failed(format!("cannot run {prog}: {e}")))?;
+    let (status, ended) = run
+        .wait(Some(ctx), args.timeout.map(Duration::from_secs))
+        .map_err(|e| AgentError::failed(format!("wait: {e}")))?;
     let usage = meter.stop();
     let captured = run.collect();
 
@@ -118,7 +106,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOut
     let stdout = String::from_utf8_lossy(&captured.stdout);
     let stderr = String::from_utf8_lossy(&captured.stderr);
     if !status.success() && !args.ignore_status {
-        let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
+        let last = supervisor::last_line(&stderr);
         return Err(AgentError::failed(format!(
             "`{shown}` {}: {}",
             describe(status),
@@ -185,135 +173,6 @@ fn tail(s: &str, n: usize) -> String {
         cut += 1;
     }
     s[cut..].to_string()
-}
-
-enum Ended {
-    Exited,
-    TimedOut(Duration),
-    Cancelled,
-}
-
-#[derive(Default)]
-struct Captured {
-    stdout: Vec<u8>,
-    stdout_total: u64,
-    stderr: Vec<u8>,
-    leftovers_killed: bool,
-}
-
-/// A spawned command: its process group, the threads draining its output,
-/// and a waiter that reports its exit without reaping it.
-struct Running {
-    child: std::process::Child,
-    pgid: rustix::process::Pid,
-    captured: Arc<Mutex<Captured>>,
-    drained: mpsc::Receiver<()>,
-    exited: mpsc::Receiver<()>,
-}
-
-impl Running {
-    fn start(command: &mut Command) -> std::io::Result<Running> {
-        let mut child = command.spawn()?;
-        let pgid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
-        let captured = Arc::new(Mutex::new(Captured::default()));
-        let (done_tx, drained) = mpsc::channel();
-        let mut out_pipe = child.stdout.take().expect("stdout is piped");
-        let (cap, tx) = (captured.clone(), done_tx.clone());
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 << 10];
-            while let Ok(n) = out_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut c = cap.lock().unwrap_or_else(|e| e.into_inner());
-                c.stdout_total += n as u64;
-                let room = STDOUT_KEEP.saturating_sub(c.stdout.len()).min(n);
-                c.stdout.extend_from_slice(&buf[..room]);
-            }
-            let _ = tx.send(());
-        });
-        let mut err_pipe = child.stderr.take().expect("stderr is piped");
-        let (cap, tx) = (captured.clone(), done_tx);
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 16 << 10];
-            while let Ok(n) = err_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut c = cap.lock().unwrap_or_else(|e| e.into_inner());
-                c.stderr.extend_from_slice(&buf[..n]);
-                if c.stderr.len() > 2 * STDERR_KEEP {
-                    let cut = c.stderr.len() - STDERR_KEEP;
-                    c.stderr.drain(..cut);
-                }
-            }
-            let _ = tx.send(());
-        });
-        // WNOWAIT leaves the child a zombie until `wait` below reaps it, so its
-        // pid (and process group id) cannot be reused while we may still kill it.
-        let (exit_tx, exited) = mpsc::channel();
-        std::thread::spawn(move || {
-            use rustix::process::{waitid, WaitId, WaitIdOptions};
-            let _ = waitid(WaitId::Pid(pgid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
-            let _ = exit_tx.send(());
-        });
-        Ok(Running { child, pgid, captured, drained, exited })
-    }
-
-    fn kill_group(&self) {
-        let _ = rustix::process::kill_process_group(self.pgid, rustix::process::Signal::KILL);
-    }
-
-    /// Until the command exits, is cancelled or runs out of time; then reap it.
-    fn wait(&mut self, timeout: Option<Duration>, ctx: &StepCtx) -> Result<(ExitStatus, Ended), AgentError> {
-        let start = Instant::now();
-        let mut ended = Ended::Exited;
-        loop {
-            let mut slice = Duration::from_millis(100);
-            if let Some(t) = timeout {
-                slice = slice.min(t.saturating_sub(start.elapsed()));
-            }
-            match self.exited.recv_timeout(slice) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            if !matches!(ended, Ended::Exited) {
-                continue; // killed; waiting for it to go
-            }
-            if ctx.check_cancel().is_err() {
-                self.kill_group();
-                ended = Ended::Cancelled;
-            } else if let Some(t) = timeout.filter(|t| start.elapsed() >= *t) {
-                self.kill_group();
-                ended = Ended::TimedOut(t);
-            }
-        }
-        let status = self.child.wait().map_err(|e| AgentError::failed(format!("wait: {e}")))?;
-        Ok((status, ended))
-    }
-
-    /// The output, once both pipes are closed. Processes the command left
-    /// running that still hold them get a grace period, then are killed.
-    fn collect(self) -> Captured {
-        let mut closed = 0;
-        let deadline = Instant::now() + LEFTOVER_GRACE;
-        let mut killed = false;
-        while closed < 2 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.drained.recv_timeout(if killed { Duration::from_secs(5) } else { left }) {
-                Ok(()) => closed += 1,
-                Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
-                    self.kill_group();
-                    killed = true;
-                }
-                // Held open by something outside the group: take what arrived.
-                Err(_) => break,
-            }
-        }
-        let mut c = std::mem::take(&mut *self.captured.lock().unwrap_or_else(|e| e.into_inner()));
-        c.leftovers_killed = killed;
-        c
-    }
 }
 
 /// The JSON document on stdout: the first line that starts one and parses
