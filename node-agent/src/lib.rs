@@ -8,7 +8,7 @@ pub mod buffer;
 pub mod cache;
 pub mod cgroup;
 pub mod cmd;
-pub mod codec;
+pub mod compress;
 pub mod content;
 pub mod dispatch;
 pub mod exports;

@@ -9,7 +9,7 @@
 
 use super::{metric, target_file, transfer_output};
 use crate::cache;
-use crate::codec;
+use crate::compress;
 use crate::content::{self, Rng};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -33,7 +33,8 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     let stored = stored_path(&path, args.codec);
     let external = args.tool == CodecTool::External;
     // Every "this host cannot" comes before any I/O.
-    let (compress, decompress) = if external { tool_lines(args.codec, &path, &stored)? } else { (None, Vec::new()) };
+    let (compress_argv, read_argv) =
+        if external { tool_lines(args.codec, &path, &stored)? } else { (None, Vec::new()) };
 
     // Prepare (untimed): the content, compressed, only the compressed copy
     // left. The next repetition of the same cell reads the same file again:
@@ -51,7 +52,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
         let _ = std::fs::remove_file(&stamp_path);
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(&stored);
-        if let Err(e) = prepare(ctx, args, &path, &stored, compress.as_deref()) {
+        if let Err(e) = prepare(ctx, args, &path, &stored, compress_argv.as_deref()) {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(&stored);
             return Err(e);
@@ -66,12 +67,12 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     // The tool's own executable and libraries were just evicted too; the
     // question is how fast the data comes back, not how fast a binary
     // loads, so they are read back in (asking the version) before the clock.
-    let version = external.then(|| tools::version(&decompress[0])).flatten();
+    let version = external.then(|| tools::version(&read_argv[0])).flatten();
     ctx.check_cancel()?;
 
     let meter = Meter::start(&st.view.sys, &devices);
     let produced = if external {
-        read_external(ctx, &decompress, bs, args.size.0)
+        read_external(ctx, &read_argv, bs, args.size.0)
     } else {
         read_builtin(ctx, args.codec, &stored, bs, args.size.0)
     };
@@ -90,7 +91,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     out.metrics.push(metric("sys", usage.sys_s, "s", Better::Lower));
     let info = &mut out.info;
     info.insert("path".into(), stored.to_string_lossy().into_owned().into());
-    info.insert("codec".into(), codec::name(args.codec).into());
+    info.insert("codec".into(), compress::name(args.codec).into());
     info.insert("tool".into(), if external { "external" } else { "builtin" }.into());
     info.insert("content".into(), json!(args.content));
     info.insert("compressed_bytes".into(), json!(compressed_bytes));
@@ -101,9 +102,9 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     info.insert("cold".into(), cold.method.into());
     info.insert("resident_pages_at_start".into(), json!(cold.resident_pages));
     if external {
-        info.insert("read_command".into(), decompress.join(" ").into());
+        info.insert("read_command".into(), read_argv.join(" ").into());
         info.insert("tool_version".into(), json!(version));
-        if let Some(c) = &compress {
+        if let Some(c) = &compress_argv {
             info.insert("compress_command".into(), c.join(" ").into());
         }
     } else if args.codec == Codec::Zstd {
@@ -119,7 +120,7 @@ fn stored_path(path: &Path, codec: Codec) -> PathBuf {
         c => {
             let mut name = path.as_os_str().to_os_string();
             name.push(".");
-            name.push(codec::extension(c));
+            name.push(compress::extension(c));
             PathBuf::from(name)
         }
     }
@@ -133,18 +134,18 @@ fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> Result<(Option<ArgvLi
     let p = path.to_string_lossy().into_owned();
     let s = stored.to_string_lossy().into_owned();
     let line = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let (compress, decompress) = match codec {
+    let (compress_argv, read_argv) = match codec {
         Codec::Raw => (None, line(&["cat", &s])),
         Codec::Lzo => (Some(line(&["lzop", "-c", &p])), line(&["lzop", "-dc", &s])),
         Codec::Gzip => (Some(line(&["gzip", "-c", "-6", &p])), line(&["gunzip", "-c", &s])),
         Codec::Zstd => (Some(line(&["zstd", "-c", "-3", "-q", &p])), line(&["zstd", "-dc", "-q", &s])),
     };
-    for prog in compress.iter().chain([&decompress]).map(|l| l[0].as_str()) {
+    for prog in compress_argv.iter().chain([&read_argv]).map(|l| l[0].as_str()) {
         if cmd::which(prog).is_none() {
             return Err(AgentError::unsupported(format!("{prog} is not installed on this host")));
         }
     }
-    Ok((compress, decompress))
+    Ok((compress_argv, read_argv))
 }
 
 /// Deterministic content in fixed 1 MiB chunks (so the bytes depend only on
@@ -200,7 +201,7 @@ fn prepare(
     args: &ColdReadArgs,
     path: &Path,
     stored: &Path,
-    compress: Option<&[String]>,
+    compress_argv: Option<&[String]>,
 ) -> Result<(), AgentError> {
     let mut src = ContentReader::new(ctx, args.content, args.seed, args.size.0);
     let builtin = args.tool == CodecTool::Builtin && args.codec != Codec::Raw;
@@ -210,10 +211,10 @@ fn prepare(
     let f = File::create(first).map_err(|e| AgentError::failed(format!("create {}: {e}", first.display())))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
     let codec = if builtin { args.codec } else { Codec::Raw };
-    codec::encode(codec, &mut src, &mut w).map_err(|e| io_failed(ctx, format!("write {}", first.display()), e))?;
+    compress::encode(codec, &mut src, &mut w).map_err(|e| io_failed(ctx, format!("write {}", first.display()), e))?;
     let f = w.into_inner().map_err(|e| AgentError::failed(format!("write {}: {}", first.display(), e.error())))?;
     drop(f);
-    if let Some(argv) = compress {
+    if let Some(argv) = compress_argv {
         let out = File::create(stored).map_err(|e| AgentError::failed(format!("create {}: {e}", stored.display())))?;
         let mut run = spawn(argv, StdoutTo::File(out))?;
         let (status, ended) = run.wait(Some(ctx), None).map_err(|e| AgentError::failed(format!("wait: {e}")))?;
@@ -246,7 +247,7 @@ fn last_line(stderr: &str, status: std::process::ExitStatus) -> String {
 fn read_builtin(ctx: &StepCtx, codec: Codec, stored: &Path, bs: usize, total: u64) -> Result<u64, AgentError> {
     let f = File::open(stored).map_err(|e| AgentError::failed(format!("open {}: {e}", stored.display())))?;
     let what = || format!("read {}", stored.display());
-    let mut dec = codec::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
+    let mut dec = compress::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
     let mut buf = vec![0u8; bs];
     let mut produced = 0u64;
     loop {
