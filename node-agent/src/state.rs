@@ -156,20 +156,14 @@ fn release_one(m: &mut Mounted) -> Result<(), String> {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Unmount {
     /// Still mounted.
+    #[error("{0}")]
     Busy(String),
     /// Detached from the tree but alive until its last user goes: not clean.
+    #[error("{0}")]
     Lazy(String),
-}
-
-impl std::fmt::Display for Unmount {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unmount::Busy(m) | Unmount::Lazy(m) => f.write_str(m),
-        }
-    }
 }
 
 /// Unmount, waiting a little for a filesystem that is briefly busy (a child

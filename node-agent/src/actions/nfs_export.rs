@@ -43,7 +43,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
     let started_server = !services::nfsd_running();
     let server = services::nfs_server_name();
     if started_server {
-        super::service::control(server, ServiceState::Started, ctx)?;
+        super::service::control(ctx, server, ServiceState::Started)?;
     }
     let line = exports::line(&path, &args.clients, &args.options);
     let export = Export {

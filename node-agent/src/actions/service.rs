@@ -9,7 +9,7 @@ use benchrig_wire::steps::{ServiceArgs, ServiceState, StepOutput};
 use serde_json::json;
 
 pub fn run(ctx: &StepCtx, args: &ServiceArgs) -> Result<StepOutput, AgentError> {
-    let done = control(&args.name, args.state, ctx)?;
+    let done = control(ctx, &args.name, args.state)?;
     let mut out = StepOutput::default();
     out.info.insert("service".into(), args.name.clone().into());
     out.info.insert("state".into(), state_name(args.state).into());
@@ -21,7 +21,7 @@ pub fn run(ctx: &StepCtx, args: &ServiceArgs) -> Result<StepOutput, AgentError> 
 /// A service brought to `state` by a step (this one, or `nfs_export`
 /// starting the server), logged for the run: a host without it is
 /// "unsupported", anything else a failure.
-pub(super) fn control(name: &str, state: ServiceState, ctx: &StepCtx) -> Result<Done, AgentError> {
+pub(super) fn control(ctx: &StepCtx, name: &str, state: ServiceState) -> Result<Done, AgentError> {
     let done = services::control(name, state).map_err(|e| match e {
         ServiceError::Missing(m) => AgentError::unsupported(m),
         ServiceError::Failed(m) => AgentError::failed(m),

@@ -43,7 +43,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &AclCheckArgs) -> Result<Ste
     if args.uid == 0 {
         return Err(AgentError::failed("acl_check as uid 0 checks nothing: root passes every permission check"));
     }
-    let mut files = regular_files(&root, ctx)?;
+    let mut files = regular_files(ctx, &root)?;
     if let Some(limit) = args.limit {
         files.truncate(limit.min(usize::MAX as u64) as usize);
     }
@@ -59,7 +59,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &AclCheckArgs) -> Result<Ste
     let checked = std::thread::scope(|s| {
         s.spawn(|| {
             let ctx = StepCtx::new(id, outbox, cancel);
-            check_as(args.uid, args.gid, args.op, &dir, &files, &sys, &devices, &ctx)
+            check_as(&ctx, args.uid, args.gid, args.op, &dir, &files, &sys, &devices)
         })
         .join()
         .unwrap_or_else(|_| Err(AgentError::failed("the acl_check thread panicked")))
@@ -101,6 +101,7 @@ struct Checked {
 /// Runs on a thread of its own: its credentials change for good.
 #[allow(clippy::too_many_arguments)]
 fn check_as(
+    ctx: &StepCtx,
     uid: u32,
     gid: u32,
     op: AclOp,
@@ -108,7 +109,6 @@ fn check_as(
     files: &[PathBuf],
     sys: &Path,
     devices: &[String],
-    ctx: &StepCtx,
 ) -> Result<Checked, AgentError> {
     become_user(uid, gid)?;
     // The top of the tree must be searchable, or every check would be a
@@ -170,7 +170,7 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 }
 
 /// Regular files below `root`, relative to it, in sorted depth-first order.
-pub(crate) fn regular_files(root: &Path, ctx: &StepCtx) -> Result<Vec<PathBuf>, AgentError> {
+pub(crate) fn regular_files(ctx: &StepCtx, root: &Path) -> Result<Vec<PathBuf>, AgentError> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {

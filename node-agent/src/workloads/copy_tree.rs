@@ -76,7 +76,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &CopyTreeArgs) -> Result<Ste
         n: Copied::default(),
     };
     let meter = Meter::start(&st.view.sys, &devices);
-    c.tree(&src, &dst, ctx)?;
+    c.tree(ctx, &src, &dst)?;
     if args.sync {
         rustix::fs::sync();
     }
@@ -112,7 +112,7 @@ impl Copier {
     /// its subdirectories. A directory's xattrs are copied once everything
     /// in it is, as cp does: a default ACL set earlier would be inherited by
     /// the files made in it, which the source's files may not have.
-    fn tree(&mut self, src: &Path, dst: &Path, ctx: &StepCtx) -> Result<(), AgentError> {
+    fn tree(&mut self, ctx: &StepCtx, src: &Path, dst: &Path) -> Result<(), AgentError> {
         let meta = src.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", src.display())))?;
         self.dir(dst, &meta)?;
         let mut made = vec![(src.to_path_buf(), dst.to_path_buf())];

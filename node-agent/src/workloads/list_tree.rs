@@ -35,7 +35,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ListTreeArgs) -> Result<Ste
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let cold = if args.cold { make_cold(ctx) } else { None };
     let meter = Meter::start(&st.view.sys, &devices);
-    let l = list(&root, ctx)?;
+    let l = list(ctx, &root)?;
     let usage = meter.stop();
 
     let mut out = StepOutput::default();
@@ -54,7 +54,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ListTreeArgs) -> Result<Ste
 }
 
 /// Everything below `root` (not `root` itself).
-pub(crate) fn list(root: &Path, ctx: &StepCtx) -> Result<Listing, AgentError> {
+pub(crate) fn list(ctx: &StepCtx, root: &Path) -> Result<Listing, AgentError> {
     let mut l = Listing::default();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
