@@ -2,6 +2,7 @@
 //!
 //! Children never inherit the agent's stdin or stdout: those carry frames.
 
+use crate::supervisor::last_line;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -19,7 +20,7 @@ impl Output {
 
     /// The last non-empty line of stderr (or stdout): what a person needs from a failure.
     pub fn reason(&self) -> String {
-        let pick = |s: &str| s.lines().rev().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+        let pick = |s| last_line(s).map(str::to_string);
         pick(&self.stderr).or_else(|| pick(&self.stdout)).unwrap_or_else(|| format!("exit status {}", self.status))
     }
 }

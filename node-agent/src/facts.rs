@@ -159,7 +159,7 @@ pub fn scratch(view: &SysView, entries: &[ScratchDevice]) -> Vec<ScratchFacts> {
     entries
         .iter()
         .map(|e| {
-            let path = crate::actions::expand_home(&e.path);
+            let path = crate::scratch::expand_home(&e.path);
             let (device, size_bytes) = match e.kind {
                 ScratchKind::Block => match view.resolve_block(&path) {
                     Ok((dev, _)) => {

@@ -1,7 +1,7 @@
 //! The agent's only way to speak: frames on the protocol channel.
 
 use benchrig_wire::frame;
-use benchrig_wire::messages::{AgentError, AgentMsg, ErrorCode, Event, LogLevel, Reply};
+use benchrig_wire::messages::{AgentError, AgentMsg, Event, LogLevel, Reply};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,10 +44,7 @@ impl Outbox {
             Ok(bytes) => self.write(&bytes),
             Err(e) if done => self.send(&AgentMsg::Event {
                 id,
-                event: Event::Error(AgentError::new(
-                    ErrorCode::Failed,
-                    format!("the agent could not send its answer: {e}"),
-                )),
+                event: Event::Error(AgentError::failed(format!("the agent could not send its answer: {e}"))),
             }),
             Err(e) => eprintln!("benchrig-agent: dropped an event it could not encode: {e}"),
         }
@@ -78,7 +75,7 @@ impl<'a> StepCtx<'a> {
     /// `Err(cancelled)` once the orchestrator asked this step to stop.
     pub fn check_cancel(&self) -> Result<(), AgentError> {
         if self.cancel.load(Ordering::Relaxed) {
-            Err(AgentError::new(ErrorCode::Cancelled, "cancelled"))
+            Err(AgentError::cancelled())
         } else {
             Ok(())
         }

@@ -4,14 +4,14 @@
 //! closing, a broken frame — the worker releases every mount and loop device
 //! the session made before the process exits.
 
-use crate::actions;
+use crate::dispatch;
 use crate::facts;
 use crate::outbox::{Outbox, StepCtx};
 use crate::state::HostState;
 use crate::sysfs::SysView;
 use benchrig_wire::facts::AgentInfo;
 use benchrig_wire::frame::read_frame;
-use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, ErrorCode, Hello, Reply, Request};
+use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, Hello, Reply, Request};
 use benchrig_wire::PROTOCOL_VERSION;
 use std::collections::HashMap;
 use std::io::Read;
@@ -114,7 +114,7 @@ fn work(rx: mpsc::Receiver<Job>, out: Outbox, view: SysView, agent: AgentInfo, c
         }))
         .unwrap_or_else(|p| {
             let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-            Err(AgentError::new(ErrorCode::Failed, format!("agent bug: panic: {}", what.unwrap_or_default())))
+            Err(AgentError::failed(format!("agent bug: panic: {}", what.unwrap_or_default())))
         });
         match result {
             Ok(reply) => out.reply(id, reply),
@@ -139,9 +139,8 @@ fn handle(
         Request::Configure(cfg) => {
             st.work_dir = cfg.work_dir.into();
             st.scratch = cfg.scratch;
-            std::fs::create_dir_all(&st.work_dir).map_err(|e| {
-                AgentError::new(ErrorCode::Failed, format!("cannot create {}: {e}", st.work_dir.display()))
-            })?;
+            std::fs::create_dir_all(&st.work_dir)
+                .map_err(|e| AgentError::failed(format!("cannot create {}: {e}", st.work_dir.display())))?;
             Ok(Reply::Configured)
         }
         Request::Facts => {
@@ -150,10 +149,10 @@ fn handle(
             f.scratch = facts::scratch(&st.view, &st.scratch);
             Ok(Reply::Facts(Box::new(f)))
         }
-        Request::Run(step) => actions::run(&step.action, st, &StepCtx::new(id, out, cancel)).map(Reply::Step),
+        Request::Run(step) => dispatch::run(st, &StepCtx::new(id, out, cancel), &step.action).map(Reply::Step),
         // Answered by the reader thread; never queued.
         Request::Ping | Request::Cancel { .. } | Request::Shutdown => {
-            Err(AgentError::new(ErrorCode::BadRequest, "not a worker request"))
+            Err(AgentError::bad_request("not a worker request"))
         }
     }
 }

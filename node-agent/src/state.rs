@@ -7,7 +7,7 @@ use crate::cmd;
 use crate::exports::{self, Export};
 use crate::ledger::Ledger;
 use crate::sysfs::SysView;
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchDevice;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,6 +15,7 @@ use std::time::Duration;
 pub struct HostState {
     pub view: SysView,
     pub work_dir: PathBuf,
+    /// The host's `scratch_devices`, from `Configure`; `scratch::listed` finds one by name.
     pub scratch: Vec<ScratchDevice>,
     /// Oldest first; the last one is the default target of a workload.
     pub mounted: Vec<Mounted>,
@@ -52,21 +53,6 @@ impl HostState {
         }
     }
 
-    /// The inventory entry for a scratch name: the only way to a device.
-    pub fn scratch(&self, name: &str) -> Result<ScratchDevice, AgentError> {
-        self.scratch.iter().find(|s| s.name == name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = self.scratch.iter().map(|s| s.name.as_str()).collect();
-            AgentError {
-                code: ErrorCode::Refused,
-                rule: Some("not_listed".into()),
-                message: format!(
-                    "`{name}` is not in this host's scratch_devices (listed: {})",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                ),
-            }
-        })
-    }
-
     /// Where a workload works: the named scratch's mount, or the latest one.
     pub fn target(&self, name: Option<&str>) -> Result<&Mounted, AgentError> {
         let found = match name {
@@ -74,15 +60,12 @@ impl HostState {
             None => self.mounted.last(),
         };
         found.ok_or_else(|| {
-            AgentError::new(
-                ErrorCode::Failed,
-                match name {
-                    Some(n) => {
-                        format!("scratch `{n}` is not set up in this cell (run a `filesystem` step on it first)")
-                    }
-                    None => "no filesystem is set up in this cell: add a `filesystem` setup step".to_string(),
-                },
-            )
+            AgentError::failed(match name {
+                Some(n) => {
+                    format!("scratch `{n}` is not set up in this cell (run a `filesystem` step on it first)")
+                }
+                None => "no filesystem is set up in this cell: add a `filesystem` setup step".to_string(),
+            })
         })
     }
 
@@ -173,20 +156,14 @@ fn release_one(m: &mut Mounted) -> Result<(), String> {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Unmount {
     /// Still mounted.
+    #[error("{0}")]
     Busy(String),
     /// Detached from the tree but alive until its last user goes: not clean.
+    #[error("{0}")]
     Lazy(String),
-}
-
-impl std::fmt::Display for Unmount {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unmount::Busy(m) | Unmount::Lazy(m) => f.write_str(m),
-        }
-    }
 }
 
 /// Unmount, waiting a little for a filesystem that is briefly busy (a child

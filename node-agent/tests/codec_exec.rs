@@ -4,7 +4,7 @@
 
 mod common;
 
-use benchrig_agent::actions;
+use benchrig_agent::dispatch;
 use benchrig_agent::outbox::{Outbox, StepCtx};
 use benchrig_agent::state::{HostState, Mounted};
 use benchrig_agent::sysfs::SysView;
@@ -53,7 +53,7 @@ impl Host {
         let action: Action = serde_json::from_value(action).expect("a valid action");
         let out = Outbox::new(Box::new(std::io::sink()));
         let cancel = AtomicBool::new(false);
-        actions::run(&action, &mut self.st, &StepCtx::new(1, &out, &cancel))
+        dispatch::run(&mut self.st, &StepCtx::new(1, &out, &cancel), &action)
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use benchrig_agent::actions;
+use benchrig_agent::dispatch;
 use benchrig_agent::outbox::{Outbox, StepCtx};
 use benchrig_agent::state::{HostState, Mounted};
 use benchrig_agent::sysfs::SysView;
@@ -49,7 +49,7 @@ impl Host {
         let action = Action::from_parts(action, args).unwrap();
         let out = Outbox::new(Box::new(std::io::sink()));
         let cancel = AtomicBool::new(false);
-        actions::run(&action, &mut self.st, &StepCtx::new(1, &out, &cancel))
+        dispatch::run(&mut self.st, &StepCtx::new(1, &out, &cancel), &action)
     }
 
     fn ok(&mut self, action: &str, args: serde_json::Value) -> StepOutput {
@@ -315,7 +315,7 @@ fn a_cancelled_tree_stops() {
             std::thread::sleep(std::time::Duration::from_millis(100));
             cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         });
-        let e = actions::run(&action, &mut h.st, &ctx).unwrap_err();
+        let e = dispatch::run(&mut h.st, &ctx, &action).unwrap_err();
         assert_eq!(e.code, benchrig_wire::messages::ErrorCode::Cancelled);
     });
 }

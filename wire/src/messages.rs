@@ -108,7 +108,10 @@ pub enum Reply {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Why a request did not succeed. Its `Display` is what a person reads:
+/// the message, behind the rule's name for a refusal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{}", shown(.rule.as_deref(), .message))]
 pub struct AgentError {
     pub code: ErrorCode,
     pub message: String,
@@ -130,18 +133,43 @@ pub enum ErrorCode {
     BadRequest,
 }
 
+/// The constructors every agent module uses, one per code, so no module
+/// needs another's helpers to say how it failed.
 impl AgentError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         AgentError { code, message: message.into(), rule: None }
     }
+
+    /// [`ErrorCode::Failed`].
+    pub fn failed(message: impl Into<String>) -> Self {
+        AgentError::new(ErrorCode::Failed, message)
+    }
+
+    /// [`ErrorCode::Unsupported`]: the host cannot, which is not the run's failure.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        AgentError::new(ErrorCode::Unsupported, message)
+    }
+
+    /// [`ErrorCode::BadRequest`].
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        AgentError::new(ErrorCode::BadRequest, message)
+    }
+
+    /// [`ErrorCode::Refused`] by the safety rule `rule`; nothing was changed.
+    pub fn refused(rule: impl Into<String>, message: impl Into<String>) -> Self {
+        AgentError { code: ErrorCode::Refused, message: message.into(), rule: Some(rule.into()) }
+    }
+
+    /// [`ErrorCode::Cancelled`]: the orchestrator asked the step to stop.
+    pub fn cancelled() -> Self {
+        AgentError::new(ErrorCode::Cancelled, "cancelled")
+    }
 }
 
-impl std::fmt::Display for AgentError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.rule {
-            Some(rule) => write!(f, "refused by rule `{rule}`: {}", self.message),
-            None => f.write_str(&self.message),
-        }
+fn shown(rule: Option<&str>, message: &str) -> String {
+    match rule {
+        Some(rule) => format!("refused by rule `{rule}`: {message}"),
+        None => message.to_string(),
     }
 }
 
@@ -170,6 +198,22 @@ mod tests {
         let s = serde_json::to_string(&e).unwrap();
         let back: Envelope = serde_json::from_str(&s).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn errors_read_and_serialise_as_they_always_have() {
+        let refused = AgentError::refused("mounted", "sdb is mounted at /mnt");
+        assert_eq!(refused.to_string(), "refused by rule `mounted`: sdb is mounted at /mnt");
+        assert_eq!(
+            serde_json::to_string(&refused).unwrap(),
+            r#"{"code":"refused","message":"sdb is mounted at /mnt","rule":"mounted"}"#
+        );
+        let failed = AgentError::failed("mkdir /x: denied");
+        assert_eq!(failed.to_string(), "mkdir /x: denied");
+        assert_eq!(serde_json::to_string(&failed).unwrap(), r#"{"code":"failed","message":"mkdir /x: denied"}"#);
+        assert_eq!(AgentError::unsupported("no jfs"), AgentError::new(ErrorCode::Unsupported, "no jfs"));
+        assert_eq!(AgentError::bad_request("?"), AgentError::new(ErrorCode::BadRequest, "?"));
+        assert_eq!(AgentError::cancelled(), AgentError::new(ErrorCode::Cancelled, "cancelled"));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! orchestrator, crashed host): mounts under the work dir, loop devices
 //! backed by benchrig's images, per-cell directories and NFS exports of dead agents.
 
-use super::{expand_home, failed};
+use crate::scratch;
 use crate::state::{detach_loop, unmount, HostState};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchKind;
@@ -10,9 +10,9 @@ use benchrig_wire::steps::StepOutput;
 use std::path::PathBuf;
 
 pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
-    st.release(None).map_err(failed)?;
+    st.release(None).map_err(AgentError::failed)?;
     // NFS exports of dead agents first: nfsd keeps an exported filesystem busy.
-    let stale = crate::exports::remove_stale().map_err(failed)?;
+    let stale = crate::exports::remove_stale().map_err(AgentError::failed)?;
     let mnt = st.work_dir.join("mnt");
     let mut targets: Vec<String> =
         st.view.mountinfo().into_iter().map(|m| m.target).filter(|t| PathBuf::from(t).starts_with(&mnt)).collect();
@@ -21,29 +21,27 @@ pub fn run(st: &mut HostState) -> Result<StepOutput, AgentError> {
     targets.dedup();
     let mut unmounted = Vec::new();
     for t in &targets {
-        unmount(t.as_ref()).map_err(|e| failed(e.to_string()))?;
+        unmount(t.as_ref()).map_err(|e| AgentError::failed(e.to_string()))?;
         let _ = std::fs::remove_dir(t);
         unmounted.push(t.clone());
     }
     let mut detached = Vec::new();
     for s in st.scratch.iter().filter(|s| s.kind == ScratchKind::Image) {
-        let image = expand_home(&s.path);
-        let image = image.canonicalize().unwrap_or(image);
-        for name in st.view.loops_backed_by(&image) {
+        for name in scratch::image_loop_devices(&st.view, s) {
             let dev = PathBuf::from("/dev").join(&name);
-            detach_loop(&dev).map_err(failed)?;
+            detach_loop(&dev).map_err(AgentError::failed)?;
             detached.push(dev.display().to_string());
         }
     }
     // Per-cell directories of directory scratches whose agent is gone.
     let mut removed = Vec::new();
     for s in st.scratch.iter().filter(|s| s.kind == ScratchKind::Directory) {
-        for entry in std::fs::read_dir(expand_home(&s.path)).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(scratch::expand_home(&s.path)).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let pid = name.strip_prefix("benchrig-").and_then(|p| p.parse::<u32>().ok());
             if pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
                 std::fs::remove_dir_all(entry.path())
-                    .map_err(|e| failed(format!("remove {}: {e}", entry.path().display())))?;
+                    .map_err(|e| AgentError::failed(format!("remove {}: {e}", entry.path().display())))?;
                 removed.push(entry.path().display().to_string());
             }
         }

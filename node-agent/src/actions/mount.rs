@@ -3,36 +3,35 @@
 //! local block device is refused: those go through `filesystem` and its
 //! safety rules.
 
-use super::failed;
-use crate::cmd;
 use crate::state::{HostState, Mounted};
+use crate::{cmd, kernel};
 use benchrig_wire::args::MountArgs;
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
 use std::os::unix::fs::FileTypeExt;
 use std::time::Instant;
 
-pub fn run(args: &MountArgs, st: &mut HostState) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentError> {
     let good = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
     if args.name.is_empty() || args.name.starts_with('.') || !args.name.chars().all(good) {
-        return Err(AgentError::new(ErrorCode::BadRequest, format!("bad mount name `{}`", args.name)));
+        return Err(AgentError::bad_request(format!("bad mount name `{}`", args.name)));
     }
     if st.scratch.iter().any(|s| s.name == args.name) {
-        return Err(AgentError::new(ErrorCode::BadRequest, format!("`{}` is a scratch device's name", args.name)));
+        return Err(AgentError::bad_request(format!("`{}` is a scratch device's name", args.name)));
     }
     if std::fs::metadata(&args.source).is_ok_and(|m| m.file_type().is_block_device()) {
-        return Err(AgentError {
-            code: ErrorCode::Refused,
-            rule: Some("block_device".into()),
-            message: format!("{} is a local block device: use a `filesystem` step on a scratch device", args.source),
-        });
+        return Err(AgentError::refused(
+            "block_device",
+            format!("{} is a local block device: use a `filesystem` step on a scratch device", args.source),
+        ));
     }
     network_fs_supported(st, &args.fstype)?;
     if st.mounted.iter().any(|m| m.scratch == args.name) {
-        st.release(Some(&args.name)).map_err(failed)?;
+        st.release(Some(&args.name)).map_err(AgentError::failed)?;
     }
     let mountpoint = st.work_dir.join("mnt").join(&args.name);
-    std::fs::create_dir_all(&mountpoint).map_err(|e| failed(format!("mkdir {}: {e}", mountpoint.display())))?;
+    std::fs::create_dir_all(&mountpoint)
+        .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", mountpoint.display())))?;
     let mp = mountpoint.to_string_lossy().into_owned();
     let mut argv = vec!["mount".to_string(), "-t".into(), args.fstype.clone()];
     if !args.options.is_empty() {
@@ -40,15 +39,15 @@ pub fn run(args: &MountArgs, st: &mut HostState) -> Result<StepOutput, AgentErro
     }
     argv.extend([args.source.clone(), mp.clone()]);
     let t0 = Instant::now();
-    let out = cmd::run(&argv).map_err(failed)?;
+    let out = cmd::run(&argv).map_err(AgentError::failed)?;
     if !out.ok() {
         let reason = out.reason();
         let _ = std::fs::remove_dir(&mountpoint);
         let helper_missing = reason.contains("helper program");
         return Err(if reason.contains("unknown filesystem type") || helper_missing {
-            AgentError::new(ErrorCode::Unsupported, format!("mount -t {} refused: {reason}", args.fstype))
+            AgentError::unsupported(format!("mount -t {} refused: {reason}", args.fstype))
         } else {
-            failed(format!("`{}` failed: {reason}", argv.join(" ")))
+            AgentError::failed(format!("`{}` failed: {reason}", argv.join(" ")))
         });
     }
     st.mounted.push(Mounted {
@@ -72,9 +71,9 @@ fn network_fs_supported(st: &HostState, fstype: &str) -> Result<(), AgentError> 
     if !matches!(fstype, "nfs" | "nfs4") {
         return Ok(());
     }
-    super::filesystem::kernel_supports(st, fstype)?;
+    kernel::supports_filesystem(&st.view, fstype)?;
     if cmd::which("mount.nfs").is_none() {
-        return Err(super::unsupported("mount.nfs is not installed on this host (nfs-common)"));
+        return Err(AgentError::unsupported("mount.nfs is not installed on this host (nfs-common)"));
     }
     Ok(())
 }

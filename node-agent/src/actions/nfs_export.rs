@@ -2,20 +2,18 @@
 //! the kernel NFS server. Only what the agent mounted can be exported, and
 //! the export goes with its mount (see `state.rs`).
 
-use super::filesystem::kernel_supports;
-use super::{failed, unsupported};
 use crate::exports::{self, Export};
 use crate::outbox::StepCtx;
 use crate::services;
 use crate::state::HostState;
-use crate::{cmd, facts};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use crate::{cmd, facts, kernel};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{NfsExportArgs, ServiceState, StepOutput};
 use serde_json::json;
 use std::path::{Component, Path};
 
-pub fn run(args: &NfsExportArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
-    let bad = |m: String| AgentError::new(ErrorCode::BadRequest, m);
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<StepOutput, AgentError> {
+    let bad = |m: String| AgentError::bad_request(m);
     let dir = Path::new(&args.dir);
     if !dir.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
         return Err(bad(format!("nfs_export: `dir` must be relative and stay inside the mount: `{}`", args.dir)));
@@ -31,21 +29,21 @@ pub fn run(args: &NfsExportArgs, st: &mut HostState, ctx: &StepCtx) -> Result<St
     }
     let path = st.target(Some(&args.target))?.mountpoint.join(dir);
     if !path.is_dir() {
-        return Err(failed(format!("nfs_export: {} is not a directory", path.display())));
+        return Err(AgentError::failed(format!("nfs_export: {} is not a directory", path.display())));
     }
     // The kernel first: without it, installing the tools would not help.
-    kernel_supports(st, "nfsd")?;
+    kernel::supports_filesystem(&st.view, "nfsd")?;
     if cmd::which("exportfs").is_none() {
-        return Err(unsupported("exportfs is not installed on this host (the kernel NFS server's tools)"));
+        return Err(AgentError::unsupported("exportfs is not installed on this host (the kernel NFS server's tools)"));
     }
     if st.exports.iter().any(|e| e.path == path) {
-        return Err(failed(format!("nfs_export: {} is already exported by this session", path.display())));
+        return Err(AgentError::failed(format!("nfs_export: {} is already exported by this session", path.display())));
     }
 
     let started_server = !services::nfsd_running();
     let server = services::nfs_server_name();
     if started_server {
-        super::service::control(server, ServiceState::Started, ctx)?;
+        super::service::control(ctx, server, ServiceState::Started)?;
     }
     let line = exports::line(&path, &args.clients, &args.options);
     let export = Export {
@@ -57,9 +55,9 @@ pub fn run(args: &NfsExportArgs, st: &mut HostState, ctx: &StepCtx) -> Result<St
     };
     // Registered first: whatever happens next, release undoes it.
     st.exports.push(export.clone());
-    exports::add(&export, &line).map_err(failed)?;
+    exports::add(&export, &line).map_err(AgentError::failed)?;
     if !exports::is_exported(&path) {
-        return Err(failed(format!("nfs_export: `exportfs -ra` did not export {}", path.display())));
+        return Err(AgentError::failed(format!("nfs_export: `exportfs -ra` did not export {}", path.display())));
     }
 
     let mut out = StepOutput::default();

@@ -1,10 +1,9 @@
-use super::failed;
 use crate::state::HostState;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{StepOutput, UnmountArgs};
 
-pub fn run(args: &UnmountArgs, st: &mut HostState) -> Result<StepOutput, AgentError> {
-    let released = st.release(args.device.as_deref()).map_err(failed)?;
+pub fn run(st: &mut HostState, args: &UnmountArgs) -> Result<StepOutput, AgentError> {
+    let released = st.release(args.device.as_deref()).map_err(AgentError::failed)?;
     let mut out = StepOutput::default();
     out.info.insert("released".into(), released.into());
     Ok(out)

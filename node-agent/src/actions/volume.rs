@@ -6,14 +6,14 @@
 //! relocated / time of the operation, a full sync included; the bytes moved
 //! come from the devices' I/O counters and are stored with the sample.
 
-use super::filesystem::{announce_mkfs, attach_image, checked_device, fs_dump, kernel_supports, record_made};
-use super::{expand_home, failed, unsupported};
+use super::filesystem::{announce_mkfs, fs_dump, record_made};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
+use crate::scratch::{self, ScratchBlock};
 use crate::state::{detach_loop, HostState, Mounted};
-use crate::{cmd, tools};
+use crate::{cmd, kernel, tools};
 use benchrig_wire::args::{RaidProfile, VolumeArgs, VolumeChangeArgs};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchKind;
 use benchrig_wire::steps::{Better, Metric, StepOutput};
 use serde_json::json;
@@ -28,58 +28,36 @@ fn profile_name(p: RaidProfile) -> &'static str {
     }
 }
 
-/// A scratch device ready to be written: attached (if an image) and checked.
-struct Member {
-    name: String,
-    kernel_name: String,
-    path: PathBuf,
-    attached: Option<PathBuf>,
-}
-
-/// Resolve and check one scratch device; on failure nothing stays attached.
-fn member(st: &HostState, name: &str) -> Result<Member, AgentError> {
-    let entry = st.scratch(name)?;
+/// A scratch device ready to be written: attached (if an image) and
+/// checked; on failure nothing stays attached.
+fn member(st: &HostState, name: &str) -> Result<ScratchBlock, AgentError> {
+    let entry = scratch::listed(st, name)?;
     if entry.kind == ScratchKind::Directory {
-        return Err(unsupported(format!("scratch `{name}` is a directory: a volume needs devices")));
+        return Err(AgentError::unsupported(format!("scratch `{name}` is a directory: a volume needs devices")));
     }
-    let (dev_path, attached) = match entry.kind {
-        ScratchKind::Image => {
-            let dev = attach_image(st, &entry)?;
-            (dev.clone(), Some(dev))
-        }
-        _ => (expand_home(&entry.path), None),
-    };
-    match checked_device(st, &entry, &dev_path) {
-        Ok((dev, path)) => Ok(Member { name: name.to_string(), kernel_name: dev.name, path, attached }),
-        Err(e) => {
-            if let Some(l) = &attached {
-                let _ = detach_loop(l);
-            }
-            Err(e)
-        }
-    }
+    scratch::resolve_and_check(st, &entry)
 }
 
 fn needs_btrfs(st: &HostState) -> Result<(), AgentError> {
     if cmd::which("mkfs.btrfs").is_none() || cmd::which("btrfs").is_none() {
-        return Err(unsupported("btrfs-progs (mkfs.btrfs, btrfs) is not installed on this host"));
+        return Err(AgentError::unsupported("btrfs-progs (mkfs.btrfs, btrfs) is not installed on this host"));
     }
-    kernel_supports(st, "btrfs")
+    kernel::supports_filesystem(&st.view, "btrfs")
 }
 
-pub fn make(args: &VolumeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<StepOutput, AgentError> {
     if args.devices.is_empty() {
-        return Err(AgentError::new(ErrorCode::BadRequest, "a volume needs at least one device"));
+        return Err(AgentError::bad_request("a volume needs at least one device"));
     }
     needs_btrfs(st)?;
     // A failed teardown must not leave a device in two volumes.
     for name in &args.devices {
         if st.mounted.iter().any(|m| m.scratch == *name) {
-            st.release(Some(name)).map_err(failed)?;
+            st.release(Some(name)).map_err(AgentError::failed)?;
         }
     }
-    let mut members: Vec<Member> = Vec::new();
-    let detach_all = |members: &[Member]| {
+    let mut members: Vec<ScratchBlock> = Vec::new();
+    let detach_all = |members: &[ScratchBlock]| {
         for m in members {
             if let Some(l) = &m.attached {
                 let _ = detach_loop(l);
@@ -104,20 +82,21 @@ pub fn make(args: &VolumeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
     }
     let devices: Vec<(&str, &std::path::Path)> =
         members.iter().map(|m| (m.kernel_name.as_str(), m.path.as_path())).collect();
-    let mut run = announce_mkfs(st, &devices, "btrfs", &mkfs, ctx);
+    let mut run = announce_mkfs(st, ctx, &devices, "btrfs", &mkfs);
     let paths = members.iter().map(|m| m.path.to_string_lossy().into_owned());
     mkfs.extend(paths.clone());
     run.extend(paths);
-    let out = cmd::run(&run).map_err(failed)?;
+    let out = cmd::run(&run).map_err(AgentError::failed)?;
     if !out.ok() {
         detach_all(&members);
-        return Err(unsupported(format!("mkfs.btrfs refused: {}", out.reason())));
+        return Err(AgentError::unsupported(format!("mkfs.btrfs refused: {}", out.reason())));
     }
     for m in &members {
-        record_made(st, &m.kernel_name, &m.path, ctx);
+        record_made(st, ctx, &m.kernel_name, &m.path);
     }
     let mountpoint = st.mountpoint_for(&members[0].name);
-    std::fs::create_dir_all(&mountpoint).map_err(|e| failed(format!("mkdir {}: {e}", mountpoint.display())))?;
+    std::fs::create_dir_all(&mountpoint)
+        .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", mountpoint.display())))?;
     // No udev here necessarily: name every member so the kernel assembles the volume.
     let mut options: Vec<String> = members.iter().map(|m| format!("device={}", m.path.display())).collect();
     options.extend(args.mount_options.iter().cloned());
@@ -125,7 +104,7 @@ pub fn make(args: &VolumeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
     let mount = ["mount", "-t", "btrfs", "-o", &options.join(","), &members[0].path.to_string_lossy(), &mp];
     if let Err(e) = cmd::run_ok(&mount) {
         detach_all(&members);
-        return Err(failed(e));
+        return Err(AgentError::failed(e));
     }
     st.mounted.push(Mounted {
         scratch: members[0].name.clone(),
@@ -146,13 +125,16 @@ pub fn make(args: &VolumeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
 
 /// Logical data on a volume: btrfs's own "Data, <profile>: ... used=" figure.
 fn data_bytes(mountpoint: &std::path::Path) -> Result<u64, AgentError> {
-    let out = cmd::run_ok(&["btrfs", "filesystem", "df", "-b", &mountpoint.to_string_lossy()]).map_err(failed)?;
+    let out =
+        cmd::run_ok(&["btrfs", "filesystem", "df", "-b", &mountpoint.to_string_lossy()]).map_err(AgentError::failed)?;
     out.stdout
         .lines()
         .filter(|l| l.starts_with("Data"))
         .filter_map(|l| l.split("used=").nth(1)?.split_whitespace().next()?.parse::<u64>().ok())
         .max()
-        .ok_or_else(|| failed(format!("cannot read the data size from `btrfs filesystem df`: {}", out.stdout.trim())))
+        .ok_or_else(|| {
+            AgentError::failed(format!("cannot read the data size from `btrfs filesystem df`: {}", out.stdout.trim()))
+        })
 }
 
 /// Index of the volume in the session's mounts.
@@ -179,7 +161,7 @@ fn timed_change(
     let data = data_bytes(mountpoint)?;
     let meter = Meter::start(&st.view.sys, devices);
     for argv in argvs {
-        cmd::run_ok(argv).map_err(failed)?;
+        cmd::run_ok(argv).map_err(AgentError::failed)?;
     }
     rustix::fs::sync();
     let usage = meter.stop();
@@ -204,11 +186,11 @@ fn timed_change(
     Ok(out)
 }
 
-pub fn add(args: &VolumeChangeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn add(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result<StepOutput, AgentError> {
     needs_btrfs(st)?;
     let vi = volume_index(st, args.volume.as_deref())?;
     if st.mounted.iter().any(|m| m.scratch == args.device) {
-        return Err(failed(format!("`{}` is already in use in this cell", args.device)));
+        return Err(AgentError::failed(format!("`{}` is already in use in this cell", args.device)));
     }
     let m = member(st, &args.device)?;
     ctx.check_cancel()?;
@@ -224,7 +206,7 @@ pub fn add(args: &VolumeChangeArgs, st: &mut HostState, ctx: &StepCtx) -> Result
     ];
     let result = timed_change(st, &devices, &devices, &mountpoint, &argvs);
     // Added, it carries the volume's UUID: benchrig's to format over later.
-    record_made(st, &m.kernel_name, &m.path, ctx);
+    record_made(st, ctx, &m.kernel_name, &m.path);
     // Whatever happened, the device may now be part of the volume: release it with it.
     let vol = &mut st.mounted[vi];
     vol.devices = devices;
@@ -234,28 +216,25 @@ pub fn add(args: &VolumeChangeArgs, st: &mut HostState, ctx: &StepCtx) -> Result
     Ok(out)
 }
 
-pub fn remove(args: &VolumeChangeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn remove(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result<StepOutput, AgentError> {
     needs_btrfs(st)?;
     let vi = volume_index(st, args.volume.as_deref())?;
-    let entry = st.scratch(&args.device)?;
+    let entry = scratch::listed(st, &args.device)?;
     let path = match entry.kind {
         ScratchKind::Image => {
             // Its loop device is one this session attached to the volume.
-            let image = expand_home(&entry.path);
-            let image = image.canonicalize().unwrap_or(image);
-            let name = st
-                .view
-                .loops_backed_by(&image)
-                .into_iter()
-                .next()
-                .ok_or_else(|| failed(format!("`{}` is not attached, so not in the volume", args.device)))?;
+            let name = scratch::image_loop_devices(&st.view, &entry).into_iter().next().ok_or_else(|| {
+                AgentError::failed(format!("`{}` is not attached, so not in the volume", args.device))
+            })?;
             PathBuf::from("/dev").join(name)
         }
-        _ => expand_home(&entry.path).canonicalize().map_err(|e| failed(format!("{}: {e}", entry.path)))?,
+        _ => scratch::expand_home(&entry.path)
+            .canonicalize()
+            .map_err(|e| AgentError::failed(format!("{}: {e}", entry.path)))?,
     };
     let kernel_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if !st.mounted[vi].devices.contains(&kernel_name) {
-        return Err(failed(format!("`{}` ({kernel_name}) is not a member of this volume", args.device)));
+        return Err(AgentError::failed(format!("`{}` ({kernel_name}) is not a member of this volume", args.device)));
     }
     ctx.check_cancel()?;
     let mountpoint = st.mounted[vi].mountpoint.clone();

@@ -18,12 +18,11 @@
 
 use super::metric;
 use super::tree::{cold_info, existing_tree};
-use crate::actions::failed;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use benchrig_wire::args::{AclCheckArgs, AclOp};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput, Usage};
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -31,42 +30,39 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub fn run(args: &AclCheckArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &AclCheckArgs) -> Result<StepOutput, AgentError> {
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let me = rustix::process::getuid();
     if !me.is_root() && me.as_raw() != args.uid {
-        return Err(AgentError::new(
-            ErrorCode::Unsupported,
-            format!(
-                "acl_check runs its checks as uid {}, which needs root (the agent runs as uid {})",
-                args.uid,
-                me.as_raw()
-            ),
-        ));
+        return Err(AgentError::unsupported(format!(
+            "acl_check runs its checks as uid {}, which needs root (the agent runs as uid {})",
+            args.uid,
+            me.as_raw()
+        )));
     }
     if args.uid == 0 {
-        return Err(failed("acl_check as uid 0 checks nothing: root passes every permission check"));
+        return Err(AgentError::failed("acl_check as uid 0 checks nothing: root passes every permission check"));
     }
-    let mut files = regular_files(&root, ctx)?;
+    let mut files = regular_files(ctx, &root)?;
     if let Some(limit) = args.limit {
         files.truncate(limit.min(usize::MAX as u64) as usize);
     }
     if files.is_empty() {
-        return Err(failed(format!("{} has no regular files to check", root.display())));
+        return Err(AgentError::failed(format!("{} has no regular files to check", root.display())));
     }
     let cold = if args.cold { super::tree::make_cold(ctx) } else { None };
     let dir = rustix::fs::open(&root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| failed(format!("open {}: {e}", root.display())))?;
+        .map_err(|e| AgentError::failed(format!("open {}: {e}", root.display())))?;
 
     let sys = st.view.sys.clone();
     let (id, outbox, cancel) = (ctx.id, ctx.out, ctx.cancel);
     let checked = std::thread::scope(|s| {
         s.spawn(|| {
             let ctx = StepCtx::new(id, outbox, cancel);
-            check_as(args.uid, args.gid, args.op, &dir, &files, &sys, &devices, &ctx)
+            check_as(&ctx, args.uid, args.gid, args.op, &dir, &files, &sys, &devices)
         })
         .join()
-        .unwrap_or_else(|_| Err(failed("the acl_check thread panicked")))
+        .unwrap_or_else(|_| Err(AgentError::failed("the acl_check thread panicked")))
     })?;
 
     let mut sorted = checked.nanos.clone();
@@ -105,6 +101,7 @@ struct Checked {
 /// Runs on a thread of its own: its credentials change for good.
 #[allow(clippy::too_many_arguments)]
 fn check_as(
+    ctx: &StepCtx,
     uid: u32,
     gid: u32,
     op: AclOp,
@@ -112,20 +109,21 @@ fn check_as(
     files: &[PathBuf],
     sys: &Path,
     devices: &[String],
-    ctx: &StepCtx,
 ) -> Result<Checked, AgentError> {
     become_user(uid, gid)?;
     // The top of the tree must be searchable, or every check would be a
     // denial about the directory, not the file.
     rustix::fs::accessat(dir, ".", Access::EXEC_OK, AtFlags::empty()).map_err(|e| {
-        failed(format!("uid {uid} cannot search the tree's top directory ({e}): it was not made by a `tree` step"))
+        AgentError::failed(format!(
+            "uid {uid} cannot search the tree's top directory ({e}): it was not made by a `tree` step"
+        ))
     })?;
     let mut nanos = Vec::with_capacity(files.len());
     let (mut allowed, mut denied) = (0u64, 0u64);
     let meter = Meter::start(sys, devices);
     for (i, f) in files.iter().enumerate() {
         ctx.check_cancel()?;
-        let what = |e: Errno| failed(format!("{} as uid {uid}: {e}", f.display()));
+        let what = |e: Errno| AgentError::failed(format!("{} as uid {uid}: {e}", f.display()));
         // Untimed: loads the inode (and every directory on the way).
         rustix::fs::statat(dir, f, AtFlags::SYMLINK_NOFOLLOW).map_err(what)?;
         let t = Instant::now();
@@ -153,7 +151,7 @@ fn become_user(uid: u32, gid: u32) -> Result<(), AgentError> {
     if rustix::process::getuid().as_raw() == uid {
         return Ok(());
     }
-    let err = |what: &str, e: Errno| failed(format!("acl_check cannot switch this thread to {what}: {e}"));
+    let err = |what: &str, e: Errno| AgentError::failed(format!("acl_check cannot switch this thread to {what}: {e}"));
     let g = Gid::from_raw(gid);
     rustix::thread::set_thread_groups(&[]).map_err(|e| err("no supplementary groups", e))?;
     rustix::thread::set_thread_res_gid(g, g, g).map_err(|e| err(&format!("gid {gid}"), e))?;
@@ -172,7 +170,7 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 }
 
 /// Regular files below `root`, relative to it, in sorted depth-first order.
-pub(crate) fn regular_files(root: &Path, ctx: &StepCtx) -> Result<Vec<PathBuf>, AgentError> {
+pub(crate) fn regular_files(ctx: &StepCtx, root: &Path) -> Result<Vec<PathBuf>, AgentError> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -180,7 +178,7 @@ pub(crate) fn regular_files(root: &Path, ctx: &StepCtx) -> Result<Vec<PathBuf>, 
         let abs = root.join(&rel);
         let mut entries: Vec<(std::ffi::OsString, std::fs::FileType)> = std::fs::read_dir(&abs)
             .and_then(|rd| rd.map(|e| e.and_then(|e| Ok((e.file_name(), e.file_type()?)))).collect())
-            .map_err(|e| failed(format!("read {}: {e}", abs.display())))?;
+            .map_err(|e| AgentError::failed(format!("read {}: {e}", abs.display())))?;
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let mut subdirs = Vec::new();
         for (name, ty) in entries {

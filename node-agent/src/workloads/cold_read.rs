@@ -8,33 +8,33 @@
 //! waited for inside the timed region.
 
 use super::{metric, target_file, transfer_output};
-use crate::actions::{failed, unsupported};
 use crate::cache;
-use crate::codec;
+use crate::compress;
 use crate::content::{self, Rng};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
+use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use crate::{cmd, tools};
 use benchrig_wire::args::{Codec, CodecTool, ColdReadArgs, ContentKind};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput};
 use serde_json::json;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
-pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     if bs == 0 {
-        return Err(failed("cold_read needs a non-zero bs"));
+        return Err(AgentError::failed("cold_read needs a non-zero bs"));
     }
     let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
     let stored = stored_path(&path, args.codec);
     let external = args.tool == CodecTool::External;
     // Every "this host cannot" comes before any I/O.
-    let (compress, decompress) = if external { tool_lines(args.codec, &path, &stored)? } else { (None, Vec::new()) };
+    let (compress_argv, read_argv) =
+        if external { tool_lines(args.codec, &path, &stored)? } else { (None, Vec::new()) };
 
     // Prepare (untimed): the content, compressed, only the compressed copy
     // left. The next repetition of the same cell reads the same file again:
@@ -52,32 +52,38 @@ pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
         let _ = std::fs::remove_file(&stamp_path);
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(&stored);
-        if let Err(e) = prepare(args, &path, &stored, compress.as_deref(), ctx) {
+        if let Err(e) = prepare(ctx, args, &path, &stored, compress_argv.as_deref()) {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(&stored);
             return Err(e);
         }
-        std::fs::write(&stamp_path, &stamp).map_err(|e| failed(format!("{}: {e}", stamp_path.display())))?;
+        std::fs::write(&stamp_path, &stamp)
+            .map_err(|e| AgentError::failed(format!("{}: {e}", stamp_path.display())))?;
     }
     let prepare_s = t0.elapsed().as_secs_f64();
-    let compressed_bytes = std::fs::metadata(&stored).map_err(|e| failed(format!("{}: {e}", stored.display())))?.len();
-    let cold = cache::make_cold(Some(&stored)).map_err(failed)?;
+    let compressed_bytes =
+        std::fs::metadata(&stored).map_err(|e| AgentError::failed(format!("{}: {e}", stored.display())))?.len();
+    let cold = cache::make_cold(Some(&stored)).map_err(AgentError::failed)?;
     // The tool's own executable and libraries were just evicted too; the
     // question is how fast the data comes back, not how fast a binary
     // loads, so they are read back in (asking the version) before the clock.
-    let version = external.then(|| tools::version(&decompress[0])).flatten();
+    let version = external.then(|| tools::version(&read_argv[0])).flatten();
     ctx.check_cancel()?;
 
     let meter = Meter::start(&st.view.sys, &devices);
     let produced = if external {
-        read_external(&decompress, bs, args.size.0, ctx)
+        read_external(ctx, &read_argv, bs, args.size.0)
     } else {
-        read_builtin(args.codec, &stored, bs, args.size.0, ctx)
+        read_builtin(ctx, args.codec, &stored, bs, args.size.0)
     };
     let usage = meter.stop();
     let produced = produced?;
     if produced != args.size.0 {
-        return Err(failed(format!("{} gave {produced} bytes, but {} were written", stored.display(), args.size.0)));
+        return Err(AgentError::failed(format!(
+            "{} gave {produced} bytes, but {} were written",
+            stored.display(),
+            args.size.0
+        )));
     }
 
     let mut out = transfer_output(produced, usage.clone());
@@ -85,7 +91,7 @@ pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     out.metrics.push(metric("sys", usage.sys_s, "s", Better::Lower));
     let info = &mut out.info;
     info.insert("path".into(), stored.to_string_lossy().into_owned().into());
-    info.insert("codec".into(), codec::name(args.codec).into());
+    info.insert("codec".into(), compress::name(args.codec).into());
     info.insert("tool".into(), if external { "external" } else { "builtin" }.into());
     info.insert("content".into(), json!(args.content));
     info.insert("compressed_bytes".into(), json!(compressed_bytes));
@@ -96,9 +102,9 @@ pub fn run(args: &ColdReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     info.insert("cold".into(), cold.method.into());
     info.insert("resident_pages_at_start".into(), json!(cold.resident_pages));
     if external {
-        info.insert("read_command".into(), decompress.join(" ").into());
+        info.insert("read_command".into(), read_argv.join(" ").into());
         info.insert("tool_version".into(), json!(version));
-        if let Some(c) = &compress {
+        if let Some(c) = &compress_argv {
             info.insert("compress_command".into(), c.join(" ").into());
         }
     } else if args.codec == Codec::Zstd {
@@ -114,7 +120,7 @@ fn stored_path(path: &Path, codec: Codec) -> PathBuf {
         c => {
             let mut name = path.as_os_str().to_os_string();
             name.push(".");
-            name.push(codec::extension(c));
+            name.push(compress::extension(c));
             PathBuf::from(name)
         }
     }
@@ -128,18 +134,18 @@ fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> Result<(Option<ArgvLi
     let p = path.to_string_lossy().into_owned();
     let s = stored.to_string_lossy().into_owned();
     let line = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let (compress, decompress) = match codec {
+    let (compress_argv, read_argv) = match codec {
         Codec::Raw => (None, line(&["cat", &s])),
         Codec::Lzo => (Some(line(&["lzop", "-c", &p])), line(&["lzop", "-dc", &s])),
         Codec::Gzip => (Some(line(&["gzip", "-c", "-6", &p])), line(&["gunzip", "-c", &s])),
         Codec::Zstd => (Some(line(&["zstd", "-c", "-3", "-q", &p])), line(&["zstd", "-dc", "-q", &s])),
     };
-    for prog in compress.iter().chain([&decompress]).map(|l| l[0].as_str()) {
+    for prog in compress_argv.iter().chain([&read_argv]).map(|l| l[0].as_str()) {
         if cmd::which(prog).is_none() {
-            return Err(unsupported(format!("{prog} is not installed on this host")));
+            return Err(AgentError::unsupported(format!("{prog} is not installed on this host")));
         }
     }
-    Ok((compress, decompress))
+    Ok((compress_argv, read_argv))
 }
 
 /// Deterministic content in fixed 1 MiB chunks (so the bytes depend only on
@@ -157,7 +163,7 @@ struct ContentReader<'a> {
 impl<'a> ContentReader<'a> {
     const CHUNK: usize = 1 << 20;
 
-    fn new(kind: ContentKind, seed: u64, size: u64, ctx: &'a StepCtx<'a>) -> Self {
+    fn new(ctx: &'a StepCtx<'a>, kind: ContentKind, seed: u64, size: u64) -> Self {
         ContentReader { kind, rng: Rng::new(seed), left: size, total: size, chunk: Vec::new(), pos: 0, ctx }
     }
 }
@@ -187,97 +193,61 @@ impl Read for ContentReader<'_> {
 
 /// Cancellation beats whatever error it caused.
 fn io_failed(ctx: &StepCtx, what: String, e: io::Error) -> AgentError {
-    ctx.check_cancel().err().unwrap_or_else(|| failed(format!("{what}: {e}")))
+    ctx.check_cancel().err().unwrap_or_else(|| AgentError::failed(format!("{what}: {e}")))
 }
 
 fn prepare(
+    ctx: &StepCtx,
     args: &ColdReadArgs,
     path: &Path,
     stored: &Path,
-    compress: Option<&[String]>,
-    ctx: &StepCtx,
+    compress_argv: Option<&[String]>,
 ) -> Result<(), AgentError> {
-    let mut src = ContentReader::new(args.content, args.seed, args.size.0, ctx);
+    let mut src = ContentReader::new(ctx, args.content, args.seed, args.size.0);
     let builtin = args.tool == CodecTool::Builtin && args.codec != Codec::Raw;
     // The agent's codec writes the compressed file straight from the content;
     // the host's tool compresses the plain file, which is then removed.
     let first = if builtin { stored } else { path };
-    let f = File::create(first).map_err(|e| failed(format!("create {}: {e}", first.display())))?;
+    let f = File::create(first).map_err(|e| AgentError::failed(format!("create {}: {e}", first.display())))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
     let codec = if builtin { args.codec } else { Codec::Raw };
-    codec::encode(codec, &mut src, &mut w).map_err(|e| io_failed(ctx, format!("write {}", first.display()), e))?;
-    let f = w.into_inner().map_err(|e| failed(format!("write {}: {}", first.display(), e.error())))?;
+    compress::encode(codec, &mut src, &mut w).map_err(|e| io_failed(ctx, format!("write {}", first.display()), e))?;
+    let f = w.into_inner().map_err(|e| AgentError::failed(format!("write {}: {}", first.display(), e.error())))?;
     drop(f);
-    if let Some(argv) = compress {
-        let out = File::create(stored).map_err(|e| failed(format!("create {}: {e}", stored.display())))?;
-        let child = spawn(argv, Stdio::from(out))?;
-        let (status, stderr) = finish(child, ctx)?;
-        if !status.success() {
-            return Err(failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+    if let Some(argv) = compress_argv {
+        let out = File::create(stored).map_err(|e| AgentError::failed(format!("create {}: {e}", stored.display())))?;
+        let mut run = spawn(argv, StdoutTo::File(out))?;
+        let (status, ended) = run.wait(Some(ctx), None).map_err(|e| AgentError::failed(format!("wait: {e}")))?;
+        if let Ended::Cancelled = ended {
+            return Err(AgentError::cancelled());
         }
-        std::fs::remove_file(path).map_err(|e| failed(format!("remove {}: {e}", path.display())))?;
+        let stderr = run.collect().stderr_text();
+        if !status.success() {
+            return Err(AgentError::failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+        }
+        std::fs::remove_file(path).map_err(|e| AgentError::failed(format!("remove {}: {e}", path.display())))?;
     }
     Ok(())
 }
 
-fn spawn(argv: &[String], stdout: Stdio) -> Result<Child, AgentError> {
-    let prog = cmd::which(&argv[0]).ok_or_else(|| unsupported(format!("{} is not installed on this host", argv[0])))?;
-    Command::new(prog)
-        .args(&argv[1..])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", argv[0])))
+fn spawn(argv: &[String], stdout: StdoutTo) -> Result<Supervised, AgentError> {
+    let prog = cmd::which(&argv[0])
+        .ok_or_else(|| AgentError::unsupported(format!("{} is not installed on this host", argv[0])))?;
+    Supervised::spawn(supervisor::command(&prog).args(&argv[1..]), stdout)
+        .map_err(|e| AgentError::failed(format!("cannot run {}: {e}", argv[0])))
 }
 
-/// Read a child's stderr in a thread from the start, so a chatty tool never
-/// blocks on a full pipe while the agent reads its stdout.
-fn drain_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
-    let mut err_pipe = child.stderr.take().expect("stderr is piped");
-    std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err_pipe.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    })
-}
-
-/// Wait for a child (whose stdout is taken care of) checking for a cancel,
-/// which kills it. Untimed waits only: the polling costs up to 20 ms.
-fn finish(mut child: Child, ctx: &StepCtx) -> Result<(std::process::ExitStatus, String), AgentError> {
-    let stderr = drain_stderr(&mut child);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if ctx.check_cancel().is_err() => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(AgentError::new(ErrorCode::Cancelled, "cancelled"));
-            }
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            Err(e) => return Err(failed(format!("wait: {e}"))),
-        }
-    };
-    Ok((status, stderr.join().unwrap_or_default()))
-}
-
+/// What a failed tool said last, or how it ended.
 fn last_line(stderr: &str, status: std::process::ExitStatus) -> String {
-    stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| status.to_string())
+    supervisor::last_line(stderr).map(str::to_string).unwrap_or_else(|| status.to_string())
 }
 
 /// The timed region of the agent's own reader: the file in `bs` reads,
 /// decoded on the way, counted and dropped.
-fn read_builtin(codec: Codec, stored: &Path, bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
-    let f = File::open(stored).map_err(|e| failed(format!("open {}: {e}", stored.display())))?;
+fn read_builtin(ctx: &StepCtx, codec: Codec, stored: &Path, bs: usize, total: u64) -> Result<u64, AgentError> {
+    let f = File::open(stored).map_err(|e| AgentError::failed(format!("open {}: {e}", stored.display())))?;
     let what = || format!("read {}", stored.display());
-    let mut dec = codec::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
+    let mut dec = compress::decoder(codec, BufReader::with_capacity(bs, f)).map_err(|e| io_failed(ctx, what(), e))?;
     let mut buf = vec![0u8; bs];
     let mut produced = 0u64;
     loop {
@@ -297,10 +267,9 @@ fn read_builtin(codec: Codec, stored: &Path, bs: usize, total: u64, ctx: &StepCt
 
 /// The timed region of a host tool: its stdout drained by the agent, the
 /// tool waited for (so its CPU time is in the children's rusage).
-fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Result<u64, AgentError> {
-    let mut child = spawn(argv, Stdio::piped())?;
-    let stderr = drain_stderr(&mut child);
-    let mut pipe = child.stdout.take().expect("stdout is piped");
+fn read_external(ctx: &StepCtx, argv: &[String], bs: usize, total: u64) -> Result<u64, AgentError> {
+    let mut run = spawn(argv, StdoutTo::Pipe)?;
+    let mut pipe = run.take_stdout().expect("stdout is piped");
     // A bigger pipe means fewer switches between the tool and the agent, as
     // a shell pipeline into a reader with a large buffer would have.
     let _ = rustix::pipe::fcntl_setpipe_size(&pipe, bs.clamp(64 << 10, 1 << 20));
@@ -308,7 +277,7 @@ fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Resul
     let mut produced = 0u64;
     let drained = loop {
         if ctx.check_cancel().is_err() {
-            break Err(AgentError::new(ErrorCode::Cancelled, "cancelled"));
+            break Err(AgentError::cancelled());
         }
         match pipe.read(&mut buf) {
             Ok(0) => break Ok(()),
@@ -317,21 +286,21 @@ fn read_external(argv: &[String], bs: usize, total: u64, ctx: &StepCtx) -> Resul
                 ctx.progress(produced, total, "reading");
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(failed(format!("read from {}: {e}", argv[0]))),
+            Err(e) => break Err(AgentError::failed(format!("read from {}: {e}", argv[0]))),
         }
     };
     if let Err(e) = drained {
-        let _ = child.kill();
-        let _ = child.wait();
+        run.stop();
         return Err(e);
     }
     drop(pipe);
-    // The tool closed its output: it is exiting. A blocking wait, so the
-    // clock stops when it is gone and not at the next poll.
-    let status = child.wait().map_err(|e| failed(format!("wait for {}: {e}", argv[0])))?;
-    let stderr = stderr.join().unwrap_or_default();
+    // The tool closed its output: it is exiting. Waited for without a
+    // cancel check: its exit wakes the wait, so the clock stops when it is
+    // gone and not at a poll.
+    let (status, _) = run.wait(None, None).map_err(|e| AgentError::failed(format!("wait for {}: {e}", argv[0])))?;
+    let stderr = run.collect().stderr_text();
     if !status.success() {
-        return Err(failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
+        return Err(AgentError::failed(format!("`{}` failed: {}", argv.join(" "), last_line(&stderr, status))));
     }
     Ok(produced)
 }
@@ -356,9 +325,9 @@ mod tests {
         let ctx = StepCtx::new(1, &out, &cancel);
         let size = 3 * ContentReader::CHUNK as u64 + 5;
         let mut a = Vec::new();
-        ContentReader::new(ContentKind::Text, 4, size, &ctx).read_to_end(&mut a).unwrap();
+        ContentReader::new(&ctx, ContentKind::Text, 4, size).read_to_end(&mut a).unwrap();
         let mut b = Vec::new();
-        let mut r = ContentReader::new(ContentKind::Text, 4, size, &ctx);
+        let mut r = ContentReader::new(&ctx, ContentKind::Text, 4, size);
         let mut small = [0u8; 777];
         loop {
             let n = r.read(&mut small).unwrap();

@@ -14,7 +14,6 @@
 use super::metric;
 use super::transfer_output;
 use super::tree::{check_dir_name, existing_tree, is_unsupported, remove_existing};
-use crate::actions::failed;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
@@ -42,7 +41,7 @@ struct Copied {
     xattrs: u64,
 }
 
-pub fn run(args: &CopyTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &CopyTreeArgs) -> Result<StepOutput, AgentError> {
     let (src, src_devices) = existing_tree(st, Some(&args.from), &args.from_dir)?;
     check_dir_name(&args.to_dir, "to_dir")?;
     let to = st.target(args.to.as_deref())?;
@@ -53,11 +52,12 @@ pub fn run(args: &CopyTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
             devices.push(d.clone());
         }
     }
-    let src_real = src.canonicalize().map_err(|e| failed(format!("{}: {e}", src.display())))?;
-    let dst_parent = to.mountpoint.canonicalize().map_err(|e| failed(format!("{}: {e}", to.mountpoint.display())))?;
+    let src_real = src.canonicalize().map_err(|e| AgentError::failed(format!("{}: {e}", src.display())))?;
+    let dst_parent =
+        to.mountpoint.canonicalize().map_err(|e| AgentError::failed(format!("{}: {e}", to.mountpoint.display())))?;
     let dst_real = dst_parent.join(&args.to_dir);
     if dst_real.starts_with(&src_real) || src_real.starts_with(&dst_real) {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "copy_tree from {} to {}: one is inside the other",
             src_real.display(),
             dst_real.display()
@@ -65,7 +65,7 @@ pub fn run(args: &CopyTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
     }
     remove_existing(&dst)?;
     if let Some(parent) = dst.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| failed(format!("mkdir {}: {e}", parent.display())))?;
+        std::fs::create_dir_all(parent).map_err(|e| AgentError::failed(format!("mkdir {}: {e}", parent.display())))?;
     }
 
     let mut c = Copier {
@@ -76,7 +76,7 @@ pub fn run(args: &CopyTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
         n: Copied::default(),
     };
     let meter = Meter::start(&st.view.sys, &devices);
-    c.tree(&src, &dst, ctx)?;
+    c.tree(ctx, &src, &dst)?;
     if args.sync {
         rustix::fs::sync();
     }
@@ -112,19 +112,20 @@ impl Copier {
     /// its subdirectories. A directory's xattrs are copied once everything
     /// in it is, as cp does: a default ACL set earlier would be inherited by
     /// the files made in it, which the source's files may not have.
-    fn tree(&mut self, src: &Path, dst: &Path, ctx: &StepCtx) -> Result<(), AgentError> {
-        let meta = src.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", src.display())))?;
+    fn tree(&mut self, ctx: &StepCtx, src: &Path, dst: &Path) -> Result<(), AgentError> {
+        let meta = src.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", src.display())))?;
         self.dir(dst, &meta)?;
         let mut made = vec![(src.to_path_buf(), dst.to_path_buf())];
         let mut stack: Vec<(PathBuf, PathBuf)> = vec![(src.to_path_buf(), dst.to_path_buf())];
         while let Some((s, d)) = stack.pop() {
-            let rd = std::fs::read_dir(&s).map_err(|e| failed(format!("read {}: {e}", s.display())))?;
+            let rd = std::fs::read_dir(&s).map_err(|e| AgentError::failed(format!("read {}: {e}", s.display())))?;
             let mut subdirs = Vec::new();
             for entry in rd {
                 ctx.check_cancel()?;
-                let entry = entry.map_err(|e| failed(format!("read {}: {e}", s.display())))?;
+                let entry = entry.map_err(|e| AgentError::failed(format!("read {}: {e}", s.display())))?;
                 let (sp, dp) = (entry.path(), d.join(entry.file_name()));
-                let meta = sp.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", sp.display())))?;
+                let meta =
+                    sp.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", sp.display())))?;
                 let ty = meta.file_type();
                 if ty.is_dir() {
                     self.dir(&dp, &meta)?;
@@ -133,10 +134,10 @@ impl Copier {
                 } else if ty.is_file() {
                     self.file(&sp, &dp, &meta)?;
                 } else if ty.is_symlink() {
-                    let target =
-                        std::fs::read_link(&sp).map_err(|e| failed(format!("readlink {}: {e}", sp.display())))?;
+                    let target = std::fs::read_link(&sp)
+                        .map_err(|e| AgentError::failed(format!("readlink {}: {e}", sp.display())))?;
                     std::os::unix::fs::symlink(&target, &dp)
-                        .map_err(|e| failed(format!("symlink {}: {e}", dp.display())))?;
+                        .map_err(|e| AgentError::failed(format!("symlink {}: {e}", dp.display())))?;
                     self.xattrs(&sp, &dp)?;
                     self.n.symlinks += 1;
                 } else {
@@ -158,27 +159,27 @@ impl Copier {
         DirBuilder::new()
             .mode(meta.permissions().mode() & 0o7777)
             .create(dst)
-            .map_err(|e| failed(format!("mkdir {}: {e}", dst.display())))?;
+            .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", dst.display())))?;
         self.n.dirs += 1;
         Ok(())
     }
 
     fn file(&mut self, src: &Path, dst: &Path, meta: &std::fs::Metadata) -> Result<(), AgentError> {
-        let mut from = File::open(src).map_err(|e| failed(format!("open {}: {e}", src.display())))?;
+        let mut from = File::open(src).map_err(|e| AgentError::failed(format!("open {}: {e}", src.display())))?;
         let mut to = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(meta.permissions().mode() & 0o7777)
             .open(dst)
-            .map_err(|e| failed(format!("create {}: {e}", dst.display())))?;
+            .map_err(|e| AgentError::failed(format!("create {}: {e}", dst.display())))?;
         loop {
             let n = match from.read(&mut self.buf) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(failed(format!("read {}: {e}", src.display()))),
+                Err(e) => return Err(AgentError::failed(format!("read {}: {e}", src.display()))),
             };
-            to.write_all(&self.buf[..n]).map_err(|e| failed(format!("write {}: {e}", dst.display())))?;
+            to.write_all(&self.buf[..n]).map_err(|e| AgentError::failed(format!("write {}: {e}", dst.display())))?;
             self.n.bytes += n as u64;
         }
         drop((from, to));
@@ -202,7 +203,7 @@ impl Copier {
         let len = match rustix::fs::llistxattr(src, &mut names[..]) {
             Ok(n) => n,
             Err(e) if is_unsupported(e) => return Ok(()),
-            Err(e) => return Err(failed(format!("listxattr {}: {e}", src.display()))),
+            Err(e) => return Err(AgentError::failed(format!("listxattr {}: {e}", src.display()))),
         };
         for name in names[..len].split(|&b| b == 0).filter(|n| !n.is_empty()) {
             let name = OsStr::from_bytes(name);
@@ -210,10 +211,10 @@ impl Copier {
                 Ok(n) => n,
                 // Removed since it was listed.
                 Err(rustix::io::Errno::NODATA) => continue,
-                Err(e) => return Err(failed(format!("getxattr {} {name:?}: {e}", src.display()))),
+                Err(e) => return Err(AgentError::failed(format!("getxattr {} {name:?}: {e}", src.display()))),
             };
             rustix::fs::lsetxattr(dst, name, &self.xbuf[..n], rustix::fs::XattrFlags::empty()).map_err(|e| {
-                failed(format!(
+                AgentError::failed(format!(
                     "cannot copy the xattr {name:?} to {}: {e}{}",
                     dst.display(),
                     if is_unsupported(e) { " (the destination filesystem does not support it)" } else { "" }

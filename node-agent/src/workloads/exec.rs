@@ -6,47 +6,37 @@
 //! classes (`\d` is `[0-9]`, `(?i)` folds ASCII): the agent travels to
 //! every host, and `regex` with its Unicode tables made it 740 KB larger.
 //!
-//! The command never sees the agent's stdout (the protocol channel): its
-//! stdout and stderr are pipes the agent drains, its stdin is /dev/null. It
-//! runs in its own process group, so a timeout or a cancel kills everything
-//! it started, and with SIGINT and SIGHUP back at their defaults (the agent
-//! ignores them, and ignored signals are inherited). `LC_ALL=C` unless `env`
-//! says otherwise, so numbers print the same on every host.
+//! The command runs under `supervisor`, as every child a step waits on: its
+//! stdin is /dev/null and its stdout and stderr are pipes the agent drains
+//! (never the protocol channel); it runs in its own process group, so a
+//! timeout or a cancel kills everything it started, with SIGINT and SIGHUP
+//! back at their defaults. `LC_ALL=C` unless `env` says otherwise, so
+//! numbers print the same on every host.
 
 use super::metric;
-use crate::actions::{failed, unsupported};
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
+use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use benchrig_wire::args::{CommandLine, ExecArgs, ExecMetric};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput};
 use serde_json::{json, Value};
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 /// Stdout kept for the metrics (the rest is drained and counted).
 const STDOUT_KEEP: usize = 16 << 20;
-/// The end of stderr kept for the failure message and the record.
-const STDERR_KEEP: usize = 64 << 10;
 /// How much of each stream goes into the step's info.
 const INFO_STDOUT: usize = 64 << 10;
 const INFO_STDERR: usize = 4 << 10;
-/// After the command exits, how long processes it left behind may keep its output open.
-const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
 
 enum Source {
     Json(String),
     Regex(regex_lite::Regex),
-}
-
-fn bad_request(message: String) -> AgentError {
-    AgentError::new(ErrorCode::BadRequest, message)
 }
 
 /// Every metric checked (one source each, a regex that compiles, names
@@ -57,28 +47,34 @@ fn sources(metrics: &[ExecMetric]) -> Result<Vec<Source>, AgentError> {
         .iter()
         .map(|m| {
             if names.contains(&m.name.as_str()) {
-                return Err(bad_request(format!("metric name `{}` is used twice (`time` is always measured)", m.name)));
+                return Err(AgentError::bad_request(format!(
+                    "metric name `{}` is used twice (`time` is always measured)",
+                    m.name
+                )));
             }
             names.push(&m.name);
             match (&m.json, &m.regex) {
                 (Some(path), None) => Ok(Source::Json(path.clone())),
                 (None, Some(re)) => regex_lite::Regex::new(re)
                     .map(Source::Regex)
-                    .map_err(|e| bad_request(format!("metric `{}`: bad regex: {e}", m.name))),
-                _ => Err(bad_request(format!("metric `{}` needs exactly one of `json` and `regex`", m.name))),
+                    .map_err(|e| AgentError::bad_request(format!("metric `{}`: bad regex: {e}", m.name))),
+                _ => {
+                    Err(AgentError::bad_request(format!("metric `{}` needs exactly one of `json` and `regex`", m.name)))
+                }
             }
         })
         .collect()
 }
 
-pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOutput, AgentError> {
     let sources = sources(&args.metrics)?;
     let (argv, shown): (Vec<String>, String) = match &args.command {
         CommandLine::Shell(s) => (vec!["sh".into(), "-c".into(), s.clone()], s.clone()),
         CommandLine::Argv(v) => (v.clone(), v.join(" ")),
     };
-    let Some(prog) = argv.first() else { return Err(bad_request("exec: the command is empty".into())) };
-    let path = cmd::which(prog).ok_or_else(|| unsupported(format!("{prog} is not installed on this host")))?;
+    let Some(prog) = argv.first() else { return Err(AgentError::bad_request("exec: the command is empty")) };
+    let path =
+        cmd::which(prog).ok_or_else(|| AgentError::unsupported(format!("{prog} is not installed on this host")))?;
     let (cwd, devices) = match args.target.as_deref() {
         Some(t) => {
             let m = st.target(Some(t))?;
@@ -87,38 +83,35 @@ pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
         None => ((!st.work_dir.as_os_str().is_empty()).then(|| st.work_dir.clone()), Vec::new()),
     };
 
-    let mut command = Command::new(&path);
-    command.args(&argv[1..]).env("LC_ALL", "C").envs(&args.env);
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    command.process_group(0);
+    let mut command = supervisor::command(&path);
+    command.args(&argv[1..]).envs(&args.env);
     if let Some(dir) = &cwd {
         command.current_dir(dir);
     }
-    // SAFETY: between fork and exec only async-signal-safe calls: signal(2).
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGHUP, libc::SIG_DFL);
-            Ok(())
-        });
-    }
 
     let meter = Meter::start(&st.view.sys, &devices);
-    let mut run = Running::start(&mut command).map_err(|e| failed(format!("cannot run {prog}: {e}")))?;
-    let (status, ended) = run.wait(args.timeout.map(Duration::from_secs), ctx)?;
+    let mut run = Supervised::spawn(&mut command, StdoutTo::Capture(STDOUT_KEEP))
+        .map_err(|e| AgentError::failed(format!("cannot run {prog}: {e}")))?;
+    let (status, ended) = run
+        .wait(Some(ctx), args.timeout.map(Duration::from_secs))
+        .map_err(|e| AgentError::failed(format!("wait: {e}")))?;
     let usage = meter.stop();
     let captured = run.collect();
 
     match ended {
         Ended::Exited => {}
-        Ended::TimedOut(t) => return Err(failed(format!("`{shown}` timed out after {} s", t.as_secs()))),
-        Ended::Cancelled => return Err(AgentError::new(ErrorCode::Cancelled, "cancelled")),
+        Ended::TimedOut(t) => return Err(AgentError::failed(format!("`{shown}` timed out after {} s", t.as_secs()))),
+        Ended::Cancelled => return Err(AgentError::cancelled()),
     }
     let stdout = String::from_utf8_lossy(&captured.stdout);
     let stderr = String::from_utf8_lossy(&captured.stderr);
     if !status.success() && !args.ignore_status {
-        let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
-        return Err(failed(format!("`{shown}` {}: {}", describe(status), last.unwrap_or("(no output on stderr)"))));
+        let last = supervisor::last_line(&stderr);
+        return Err(AgentError::failed(format!(
+            "`{shown}` {}: {}",
+            describe(status),
+            last.unwrap_or("(no output on stderr)")
+        )));
     }
 
     let mut out = StepOutput::default();
@@ -128,7 +121,7 @@ pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
         let value = match source {
             Source::Json(path) => {
                 if captured.stdout_total > captured.stdout.len() as u64 {
-                    return Err(failed(format!(
+                    return Err(AgentError::failed(format!(
                         "metric `{}`: stdout was {} bytes, more than the {STDOUT_KEEP} kept to parse",
                         m.name, captured.stdout_total
                     )));
@@ -138,7 +131,7 @@ pub fn run(args: &ExecArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
             }
             Source::Regex(re) => regex_number(re, &stdout),
         }
-        .map_err(|e| failed(format!("metric `{}`: {e}", m.name)))?;
+        .map_err(|e| AgentError::failed(format!("metric `{}`: {e}", m.name)))?;
         out.metrics.push(metric(&m.name, value * m.scale, &m.unit, m.better));
     }
     out.usage = Some(usage);
@@ -180,135 +173,6 @@ fn tail(s: &str, n: usize) -> String {
         cut += 1;
     }
     s[cut..].to_string()
-}
-
-enum Ended {
-    Exited,
-    TimedOut(Duration),
-    Cancelled,
-}
-
-#[derive(Default)]
-struct Captured {
-    stdout: Vec<u8>,
-    stdout_total: u64,
-    stderr: Vec<u8>,
-    leftovers_killed: bool,
-}
-
-/// A spawned command: its process group, the threads draining its output,
-/// and a waiter that reports its exit without reaping it.
-struct Running {
-    child: std::process::Child,
-    pgid: rustix::process::Pid,
-    captured: Arc<Mutex<Captured>>,
-    drained: mpsc::Receiver<()>,
-    exited: mpsc::Receiver<()>,
-}
-
-impl Running {
-    fn start(command: &mut Command) -> std::io::Result<Running> {
-        let mut child = command.spawn()?;
-        let pgid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
-        let captured = Arc::new(Mutex::new(Captured::default()));
-        let (done_tx, drained) = mpsc::channel();
-        let mut out_pipe = child.stdout.take().expect("stdout is piped");
-        let (cap, tx) = (captured.clone(), done_tx.clone());
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 << 10];
-            while let Ok(n) = out_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut c = cap.lock().unwrap_or_else(|e| e.into_inner());
-                c.stdout_total += n as u64;
-                let room = STDOUT_KEEP.saturating_sub(c.stdout.len()).min(n);
-                c.stdout.extend_from_slice(&buf[..room]);
-            }
-            let _ = tx.send(());
-        });
-        let mut err_pipe = child.stderr.take().expect("stderr is piped");
-        let (cap, tx) = (captured.clone(), done_tx);
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 16 << 10];
-            while let Ok(n) = err_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut c = cap.lock().unwrap_or_else(|e| e.into_inner());
-                c.stderr.extend_from_slice(&buf[..n]);
-                if c.stderr.len() > 2 * STDERR_KEEP {
-                    let cut = c.stderr.len() - STDERR_KEEP;
-                    c.stderr.drain(..cut);
-                }
-            }
-            let _ = tx.send(());
-        });
-        // WNOWAIT leaves the child a zombie until `wait` below reaps it, so its
-        // pid (and process group id) cannot be reused while we may still kill it.
-        let (exit_tx, exited) = mpsc::channel();
-        std::thread::spawn(move || {
-            use rustix::process::{waitid, WaitId, WaitIdOptions};
-            let _ = waitid(WaitId::Pid(pgid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
-            let _ = exit_tx.send(());
-        });
-        Ok(Running { child, pgid, captured, drained, exited })
-    }
-
-    fn kill_group(&self) {
-        let _ = rustix::process::kill_process_group(self.pgid, rustix::process::Signal::KILL);
-    }
-
-    /// Until the command exits, is cancelled or runs out of time; then reap it.
-    fn wait(&mut self, timeout: Option<Duration>, ctx: &StepCtx) -> Result<(ExitStatus, Ended), AgentError> {
-        let start = Instant::now();
-        let mut ended = Ended::Exited;
-        loop {
-            let mut slice = Duration::from_millis(100);
-            if let Some(t) = timeout {
-                slice = slice.min(t.saturating_sub(start.elapsed()));
-            }
-            match self.exited.recv_timeout(slice) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            if !matches!(ended, Ended::Exited) {
-                continue; // killed; waiting for it to go
-            }
-            if ctx.check_cancel().is_err() {
-                self.kill_group();
-                ended = Ended::Cancelled;
-            } else if let Some(t) = timeout.filter(|t| start.elapsed() >= *t) {
-                self.kill_group();
-                ended = Ended::TimedOut(t);
-            }
-        }
-        let status = self.child.wait().map_err(|e| failed(format!("wait: {e}")))?;
-        Ok((status, ended))
-    }
-
-    /// The output, once both pipes are closed. Processes the command left
-    /// running that still hold them get a grace period, then are killed.
-    fn collect(self) -> Captured {
-        let mut closed = 0;
-        let deadline = Instant::now() + LEFTOVER_GRACE;
-        let mut killed = false;
-        while closed < 2 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.drained.recv_timeout(if killed { Duration::from_secs(5) } else { left }) {
-                Ok(()) => closed += 1,
-                Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
-                    self.kill_group();
-                    killed = true;
-                }
-                // Held open by something outside the group: take what arrived.
-                Err(_) => break,
-            }
-        }
-        let mut c = std::mem::take(&mut *self.captured.lock().unwrap_or_else(|e| e.into_inner()));
-        c.leftovers_killed = killed;
-        c
-    }
 }
 
 /// The JSON document on stdout: the first line that starts one and parses
@@ -423,6 +287,7 @@ pub(crate) fn regex_number(re: &regex_lite::Regex, text: &str) -> Result<f64, St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchrig_wire::messages::ErrorCode;
 
     /// An excerpt of `fio --output-format=json` (fio 3.33, one job writing
     /// sequentially with libaio), cut down but shaped as fio prints it,

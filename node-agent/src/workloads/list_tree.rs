@@ -13,7 +13,6 @@
 use super::metric;
 use super::tree::{cold_info, existing_tree, is_unsupported, make_cold};
 use crate::acl;
-use crate::actions::failed;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
@@ -32,11 +31,11 @@ pub(crate) struct Listing {
     pub with_acl: u64,
 }
 
-pub fn run(args: &ListTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ListTreeArgs) -> Result<StepOutput, AgentError> {
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let cold = if args.cold { make_cold(ctx) } else { None };
     let meter = Meter::start(&st.view.sys, &devices);
-    let l = list(&root, ctx)?;
+    let l = list(ctx, &root)?;
     let usage = meter.stop();
 
     let mut out = StepOutput::default();
@@ -55,19 +54,19 @@ pub fn run(args: &ListTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
 }
 
 /// Everything below `root` (not `root` itself).
-pub(crate) fn list(root: &Path, ctx: &StepCtx) -> Result<Listing, AgentError> {
+pub(crate) fn list(ctx: &StepCtx, root: &Path) -> Result<Listing, AgentError> {
     let mut l = Listing::default();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         ctx.check_cancel()?;
         let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(&dir)
             .and_then(|rd| rd.map(|e| e.map(|e| e.file_name())).collect())
-            .map_err(|e| failed(format!("read {}: {e}", dir.display())))?;
+            .map_err(|e| AgentError::failed(format!("read {}: {e}", dir.display())))?;
         names.sort();
         let mut subdirs: Vec<PathBuf> = Vec::new();
         for name in names {
             let p = dir.join(&name);
-            let meta = p.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", p.display())))?;
+            let meta = p.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", p.display())))?;
             let ty = meta.file_type();
             l.entries += 1;
             if ty.is_dir() {
@@ -77,7 +76,7 @@ pub(crate) fn list(root: &Path, ctx: &StepCtx) -> Result<Listing, AgentError> {
                 l.files += 1;
             } else if ty.is_symlink() {
                 l.symlinks += 1;
-                std::fs::read_link(&p).map_err(|e| failed(format!("readlink {}: {e}", p.display())))?;
+                std::fs::read_link(&p).map_err(|e| AgentError::failed(format!("readlink {}: {e}", p.display())))?;
             }
             if has_acl(&p)? {
                 l.with_acl += 1;
@@ -95,7 +94,7 @@ pub(crate) fn has_acl(p: &Path) -> Result<bool, AgentError> {
         Ok(n) => Ok(Some(n)),
         Err(Errno::NODATA) => Ok(Some(0)),
         Err(e) if is_unsupported(e) => Ok(None),
-        Err(e) => Err(failed(format!("getxattr {} {name}: {e}", p.display()))),
+        Err(e) => Err(AgentError::failed(format!("getxattr {} {name}: {e}", p.display()))),
     };
     match size(acl::ACCESS)? {
         None => Ok(false),

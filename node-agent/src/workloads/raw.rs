@@ -3,24 +3,24 @@
 //! all O_DIRECT in `bs` chunks, writes fsynced inside the timing.
 //!
 //! Reading needs no safety rule, but only a listed scratch device that is a
-//! block device is read. Writing destroys what the device holds, so the
-//! device written (`device` for write, `to` for copy) passes exactly the
-//! rules mkfs passes (`filesystem::checked_device`) and is then held open
-//! with O_EXCL, so nothing can mount it while it is written. A `kind: image`
-//! scratch is attached to a loop device for the step, as `filesystem` does,
-//! and detached after it.
+//! block device is read (`scratch::resolve`). Writing destroys what the
+//! device holds, so the device written (`device` for write, `to` for copy)
+//! passes exactly the rules mkfs passes (`scratch::resolve_and_check`) and
+//! is then held open with O_EXCL, so nothing can mount it while it is
+//! written. A `kind: image` scratch is attached to a loop device for the
+//! step, as `filesystem` does, and detached after it.
 
 use super::transfer_output;
-use crate::actions::filesystem::{attach_image, checked_device, record_written};
-use crate::actions::{expand_home, failed, unsupported};
 use crate::buffer::{IoBuffer, ALIGN};
 use crate::cache;
 use crate::facts;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
+use crate::real_device::RealDevice;
+use crate::scratch::{self, ScratchBlock};
 use crate::state::{detach_loop, HostState};
 use benchrig_wire::args::{RawArgs, RawOp};
-use benchrig_wire::messages::{AgentError, ErrorCode};
+use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::StepOutput;
 use serde_json::json;
@@ -28,13 +28,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-
-/// A device as a step uses it: its scratch name, path and kernel name.
-struct Dev {
-    scratch: String,
-    path: PathBuf,
-    kernel: String,
-}
 
 /// Loop devices attached for this step, detached however it ends.
 #[derive(Default)]
@@ -48,41 +41,33 @@ impl Drop for Attached {
     }
 }
 
-fn device_path(st: &HostState, entry: &ScratchDevice, attached: &mut Attached) -> Result<PathBuf, AgentError> {
-    match entry.kind {
-        ScratchKind::Block => Ok(expand_home(&entry.path)),
-        ScratchKind::Image => {
-            let dev = attach_image(st, entry)?;
-            attached.0.push(dev.clone());
-            Ok(dev)
-        }
-        ScratchKind::Directory => {
-            Err(unsupported(format!("scratch `{}` is a directory; raw reads and writes need a device", entry.name)))
-        }
+/// A listed device entry, or why a directory cannot be one.
+fn device_entry(st: &HostState, name: &str) -> Result<ScratchDevice, AgentError> {
+    let entry = scratch::listed(st, name)?;
+    if entry.kind == ScratchKind::Directory {
+        return Err(AgentError::unsupported(format!(
+            "scratch `{}` is a directory; raw reads and writes need a device",
+            entry.name
+        )));
     }
+    Ok(entry)
 }
 
 /// A device to read: listed and a block device; nothing else is asked.
-fn source(st: &HostState, name: &str, attached: &mut Attached) -> Result<Dev, AgentError> {
-    let entry = st.scratch(name)?;
-    let path = device_path(st, &entry, attached)?;
-    let (dev, real) = st.view.resolve_block(&path).map_err(|m| AgentError {
-        code: ErrorCode::Refused,
-        rule: Some("not_block_device".into()),
-        message: format!("{} ({}): {m}", entry.name, entry.path),
-    })?;
-    Ok(Dev { scratch: entry.name, path: real, kernel: dev.name })
+fn source(st: &HostState, name: &str, attached: &mut Attached) -> Result<ScratchBlock, AgentError> {
+    let block = scratch::resolve(st, &device_entry(st, name)?)?;
+    attached.0.extend(block.attached.clone());
+    Ok(block)
 }
 
 /// A device to overwrite: every rule mkfs must pass.
-fn destination(st: &HostState, name: &str, attached: &mut Attached) -> Result<Dev, AgentError> {
-    let entry = st.scratch(name)?;
-    let path = device_path(st, &entry, attached)?;
-    let (dev, real) = checked_device(st, &entry, &path)?;
-    Ok(Dev { scratch: entry.name, path: real, kernel: dev.name })
+fn destination(st: &HostState, name: &str, attached: &mut Attached) -> Result<ScratchBlock, AgentError> {
+    let block = scratch::resolve_and_check(st, &device_entry(st, name)?)?;
+    attached.0.extend(block.attached.clone());
+    Ok(block)
 }
 
-fn open(dev: &Dev, write: bool) -> Result<File, AgentError> {
+fn open(dev: &ScratchBlock, write: bool) -> Result<File, AgentError> {
     let mut flags = rustix::fs::OFlags::DIRECT;
     if write {
         // Claims the device: no mount (or mkfs) can take it while it is written.
@@ -93,16 +78,16 @@ fn open(dev: &Dev, write: bool) -> Result<File, AgentError> {
         .write(write)
         .custom_flags(flags.bits() as i32)
         .open(&dev.path)
-        .map_err(|e| failed(format!("open {} ({}) with O_DIRECT: {e}", dev.scratch, dev.path.display())))
+        .map_err(|e| AgentError::failed(format!("open {} ({}) with O_DIRECT: {e}", dev.name, dev.path.display())))
 }
 
-fn check_fits(f: &mut File, dev: &Dev, size: u64) -> Result<(), AgentError> {
+fn check_fits(f: &mut File, dev: &ScratchBlock, size: u64) -> Result<(), AgentError> {
     let have = f.seek(SeekFrom::End(0)).and_then(|n| f.seek(SeekFrom::Start(0)).map(|_| n));
-    let have = have.map_err(|e| failed(format!("size of {}: {e}", dev.path.display())))?;
+    let have = have.map_err(|e| AgentError::failed(format!("size of {}: {e}", dev.path.display())))?;
     if size > have {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "size {size} is more than {} ({}) holds: {have} bytes",
-            dev.scratch,
+            dev.name,
             dev.path.display()
         )));
     }
@@ -134,29 +119,29 @@ impl Pool {
 
 /// Fill `buf` from `f`; O_DIRECT reads of a device return whole requests
 /// except at its end, which `check_fits` rules out.
-fn read_full(f: &mut File, buf: &mut [u8], dev: &Dev) -> Result<(), AgentError> {
+fn read_full(f: &mut File, buf: &mut [u8], dev: &ScratchBlock) -> Result<(), AgentError> {
     let mut got = 0;
     while got < buf.len() {
         match f.read(&mut buf[got..]) {
-            Ok(0) => return Err(failed(format!("{} ended early", dev.path.display()))),
+            Ok(0) => return Err(AgentError::failed(format!("{} ended early", dev.path.display()))),
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(failed(format!("read {}: {e}", dev.path.display()))),
+            Err(e) => return Err(AgentError::failed(format!("read {}: {e}", dev.path.display()))),
         }
     }
     Ok(())
 }
 
-pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &RawArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     let size = args.size.0;
     if bs == 0 || !bs.is_multiple_of(ALIGN) || size == 0 || !size.is_multiple_of(ALIGN as u64) {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "raw is O_DIRECT: bs and size must be non-zero multiples of 4k (bs {}, size {})",
             args.bs, args.size
         )));
     }
-    let bad = |m: &str| Err(AgentError::new(ErrorCode::BadRequest, m));
+    let bad = |m: &str| Err(AgentError::bad_request(m));
     match (args.op, args.to.as_deref()) {
         (RawOp::Copy, None) => return bad("raw copy needs `to`, the device to copy onto"),
         (RawOp::Copy, Some(to)) if to == args.device => return bad("raw copy: `to` is the device copied from"),
@@ -171,7 +156,7 @@ pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutp
         RawOp::Copy => {
             let from = source(st, &args.device, &mut attached)?;
             let to = destination(st, args.to.as_deref().unwrap_or_default(), &mut attached)?;
-            if from.kernel == to.kernel {
+            if from.kernel_name == to.kernel_name {
                 return bad("raw copy: `device` and `to` are the same block device");
             }
             (Some(from), Some(to))
@@ -193,7 +178,7 @@ pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutp
     // (the device's own pages, metadata a copy's destination might share).
     let cold = if src.is_some() { Some(cache::make_cold(None).map(|c| c.method).unwrap_or("none")) } else { None };
 
-    let devices: Vec<String> = from.iter().chain(to.iter()).map(|d| d.kernel.clone()).collect();
+    let devices: Vec<String> = from.iter().chain(to.iter()).map(|d| d.kernel_name.clone()).collect();
     let message = match args.op {
         RawOp::Read => "reading",
         RawOp::Write => "writing",
@@ -215,21 +200,21 @@ pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutp
             (None, None) => unreachable!("a read or a write"),
         };
         if let (Some(f), Some(d)) = (dst.as_mut(), to.as_ref()) {
-            f.write_all(data).map_err(|e| failed(format!("write {}: {e}", d.path.display())))?;
+            f.write_all(data).map_err(|e| AgentError::failed(format!("write {}: {e}", d.path.display())))?;
         }
         done += n as u64;
         block += 1;
         ctx.progress(done, size, message);
     }
     if let (Some(f), Some(d)) = (dst.as_ref(), to.as_ref()) {
-        rustix::fs::fsync(f).map_err(|e| failed(format!("fsync {}: {e}", d.path.display())))?;
+        rustix::fs::fsync(f).map_err(|e| AgentError::failed(format!("fsync {}: {e}", d.path.display())))?;
     }
     drop(dst);
     drop(src);
     let mut out = transfer_output(done, meter.stop());
     // A copy of a benchrig filesystem is benchrig's too (so formatting over it needs no `wipe`).
     if let Some(d) = &to {
-        record_written(st, &d.kernel, &d.path, ctx);
+        RealDevice::new(st, &d.kernel_name, &d.path).record_filesystem(ctx);
     }
 
     let info = &mut out.info;
@@ -240,9 +225,9 @@ pub fn run(args: &RawArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutp
             info.insert(
                 key.into(),
                 json!({
-                    "scratch": d.scratch,
+                    "scratch": d.name,
                     "device": d.path.to_string_lossy(),
-                    "device_facts": facts::block_device(&st.view, &d.kernel),
+                    "device_facts": facts::block_device(&st.view, &d.kernel_name),
                 }),
             );
         }

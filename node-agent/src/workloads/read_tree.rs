@@ -5,9 +5,9 @@
 //!   directory's entries in `readdir` order, a directory's subtree as soon as
 //!   it is met — and writes a tar archive (the `tar` crate's `Builder`) into
 //!   a sink that only counts bytes. Every file is opened and read to its end.
-//! - `gnu_tar`: the host's `tar cf - .` in the tree, its stdout a pipe the
-//!   agent drains, never `/dev/null` (GNU tar recognises that and skips
-//!   reading file data). The agent parses the stream as it passes, so
+//! - `gnu_tar`: the host's `tar cf - .` in the tree (under `supervisor`),
+//!   its stdout a pipe the agent drains, never `/dev/null` (GNU tar
+//!   recognises that and skips reading file data). The agent parses the stream as it passes, so
 //!   `file_bytes` counts what tar really archived; tar's CPU time is in the
 //!   usage (it is waited for inside the timed region). A non-zero exit fails.
 //!
@@ -16,11 +16,11 @@
 
 use super::transfer_output;
 use super::tree::{cold_info, existing_tree, make_cold};
-use crate::actions::{failed, unsupported};
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
+use crate::supervisor::{self, StdoutTo, Supervised};
 use benchrig_wire::args::{ReadTreeArgs, TreeReader};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
@@ -28,7 +28,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Archived {
@@ -39,19 +38,20 @@ pub(crate) struct Archived {
     pub dirs: u64,
 }
 
-pub fn run(args: &ReadTreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<StepOutput, AgentError> {
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let tar = match args.reader {
         TreeReader::Builtin => None,
-        TreeReader::GnuTar => {
-            Some(cmd::which("tar").ok_or_else(|| unsupported("read_tree: `tar` is not installed on this host"))?)
-        }
+        TreeReader::GnuTar => Some(
+            cmd::which("tar")
+                .ok_or_else(|| AgentError::unsupported("read_tree: `tar` is not installed on this host"))?,
+        ),
     };
     let cold = if args.cold { make_cold(ctx) } else { None };
     let meter = Meter::start(&st.view.sys, &devices);
     let a = match &tar {
-        None => builtin(&root, ctx)?,
-        Some(tar) => gnu_tar(tar, &root, ctx)?,
+        None => builtin(ctx, &root)?,
+        Some(tar) => gnu_tar(ctx, tar, &root)?,
     };
     let mut out = transfer_output(a.file_bytes, meter.stop());
     let info = &mut out.info;
@@ -95,20 +95,20 @@ impl<R: Read> Read for CountingReader<R> {
 fn names(dir: &Path) -> Result<Vec<OsString>, AgentError> {
     std::fs::read_dir(dir)
         .and_then(|rd| rd.map(|e| e.map(|e| e.file_name())).collect())
-        .map_err(|e| failed(format!("read {}: {e}", dir.display())))
+        .map_err(|e| AgentError::failed(format!("read {}: {e}", dir.display())))
 }
 
-pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError> {
+pub(crate) fn builtin(ctx: &StepCtx, root: &Path) -> Result<Archived, AgentError> {
     use tar::{EntryType, Header, HeaderMode};
     let mut a = Archived::default();
     let mut b = tar::Builder::new(CountingSink::default());
-    let werr = |e: std::io::Error| failed(format!("tar: {e}"));
+    let werr = |e: std::io::Error| AgentError::failed(format!("tar: {e}"));
     let header = |meta: &std::fs::Metadata| {
         let mut h = Header::new_gnu();
         h.set_metadata_in_mode(meta, HeaderMode::Complete);
         h
     };
-    let meta = root.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", root.display())))?;
+    let meta = root.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", root.display())))?;
     b.append_data(&mut header(&meta), ".", std::io::empty()).map_err(werr)?;
     a.dirs += 1;
     // (directory relative to root, its entries, the next one to archive)
@@ -123,7 +123,7 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
         let rel = dir.join(&name);
         let path = root.join(&rel);
         let name = Path::new(".").join(&rel);
-        let meta = path.symlink_metadata().map_err(|e| failed(format!("lstat {}: {e}", path.display())))?;
+        let meta = path.symlink_metadata().map_err(|e| AgentError::failed(format!("lstat {}: {e}", path.display())))?;
         let ty = meta.file_type();
         let mut h = header(&meta);
         if ty.is_dir() {
@@ -132,11 +132,12 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
             let entries = names(&path)?;
             stack.push((rel, entries, 0));
         } else if ty.is_file() {
-            let f = File::open(&path).map_err(|e| failed(format!("open {}: {e}", path.display())))?;
+            let f = File::open(&path).map_err(|e| AgentError::failed(format!("open {}: {e}", path.display())))?;
             let mut r = CountingReader { inner: f, n: 0 };
-            b.append_data(&mut h, &name, &mut r).map_err(|e| failed(format!("read {}: {e}", path.display())))?;
+            b.append_data(&mut h, &name, &mut r)
+                .map_err(|e| AgentError::failed(format!("read {}: {e}", path.display())))?;
             if r.n != meta.len() {
-                return Err(failed(format!(
+                return Err(AgentError::failed(format!(
                     "{} changed while being read ({} bytes, then {})",
                     path.display(),
                     meta.len(),
@@ -147,7 +148,8 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
             a.files += 1;
             ctx.progress(a.file_bytes, 0, "reading");
         } else if ty.is_symlink() {
-            let target = std::fs::read_link(&path).map_err(|e| failed(format!("readlink {}: {e}", path.display())))?;
+            let target = std::fs::read_link(&path)
+                .map_err(|e| AgentError::failed(format!("readlink {}: {e}", path.display())))?;
             h.set_entry_type(EntryType::Symlink);
             b.append_link(&mut h, &name, &target).map_err(werr)?;
         }
@@ -157,49 +159,34 @@ pub(crate) fn builtin(root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError
     Ok(a)
 }
 
-pub(crate) fn gnu_tar(tar: &Path, root: &Path, ctx: &StepCtx) -> Result<Archived, AgentError> {
-    let mut child = Command::new(tar)
-        .args(["cf", "-", "."])
-        .current_dir(root)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", tar.display())))?;
-    let mut stderr = child.stderr.take().expect("piped");
-    let errors = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    });
-    let stdout = child.stdout.take().expect("piped");
-    let drained = drain(stdout, ctx);
+pub(crate) fn gnu_tar(ctx: &StepCtx, tar: &Path, root: &Path) -> Result<Archived, AgentError> {
+    let mut command = supervisor::command(tar);
+    command.args(["cf", "-", "."]).current_dir(root);
+    let mut run = Supervised::spawn(&mut command, StdoutTo::Pipe)
+        .map_err(|e| AgentError::failed(format!("cannot run {}: {e}", tar.display())))?;
+    let drained = drain(ctx, run.take_stdout().expect("stdout is piped"));
     if drained.is_err() {
-        let _ = child.kill();
+        run.kill();
     }
-    let status = reap(&mut child);
-    let stderr = errors.join().unwrap_or_default();
+    // Its output has ended (or it was killed): it is exiting, so no cancel is needed.
+    let status = run.wait(None, None);
+    let stderr = run.collect().stderr_text();
     let a = drained?;
-    let status = status?;
+    let (status, _) = status.map_err(|e| AgentError::failed(format!("waiting for tar: {e}")))?;
     if !status.success() {
-        let why = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-        return Err(failed(format!("`tar cf - .` in {} failed ({status}): {why}", root.display())));
+        let why = supervisor::last_line(&stderr).unwrap_or("");
+        return Err(AgentError::failed(format!("`tar cf - .` in {} failed ({status}): {why}", root.display())));
     }
     Ok(a)
 }
 
-fn reap(child: &mut Child) -> Result<std::process::ExitStatus, AgentError> {
-    child.wait().map_err(|e| failed(format!("waiting for tar: {e}")))
-}
-
 /// Parse the archive as it streams by, reading every file's data, then
 /// the end-of-archive blocks and padding.
-fn drain(stdout: impl Read, ctx: &StepCtx) -> Result<Archived, AgentError> {
+fn drain(ctx: &StepCtx, stdout: impl Read) -> Result<Archived, AgentError> {
     let mut r = CountingReader { inner: BufReader::with_capacity(256 << 10, stdout), n: 0 };
     let mut a = Archived::default();
     let mut sink = CountingSink::default();
-    let bad = |e: std::io::Error| failed(format!("reading tar's output: {e}"));
+    let bad = |e: std::io::Error| AgentError::failed(format!("reading tar's output: {e}"));
     {
         let mut archive = tar::Archive::new(&mut r);
         for entry in archive.entries().map_err(bad)? {

@@ -3,7 +3,6 @@
 //! really came from the disk.
 
 use super::{direct_flag, target_file, transfer_output};
-use crate::actions::failed;
 use crate::buffer::IoBuffer;
 use crate::cache;
 use crate::measure::Meter;
@@ -15,10 +14,10 @@ use std::fs::OpenOptions;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 
-pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &SeqReadArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     if bs == 0 || (args.direct && !bs.is_multiple_of(crate::buffer::ALIGN)) {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "bs {} is not usable{}",
             args.bs,
             if args.direct { " with O_DIRECT (multiple of 4k)" } else { "" }
@@ -26,9 +25,9 @@ pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
     }
     let (path, devices) = target_file(st, args.target.as_deref(), &args.file)?;
     if !path.exists() {
-        return Err(failed(format!("{} does not exist: run seq_write before seq_read", path.display())));
+        return Err(AgentError::failed(format!("{} does not exist: run seq_write before seq_read", path.display())));
     }
-    let cold = if args.cold { Some(cache::make_cold(Some(&path)).map_err(failed)?) } else { None };
+    let cold = if args.cold { Some(cache::make_cold(Some(&path)).map_err(AgentError::failed)?) } else { None };
     let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut buf = IoBuffer::new(bs);
 
@@ -37,11 +36,11 @@ pub fn run(args: &SeqReadArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Step
         .read(true)
         .custom_flags(direct_flag(args.direct))
         .open(&path)
-        .map_err(|e| failed(format!("open {}: {e}", path.display())))?;
+        .map_err(|e| AgentError::failed(format!("open {}: {e}", path.display())))?;
     let mut read = 0u64;
     loop {
         ctx.check_cancel()?;
-        let n = f.read(buf.bytes_mut()).map_err(|e| failed(format!("read {}: {e}", path.display())))?;
+        let n = f.read(buf.bytes_mut()).map_err(|e| AgentError::failed(format!("read {}: {e}", path.display())))?;
         if n == 0 {
             break;
         }

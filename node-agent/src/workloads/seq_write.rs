@@ -2,7 +2,6 @@
 //! timing by default, because a write that is not durable is not finished.
 
 use super::{direct_flag, target_file, transfer_output};
-use crate::actions::failed;
 use crate::buffer::{IoBuffer, ALIGN};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -44,13 +43,13 @@ impl DataPool {
     }
 }
 
-pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &SeqWriteArgs) -> Result<StepOutput, AgentError> {
     let bs = args.bs.0 as usize;
     if bs == 0 || args.size.0 == 0 {
-        return Err(failed("seq_write needs a non-zero size and bs"));
+        return Err(AgentError::failed("seq_write needs a non-zero size and bs"));
     }
     if args.direct && (!bs.is_multiple_of(ALIGN) || !args.size.0.is_multiple_of(bs as u64)) {
-        return Err(failed(format!(
+        return Err(AgentError::failed(format!(
             "O_DIRECT needs bs a multiple of 4k and size a multiple of bs ({} / {})",
             args.size, args.bs
         )));
@@ -67,7 +66,7 @@ pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
         .create_new(true)
         .custom_flags(direct_flag(args.direct))
         .open(&path)
-        .map_err(|e| failed(format!("open {}: {e}", path.display())))?;
+        .map_err(|e| AgentError::failed(format!("open {}: {e}", path.display())))?;
     let mut written = 0u64;
     for block in 0.. {
         if written >= args.size.0 {
@@ -75,15 +74,16 @@ pub fn run(args: &SeqWriteArgs, st: &mut HostState, ctx: &StepCtx) -> Result<Ste
         }
         ctx.check_cancel()?;
         let n = (args.size.0 - written).min(bs as u64) as usize;
-        f.write_all(&pool.block(block)[..n]).map_err(|e| failed(format!("write {}: {e}", path.display())))?;
+        f.write_all(&pool.block(block)[..n])
+            .map_err(|e| AgentError::failed(format!("write {}: {e}", path.display())))?;
         written += n as u64;
         if args.fsync_every.is_some_and(|every| every.0 > 0 && written / every.0 != (written - n as u64) / every.0) {
-            rustix::fs::fsync(&f).map_err(|e| failed(format!("fsync {}: {e}", path.display())))?;
+            rustix::fs::fsync(&f).map_err(|e| AgentError::failed(format!("fsync {}: {e}", path.display())))?;
         }
         ctx.progress(written, args.size.0, "writing");
     }
     if args.fsync {
-        rustix::fs::fsync(&f).map_err(|e| failed(format!("fsync {}: {e}", path.display())))?;
+        rustix::fs::fsync(&f).map_err(|e| AgentError::failed(format!("fsync {}: {e}", path.display())))?;
     }
     drop(f);
     let mut out = transfer_output(written, meter.stop());

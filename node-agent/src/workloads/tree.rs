@@ -11,7 +11,6 @@
 //! bytes everywhere. A tree of the same name is removed first, untimed; the
 //! build ends with `sync`, so a following cold step starts from disk.
 
-use crate::actions::failed;
 use crate::content::{self, Rng};
 use crate::outbox::StepCtx;
 use crate::state::HostState;
@@ -30,24 +29,27 @@ pub const DIR_MODE: u32 = 0o755;
 /// Contents are generated in pieces of this size (part of what fixes the bytes).
 const CHUNK: usize = 1 << 20;
 
-pub fn run(args: &TreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &mut HostState, ctx: &StepCtx, args: &TreeArgs) -> Result<StepOutput, AgentError> {
     check_dir_name(&args.dir, "dir")?;
-    let plan = treegen::plan(args).map_err(failed)?;
+    let plan = treegen::plan(args).map_err(AgentError::failed)?;
     let acl_value = match args.acl_entries {
         0 => None,
-        n => Some(acl::encode(&acl::extended(n, args.acl_uid).map_err(|e| failed(format!("tree: {e}")))?)),
+        n => Some(acl::encode(&acl::extended(n, args.acl_uid).map_err(|e| AgentError::failed(format!("tree: {e}")))?)),
     };
     let root = st.target(args.target.as_deref())?.mountpoint.join(&args.dir);
     remove_existing(&root)?;
     if let Some(parent) = root.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| failed(format!("mkdir {}: {e}", parent.display())))?;
+        std::fs::create_dir_all(parent).map_err(|e| AgentError::failed(format!("mkdir {}: {e}", parent.display())))?;
     }
 
     let start = Instant::now();
     for d in &plan.dirs {
         ctx.check_cancel()?;
         let p = if d.is_empty() { root.clone() } else { root.join(d) };
-        DirBuilder::new().mode(DIR_MODE).create(&p).map_err(|e| failed(format!("mkdir {}: {e}", p.display())))?;
+        DirBuilder::new()
+            .mode(DIR_MODE)
+            .create(&p)
+            .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", p.display())))?;
         // Whatever the umask: the checking user must be able to search it.
         chmod(&p, DIR_MODE)?;
     }
@@ -58,7 +60,7 @@ pub fn run(args: &TreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
     for (i, f) in plan.files.iter().enumerate() {
         ctx.check_cancel()?;
         let p = root.join(&f.path);
-        let err = |what: &str, e: &dyn std::fmt::Display| failed(format!("{what} {}: {e}", p.display()));
+        let err = |what: &str, e: &dyn std::fmt::Display| AgentError::failed(format!("{what} {}: {e}", p.display()));
         let mut file =
             OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(&p).map_err(|e| err("create", &e))?;
         rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(FILE_MODE)).map_err(|e| err("chmod", &e))?;
@@ -73,7 +75,7 @@ pub fn run(args: &TreeArgs, st: &mut HostState, ctx: &StepCtx) -> Result<StepOut
         if let Some(v) = &acl_value {
             rustix::fs::fsetxattr(&file, acl::ACCESS, v, rustix::fs::XattrFlags::empty()).map_err(|e| {
                 if is_unsupported(e) {
-                    failed(format!(
+                    AgentError::failed(format!(
                         "{} does not support POSIX ACLs ({e}): use a filesystem or mount option with ACLs, or acl_entries: 0",
                         root.display()
                     ))
@@ -108,7 +110,9 @@ pub(crate) fn check_dir_name(dir: &str, what: &str) -> Result<(), AgentError> {
     if plain {
         Ok(())
     } else {
-        Err(failed(format!("`{what}: {dir}` must be a relative path below the mount point, without `.` or `..`")))
+        Err(AgentError::failed(format!(
+            "`{what}: {dir}` must be a relative path below the mount point, without `.` or `..`"
+        )))
     }
 }
 
@@ -121,11 +125,13 @@ pub(crate) fn existing_tree(
     dir: &str,
 ) -> Result<(PathBuf, Vec<String>), AgentError> {
     if !Path::new(dir).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err(failed(format!("`dir: {dir}` must be a relative path below the mount point, without `..`")));
+        return Err(AgentError::failed(format!(
+            "`dir: {dir}` must be a relative path below the mount point, without `..`"
+        )));
     }
     let (root, devices) = super::target_file(st, target, dir)?;
     if !root.is_dir() {
-        return Err(failed(format!("{} does not exist: run a `tree` step first", root.display())));
+        return Err(AgentError::failed(format!("{} does not exist: run a `tree` step first", root.display())));
     }
     Ok((root, devices))
 }
@@ -138,7 +144,7 @@ pub(crate) fn remove_existing(path: &Path) -> Result<(), AgentError> {
         Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
         Ok(_) => std::fs::remove_file(path),
     }
-    .map_err(|e| failed(format!("cannot remove the previous {}: {e}", path.display())))?;
+    .map_err(|e| AgentError::failed(format!("cannot remove the previous {}: {e}", path.display())))?;
     rustix::fs::sync();
     Ok(())
 }
@@ -175,7 +181,7 @@ pub(crate) fn is_unsupported(e: rustix::io::Errno) -> bool {
 
 fn chmod(p: &Path, mode: u32) -> Result<(), AgentError> {
     rustix::fs::chmod(p, rustix::fs::Mode::from_raw_mode(mode))
-        .map_err(|e| failed(format!("chmod {}: {e}", p.display())))
+        .map_err(|e| AgentError::failed(format!("chmod {}: {e}", p.display())))
 }
 
 #[cfg(test)]

@@ -1,0 +1,167 @@
+//! From a scratch name to a device a step may use: the one path that
+//! `filesystem`, `volume` and `raw` take to a block device.
+//!
+//! The name must be in the host's `scratch_devices` ([`listed`]); the
+//! entry's path is the inventory's with `~` expanded ([`expand_home`]); a
+//! `kind: image` file is created if needed and attached to a free loop
+//! device. What comes out must be a block device ([`resolve`], all a read
+//! needs) and, for anything that writes to it, pass every rule of `safety`
+//! ([`resolve_and_check`]). When either says no, nothing stays attached.
+
+use crate::cmd;
+use crate::real_device::{exclusive_open, RealDevice};
+use crate::safety::{self, Device};
+use crate::state::{detach_loop, HostState};
+use crate::sysfs::SysView;
+use benchrig_wire::messages::AgentError;
+use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// A scratch entry's block device, ready for a step.
+#[derive(Clone, Debug)]
+pub struct ScratchBlock {
+    /// The scratch entry's name.
+    pub name: String,
+    /// The kernel's name for the device (`sdb`, `loop3`).
+    pub kernel_name: String,
+    /// The device's canonical path.
+    pub path: PathBuf,
+    /// The loop device attached for a `kind: image` entry: the caller's to
+    /// detach, or to hand to the session's state with what it set up.
+    pub attached: Option<PathBuf>,
+}
+
+/// The inventory entry for a scratch name: the only way to a device.
+pub fn listed(st: &HostState, name: &str) -> Result<ScratchDevice, AgentError> {
+    st.scratch.iter().find(|s| s.name == name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = st.scratch.iter().map(|s| s.name.as_str()).collect();
+        AgentError::refused(
+            "not_listed",
+            format!(
+                "`{name}` is not in this host's scratch_devices (listed: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ),
+        )
+    })
+}
+
+/// `~/x` in an inventory path means the agent user's home, as in a shell.
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => path.into(),
+    }
+}
+
+/// A device entry's block device (an image's attached loop device): what
+/// reading it needs. A directory entry is no block device, and is refused
+/// as one; callers that have a better word for it say it first.
+pub fn resolve(st: &HostState, entry: &ScratchDevice) -> Result<ScratchBlock, AgentError> {
+    let (dev, path, attached) = block_device(st, entry)?;
+    Ok(ScratchBlock { name: entry.name.clone(), kernel_name: dev.name, path, attached })
+}
+
+/// [`resolve`], then every safety rule, right before something writes to
+/// the device: what mkfs must pass, and anything else that overwrites a
+/// device (a raw write, a device added to a volume).
+pub fn resolve_and_check(st: &HostState, entry: &ScratchDevice) -> Result<ScratchBlock, AgentError> {
+    let (dev, path, attached) = block_device(st, entry)?;
+    let mut rules_entry = entry.clone();
+    // An image benchrig created is its own: its old filesystem is ours to overwrite.
+    rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
+    let checked = safety::check(&st.view, &rules_entry, &dev, &RealDevice::new(st, &dev.name, &path))
+        .map_err(|r| AgentError::refused(r.rule, format!("{} ({}): {}", entry.name, entry.path, r.message)));
+    if let Err(e) = checked {
+        detach(&attached);
+        return Err(e);
+    }
+    Ok(ScratchBlock { name: entry.name.clone(), kernel_name: dev.name, path, attached })
+}
+
+/// Kernel names of the loop devices attached to an image entry's file.
+pub fn image_loop_devices(view: &SysView, entry: &ScratchDevice) -> Vec<String> {
+    let image = expand_home(&entry.path);
+    let image = image.canonicalize().unwrap_or(image);
+    view.loops_backed_by(&image)
+}
+
+/// The block device behind an entry, with the loop device attached for it.
+fn block_device(st: &HostState, entry: &ScratchDevice) -> Result<(Device, PathBuf, Option<PathBuf>), AgentError> {
+    let attached = match entry.kind {
+        ScratchKind::Image => Some(attach_image(st, entry)?),
+        _ => None,
+    };
+    let dev_path = attached.clone().unwrap_or_else(|| expand_home(&entry.path));
+    match st.view.resolve_block(&dev_path) {
+        Ok((dev, path)) => Ok((dev, path, attached)),
+        Err(m) => {
+            detach(&attached);
+            Err(AgentError::refused("not_block_device", format!("{} ({}): {m}", entry.name, entry.path)))
+        }
+    }
+}
+
+fn detach(attached: &Option<PathBuf>) {
+    if let Some(dev) = attached {
+        let _ = detach_loop(dev);
+    }
+}
+
+/// Beside an image benchrig created: proof that formatting over it destroys nothing of anyone's.
+fn image_marker(image: &Path) -> PathBuf {
+    let mut name = image.file_name().unwrap_or_default().to_os_string();
+    name.push(".benchrig");
+    image.with_file_name(name)
+}
+
+/// Create the image (sparse, with its marker) if needed and attach it to a
+/// free loop device. A loop device still attached to it (a session that
+/// died) is detached first, unless something still uses it: two loop devices
+/// on one image would let two filesystems write the same file.
+fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
+    let path = expand_home(&entry.path);
+    match std::fs::metadata(&path) {
+        Ok(m) if !m.is_file() => {
+            return Err(AgentError::refused(
+                "not_an_image",
+                format!("{} is not a regular file; a `kind: image` scratch must be one", path.display()),
+            ))
+        }
+        Ok(_) => {}
+        Err(_) => {
+            let size = entry.size.ok_or_else(|| {
+                AgentError::failed(format!("image {} does not exist and the entry has no `size`", path.display()))
+            })?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", dir.display())))?;
+            }
+            let f = File::create(&path).map_err(|e| AgentError::failed(format!("create {}: {e}", path.display())))?;
+            f.set_len(size.0).map_err(|e| AgentError::failed(format!("size {}: {e}", path.display())))?;
+            File::create(image_marker(&path))
+                .map_err(|e| AgentError::failed(format!("create marker beside {}: {e}", path.display())))?;
+        }
+    }
+    for name in image_loop_devices(&st.view, entry) {
+        let dev = PathBuf::from("/dev").join(&name);
+        let busy = st
+            .view
+            .mounts_of(std::slice::from_ref(&name))
+            .into_iter()
+            .next()
+            .map(|m| format!("mounted at {}", m.target));
+        if let Some(why) = busy.or_else(|| exclusive_open(&dev).err()) {
+            return Err(AgentError::refused(
+                "in_use",
+                format!("image {} is attached to {} and in use: {why}", path.display(), dev.display()),
+            ));
+        }
+        detach_loop(&dev).map_err(AgentError::failed)?;
+    }
+    let p = path.to_string_lossy();
+    let out = cmd::run_ok(&["losetup", "--find", "--show", "--direct-io=on", &p])
+        .or_else(|_| cmd::run_ok(&["losetup", "--find", "--show", &p]))
+        .map_err(|e| AgentError::failed(format!("cannot attach image {p} to a loop device: {e}")))?;
+    Ok(PathBuf::from(out.stdout.trim()))
+}
