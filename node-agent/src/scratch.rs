@@ -32,9 +32,23 @@ pub struct ScratchBlock {
     pub attached: Option<PathBuf>,
 }
 
+/// A scratch entry the session was given in `Configure`. Only [`listed`]
+/// makes one, and only a `Listed` resolves to a device: nothing reaches a
+/// device the inventory did not list.
+#[derive(Clone, Debug)]
+pub struct Listed(ScratchDevice);
+
+impl std::ops::Deref for Listed {
+    type Target = ScratchDevice;
+
+    fn deref(&self) -> &ScratchDevice {
+        &self.0
+    }
+}
+
 /// The inventory entry for a scratch name: the only way to a device.
-pub fn listed(st: &HostState, name: &str) -> Result<ScratchDevice, AgentError> {
-    st.scratch.iter().find(|s| s.name == name).cloned().ok_or_else(|| {
+pub fn listed(st: &HostState, name: &str) -> Result<Listed, AgentError> {
+    st.scratch.iter().find(|s| s.name == name).cloned().map(Listed).ok_or_else(|| {
         let known: Vec<&str> = st.scratch.iter().map(|s| s.name.as_str()).collect();
         AgentError::refused(
             "not_listed",
@@ -57,7 +71,7 @@ pub fn expand_home(path: &str) -> PathBuf {
 /// A device entry's block device (an image's attached loop device): what
 /// reading it needs. A directory entry is no block device, and is refused
 /// as one; callers that have a better word for it say it first.
-pub fn resolve(st: &HostState, entry: &ScratchDevice) -> Result<ScratchBlock, AgentError> {
+pub fn resolve(st: &HostState, entry: &Listed) -> Result<ScratchBlock, AgentError> {
     let (dev, path, attached) = block_device(st, entry)?;
     Ok(ScratchBlock { name: entry.name.clone(), kernel_name: dev.name, path, attached })
 }
@@ -65,9 +79,9 @@ pub fn resolve(st: &HostState, entry: &ScratchDevice) -> Result<ScratchBlock, Ag
 /// [`resolve`], then every safety rule, right before something writes to
 /// the device: what mkfs must pass, and anything else that overwrites a
 /// device (a raw write, a device added to a volume).
-pub fn resolve_and_check(st: &HostState, entry: &ScratchDevice) -> Result<ScratchBlock, AgentError> {
+pub fn resolve_and_check(st: &HostState, entry: &Listed) -> Result<ScratchBlock, AgentError> {
     let (dev, path, attached) = block_device(st, entry)?;
-    let mut rules_entry = entry.clone();
+    let mut rules_entry = ScratchDevice::clone(entry);
     // An image benchrig created is its own: its old filesystem is ours to overwrite.
     rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
     let checked = safety::check(&st.view, &rules_entry, &dev, &RealDevice::new(st, &dev.name, &path))

@@ -21,7 +21,7 @@ use crate::scratch::{self, ScratchBlock};
 use crate::state::{detach_loop, HostState};
 use benchrig_wire::args::{RawArgs, RawOp};
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
+use benchrig_wire::scratch::ScratchKind;
 use benchrig_wire::steps::StepOutput;
 use serde_json::json;
 use std::fs::{File, OpenOptions};
@@ -42,7 +42,7 @@ impl Drop for Attached {
 }
 
 /// A listed device entry, or why a directory cannot be one.
-fn device_entry(st: &HostState, name: &str) -> Result<ScratchDevice, AgentError> {
+fn device_entry(st: &HostState, name: &str) -> Result<scratch::Listed, AgentError> {
     let entry = scratch::listed(st, name)?;
     if entry.kind == ScratchKind::Directory {
         return Err(AgentError::unsupported(format!(
