@@ -273,7 +273,8 @@ fn holds_undefined(v: &Value) -> bool {
         ValueKind::Map => {
             v.try_iter().is_ok_and(|mut keys| keys.any(|k| holds_undefined(&v.get_item(&k).unwrap_or_default())))
         }
-        ValueKind::Seq => v.try_iter().is_ok_and(|mut items| items.any(|i| holds_undefined(&i))),
+        // A lazy sequence too (`a + b`, `[x] * 2`, slices): `within` bounded it.
+        ValueKind::Seq | ValueKind::Iterable => v.try_iter().is_ok_and(|mut items| items.any(|i| holds_undefined(&i))),
         _ => false,
     }
 }
@@ -317,6 +318,13 @@ mod tests {
         assert!(e.to_string().contains("`a.b`"), "{e}");
         let e = t().render_str("{{ [1, {'k': nope}] }}", &json!({})).unwrap_err();
         assert_eq!(e.to_string(), "undefined variable `nope` in `{{ [1, {'k': nope}] }}`");
+        // Lazy sequences hold undefined values too (minijinja cannot always
+        // name the variable behind a slice; it is an undefined error all the same).
+        for lazy in ["{{ [1] + [nope] }}", "{{ [nope] * 2 }}", "{{ [nope][0:] }}"] {
+            let e = t().render_str(lazy, &json!({})).unwrap_err();
+            assert!(matches!(e, TemplateError::Undefined { .. }), "{lazy}: {e}");
+            assert!(lazy.contains("[0:]") || e.to_string().contains("`nope`"), "{lazy}: {e}");
+        }
     }
 
     #[test]
