@@ -1,6 +1,10 @@
 //! What a run, a host and a cell came to: the words the store keeps and
 //! every report shows, as types, so that no decision matches a string.
-//! The words are the schema's: stored runs read back the same.
+//! The words are the schema's: stored runs read back the same, and a word
+//! the store does not know is an error (`import` refuses one). So a new
+//! word is a schema change: add it with a migration, and an older benchrig
+//! refuses the database as "written by a newer benchrig" instead of
+//! misreading it.
 
 use serde::{Deserialize, Serialize};
 use strum::{Display, EnumString, IntoStaticStr};

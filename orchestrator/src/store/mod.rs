@@ -20,7 +20,7 @@ mod transfer;
 mod value;
 
 pub use error::StoreError;
-pub use location::{redacted_url, DbLocation, LocationError};
+pub use location::{redacted_url, DbLocation};
 
 use crate::status::{CellStatus, HostStatus, RunStatus};
 use benchrig_wire::facts::Facts;
@@ -543,11 +543,18 @@ mod tests {
         assert_eq!(strip(again), strip(doc.clone()));
         assert_eq!(other.samples(imported).unwrap()[0].value, 412.5);
         assert_eq!(other.artifacts(imported).unwrap()[0].content, "Filesystem volume name:   <none>\n");
+        let doc_cell_id = |d: &Json| d["cells"][0]["id"].clone();
         let mut broken = doc;
         broken["samples"][0]["cell_id"] = serde_json::json!(999);
         broken["run"]["started"] = serde_json::json!("another time");
         assert!(other.import_run(&broken).unwrap_err().to_string().contains("cell 999"));
         assert_eq!(other.runs().unwrap().len(), 2, "a refused import leaves nothing behind");
+        let mut unknown = broken.clone();
+        unknown["samples"][0]["cell_id"] = doc_cell_id(&unknown);
+        unknown["cells"][0]["status"] = serde_json::json!("resumed");
+        let e = other.import_run(&unknown).unwrap_err().to_string();
+        assert!(e.contains("a cell's status `resumed` is none this benchrig knows"), "{e}");
+        assert_eq!(other.runs().unwrap().len(), 2, "nor does an unknown status");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::schema::PG_ONLY_COLUMNS;
 use super::sql::Sql;
 use super::value::Val;
 use super::{Store, StoreError};
+use crate::status::{CellStatus, HostStatus, RunStatus};
 use serde_json::{json, Map, Value as Json};
 
 /// The format's version; `import` refuses one it does not know.
@@ -42,6 +43,18 @@ fn insert(db: &mut Db, table: &str, row: &Row) -> Result<Option<i64>, StoreError
     }
 }
 
+/// Whether every row's status is a word this benchrig reads back: an import
+/// must not plant a row that would make the store unreadable.
+fn statuses_known(run: &Row, hosts: &[Json], cells: &[Json]) -> Result<(), String> {
+    fn known<S: std::str::FromStr>(what: &str, row: &Json) -> Result<(), String> {
+        let word = row["status"].as_str().unwrap_or_default();
+        word.parse::<S>().map(|_| ()).map_err(|_| format!("{what} status `{word}` is none this benchrig knows"))
+    }
+    known::<RunStatus>("the run's", &Json::Object(run.clone()))?;
+    hosts.iter().try_for_each(|h| known::<HostStatus>("a host's", h))?;
+    cells.iter().try_for_each(|c| known::<CellStatus>("a cell's", c))
+}
+
 impl Store {
     pub fn export_run(&self, run: i64) -> Result<Json, StoreError> {
         let mut db = self.db();
@@ -71,6 +84,7 @@ impl Store {
         let (hosts, cells, samples) = (list("hosts")?, list("cells")?, list("samples")?);
         // Exports from before artifacts were stored have none.
         let artifacts = doc["artifacts"].as_array().cloned().unwrap_or_default();
+        statuses_known(run, &hosts, &cells).map_err(|why| bad(&why))?;
         let mut db = self.db();
         let existing = db.query_one(
             "SELECT id FROM runs WHERE started = ?1 AND playbook = ?2 AND name IS NOT DISTINCT FROM ?3",
