@@ -4,6 +4,7 @@
 
 use super::context::RunContext;
 use super::context::Slot;
+use super::policy;
 use super::schedule;
 use crate::planner::{self, Cell, HostInput};
 use crate::playbook::CellOrder;
@@ -67,10 +68,10 @@ impl CellBook {
 
     /// What a stop (or an interrupt) left unrun is recorded as skipped.
     pub fn skip_unended(&self, ctx: &RunContext, cells: &[Cell]) {
-        let why = ctx.halted().unwrap_or_else(|| "interrupted".into());
+        let (status, why) = policy::left_unrun(ctx.halted());
         for (n, cell) in cells.iter().enumerate().filter(|(n, _)| !self.ended[*n]) {
             if let Some(id) = self.ids[n].or_else(|| store_cell(ctx, cell)) {
-                let _ = ctx.store.set_cell_status(id, CellStatus::Skipped, Some(&why));
+                let _ = ctx.store.set_cell_status(id, status, Some(&why));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! the teardown, which runs whatever happened before it unless a host itself
 //! is gone. Each step goes to the agent of its host.
 
+use super::policy;
 use crate::planner::{Cell, PlannedStep};
 use crate::progress::Progress;
 use crate::session::agent_client::{AgentClient, RequestError};
@@ -75,7 +76,7 @@ fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
             let msg = format!("{}: {a}", step.name);
             match a.code {
                 ErrorCode::Unsupported => CellOutcome::Unsupported(msg),
-                ErrorCode::Cancelled => CellOutcome::Skipped("interrupted".into()),
+                ErrorCode::Cancelled => CellOutcome::Skipped(policy::INTERRUPTED.into()),
                 _ => CellOutcome::Failed(msg),
             }
         }
@@ -282,7 +283,7 @@ impl CellRunner<'_> {
     ) -> (CellOutcome, bool) {
         for (i, s) in cell.setup.iter().enumerate() {
             if self.interrupted() {
-                return (CellOutcome::Skipped("interrupted".into()), false);
+                return (CellOutcome::Skipped(policy::INTERRUPTED.into()), false);
             }
             match self.step(cell, s, true).await {
                 Ok(out) => {
@@ -319,7 +320,7 @@ impl CellRunner<'_> {
     async fn repetition(&self, cell: &Cell, cell_id: i64, rep: Option<u32>) -> Result<(), CellOutcome> {
         for s in &cell.before_each {
             if self.interrupted() {
-                return Err(CellOutcome::Skipped("interrupted".into()));
+                return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
             if let Err(bad) = self.step(cell, s, true).await {
                 self.tolerate(s, bad).map_or(Ok(()), Err)?;
@@ -328,7 +329,7 @@ impl CellRunner<'_> {
         let mut shown = Vec::new();
         for (index, s) in cell.benchmark.iter().enumerate() {
             if self.interrupted() {
-                return Err(CellOutcome::Skipped("interrupted".into()));
+                return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
             let out = match self.step(cell, s, true).await {
                 Ok(out) => out,

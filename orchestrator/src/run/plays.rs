@@ -26,9 +26,10 @@ pub async fn run_plain_play_in_batches(ctx: &Arc<RunContext>, pi: usize, hosts: 
     let play = &ctx.checked.playbook.plays[pi];
     let seed = play_seed(ctx, play);
     for batch in schedule::batches(hosts, &play.serial) {
-        if let Some(why) = ctx.halted() {
+        if let Some(halted) = ctx.halted() {
+            let (status, why) = policy::left_unrun(Some(halted));
             for h in &batch {
-                record_cells(ctx, h, pi, &*ctx.slots[h].lock().await, CellStatus::Skipped, &why);
+                record_cells(ctx, h, pi, &*ctx.slots[h].lock().await, status, &why);
             }
             continue;
         }
@@ -118,8 +119,9 @@ async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64
         }
         failed_here |= outcome.is_failure();
         settle(&ctx, outcome, &mut [(&host, slot)]).await;
-        if failed_here && play.any_errors_fatal {
-            ctx.halt(format!("play `{}` has any_errors_fatal and a cell failed on {host}", play.name));
+        let failure = failed_here.then(|| format!("a cell failed on {host}"));
+        if let Some(why) = policy::fatal_stop(&play.name, play.any_errors_fatal, failure) {
+            ctx.halt(why);
         }
     }
     book.skip_unended(&ctx, &cells);
@@ -188,8 +190,9 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         if ended {
             book.end(n);
         }
-        if play.any_errors_fatal && outcome.is_failure() {
-            ctx.halt(format!("play `{}` has any_errors_fatal and cell {} failed", play.name, cell.describe()));
+        let failure = outcome.is_failure().then(|| format!("cell {} failed", cell.describe()));
+        if let Some(why) = policy::fatal_stop(&play.name, play.any_errors_fatal, failure) {
+            ctx.halt(why);
         }
         let mut pairs: Vec<(&str, &mut Slot)> = involved.iter_mut().map(|(h, s)| (h.as_str(), &mut **s)).collect();
         settle(ctx, outcome, &mut pairs).await;

@@ -6,6 +6,9 @@
 use crate::exit_code;
 use crate::status::{CellStatus, HostStatus, RunStatus};
 
+/// The reason stored with what an interrupt (Ctrl-C) kept from running.
+pub const INTERRUPTED: &str = "interrupted";
+
 /// Why a host is out of the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Down {
@@ -20,7 +23,7 @@ pub enum Down {
 /// What the cells of a host that is down are stored as, and why.
 pub fn cells_of_down_host(host: &str, down: &Down) -> (CellStatus, String) {
     match down {
-        Down::Interrupted => (CellStatus::Skipped, "interrupted".into()),
+        Down::Interrupted => (CellStatus::Skipped, INTERRUPTED.into()),
         Down::Unreachable(why) | Down::Failed(why) => (CellStatus::Failed, format!("host {host} unreachable: {why}")),
     }
 }
@@ -38,12 +41,25 @@ pub fn skip_reason(
         return Some(cells_of_down_host(host, down));
     }
     if interrupted {
-        return Some((CellStatus::Skipped, "interrupted".into()));
+        return Some((CellStatus::Skipped, INTERRUPTED.into()));
     }
     if let Some(why) = halted {
         return Some((CellStatus::Skipped, why));
     }
     unsupported.map(|u| (CellStatus::Unsupported, u.to_string()))
+}
+
+/// What the cells a stop or an interrupt left unrun are stored as: skipped,
+/// with the stop's reason (`halted`), else "interrupted".
+pub fn left_unrun(halted: Option<String>) -> (CellStatus, String) {
+    (CellStatus::Skipped, halted.unwrap_or_else(|| INTERRUPTED.into()))
+}
+
+/// Why the playbook stops after a failure: the play has
+/// `any_errors_fatal` and `failure` (what failed, and where) happened.
+pub fn fatal_stop(play: &str, any_errors_fatal: bool, failure: Option<String>) -> Option<String> {
+    let failure = failure.filter(|_| any_errors_fatal)?;
+    Some(format!("play `{play}` has any_errors_fatal and {failure}"))
 }
 
 /// Why the playbook stops after a `serial` batch in which `failed` of
@@ -116,6 +132,23 @@ mod tests {
         );
         assert_eq!(skip_reason(None, false, None, Some("no jfs")), Some((CellStatus::Unsupported, "no jfs".into())));
         assert_eq!(skip_reason(None, false, None, None), None);
+    }
+
+    #[test]
+    fn what_a_stop_leaves_is_skipped_with_its_reason() {
+        assert_eq!(left_unrun(Some("stopping: x".into())), (CellStatus::Skipped, "stopping: x".into()));
+        assert_eq!(left_unrun(None), (CellStatus::Skipped, "interrupted".into()));
+    }
+
+    #[test]
+    fn any_errors_fatal_stops_on_a_failure_only_when_set() {
+        let failed = || Some("a cell failed on old".to_string());
+        assert_eq!(
+            fatal_stop("p", true, failed()).as_deref(),
+            Some("play `p` has any_errors_fatal and a cell failed on old")
+        );
+        assert_eq!(fatal_stop("p", false, failed()), None);
+        assert_eq!(fatal_stop("p", true, None), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub async fn connect(ctx: Arc<RunContext>, host: String) {
     let mut slot = ctx.slots[&host].lock().await;
     if ctx.interrupted() {
         slot.down = Some(Down::Interrupted);
-        let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Skipped, Some("interrupted"));
+        let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Skipped, Some(policy::INTERRUPTED));
         return;
     }
     let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Running, None);
@@ -111,8 +111,9 @@ pub async fn close(ctx: Arc<RunContext>, host: String) {
     if let Some((status, reason)) = policy::host_status(slot.down.as_ref(), ctx.interrupted(), slot.failed) {
         let _ = ctx.store.set_host(ctx.run, &host, status, reason.as_deref());
     }
-    // Cells it never ran (it was down from the start) are recorded as failed.
-    if slot.down.is_some() && slot.session.is_none() {
+    // A host that is down now has no session; if it never ran a cell, its
+    // cells are stored as a down host's cells are (`policy`).
+    if slot.down.is_some() {
         record_unrun_cells(&ctx, &host, &slot);
     }
 }
