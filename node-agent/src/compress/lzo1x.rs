@@ -139,8 +139,7 @@ mod tests {
     use crate::content::{fill, Rng};
     use benchrig_wire::args::ContentKind;
 
-    /// lzop's block size: the largest block the agent writes.
-    const LZO_BLOCK: usize = 256 * 1024;
+    use crate::compress::LZO_BLOCK;
     const KINDS: [ContentKind; 4] = [ContentKind::Zeros, ContentKind::Text, ContentKind::Binary, ContentKind::Random];
 
     fn content(kind: ContentKind, n: usize, seed: u64) -> Vec<u8> {
