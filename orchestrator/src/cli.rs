@@ -64,6 +64,40 @@ pub enum Command {
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
     Ping(PingArgs),
+    /// The lab's hosts in the database: who holds which since when; release or quarantine one.
+    Lab(LabArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub action: Option<LabAction>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabAction {
+    /// Every host a run holds or that is quarantined (the default).
+    List,
+    /// Let go of a host's lease by hand (its run is gone and you will not wait for the lease to lapse).
+    Release {
+        /// The inventory hostname.
+        host: String,
+    },
+    /// Set a host aside: no run takes it (each leaves it out, saying why) until `unquarantine`.
+    Quarantine {
+        /// The inventory hostname.
+        host: String,
+        /// Why, shown to every run that leaves it out.
+        #[arg(long, help_heading = ACTIONS)]
+        reason: String,
+    },
+    /// Take a quarantined host back into the lab.
+    Unquarantine {
+        /// The inventory hostname.
+        host: String,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -115,6 +149,9 @@ pub struct RunArgs {
     /// A name for the run, usable wherever a run id is.
     #[arg(long, help_heading = DATABASE)]
     pub name: Option<String>,
+    /// Wait this long (30s, 10m, 2h) for hosts another run holds, instead of exiting at once (exit code 5).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    pub wait_for_hosts: std::time::Duration,
 }
 
 #[derive(Args, Debug)]
@@ -161,7 +198,8 @@ pub struct InventoryArgs {
 #[derive(Args, Debug, Clone)]
 pub struct DbArgs {
     /// Results database: a SQLite file, or a postgres:// (postgresql://) URL.
-    #[arg(long, default_value = "benchrig.db", env = "BENCHRIG_DB", value_parser = DbLocationParser, help_heading = DATABASE)]
+    // Global: `benchrig lab release HOST --db …` reads as naturally as `lab --db …`.
+    #[arg(long, global = true, default_value = "benchrig.db", env = "BENCHRIG_DB", value_parser = DbLocationParser, help_heading = DATABASE)]
     pub db: DbLocation,
 }
 

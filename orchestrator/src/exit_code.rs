@@ -24,6 +24,10 @@ pub const REGRESSED: i32 = 3;
 /// A host could not be reached, or was lost during the run.
 pub const UNREACHABLE: i32 = 4;
 
+/// `run` could not have its hosts: another run holds one (a lease in the
+/// store), and `--wait-for-hosts` was 0 or ran out. Nothing ran; try later.
+pub const HOSTS_BUSY: i32 = 5;
+
 /// Interrupted (Ctrl-C; 128 + SIGINT): the running steps were cancelled and
 /// torn down, and what did not run is stored as skipped.
 pub const INTERRUPTED: i32 = 130;
@@ -37,7 +41,7 @@ pub const BROKEN_PIPE: i32 = 141;
 /// is a result missing; an unreachable host is every cell of it missing; a
 /// usage error means nothing meaningful ran; an interruption or a closed
 /// stdout means nobody is waiting for the verdict.
-const SEVERITY: [i32; 7] = [OK, REGRESSED, CELL_FAILED, UNREACHABLE, USAGE, INTERRUPTED, BROKEN_PIPE];
+const SEVERITY: [i32; 8] = [OK, REGRESSED, CELL_FAILED, UNREACHABLE, HOSTS_BUSY, USAGE, INTERRUPTED, BROKEN_PIPE];
 
 fn severity(code: i32) -> usize {
     // A code not in the table is a bug elsewhere; let it through rather than hide it.
@@ -52,10 +56,12 @@ pub fn most_serious(codes: impl IntoIterator<Item = i32>) -> i32 {
 
 /// The code for an error that ended a command: BROKEN_PIPE when stdout was
 /// closed under it (an `io::Error` of that kind anywhere in the chain),
-/// else USAGE.
+/// HOSTS_BUSY when another run holds its hosts, else USAGE.
 pub fn for_error(e: &anyhow::Error) -> i32 {
     if is_broken_pipe(e) {
         BROKEN_PIPE
+    } else if e.chain().any(|c| c.is::<crate::store::HostsBusy>()) {
+        HOSTS_BUSY
     } else {
         USAGE
     }
@@ -73,6 +79,7 @@ Exit codes:
   2    a cell failed (facts, ping, cleanup: a host failed)
   3    compare --fail-on-regression found a regression
   4    a host was unreachable (wins over 2)
+  5    run: another run holds a host (see --wait-for-hosts, benchrig lab)
   130  interrupted (Ctrl-C)
   141  stdout was closed early (broken pipe)";
 

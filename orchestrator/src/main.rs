@@ -49,6 +49,7 @@ async fn dispatch(cmd: Command, progress: Progress) -> anyhow::Result<i32> {
         Command::Compare(a) => commands::compare::run(a),
         Command::Cleanup(a) => commands::cleanup::run(a, progress).await,
         Command::Ping(a) => commands::ping::run(a, progress).await,
+        Command::Lab(a) => commands::lab::run(a),
     }
 }
 

@@ -18,8 +18,11 @@ pub enum CellStatus {
     Pending,
     Running,
     Ok,
-    /// A step failed, or its host was lost (the reason says which).
+    /// A step failed (the reason says which and why).
     Failed,
+    /// Its host was lost, or never reached: no result, and no verdict on
+    /// the benchmark (a dead machine is not a regression).
+    Unreachable,
     /// The host cannot make this cell (a filesystem its kernel lacks, a
     /// device too small): known before or while it ran, never a failure.
     Unsupported,
@@ -87,6 +90,7 @@ mod tests {
             (CellStatus::Running, "running"),
             (CellStatus::Ok, "ok"),
             (CellStatus::Failed, "failed"),
+            (CellStatus::Unreachable, "unreachable"),
             (CellStatus::Unsupported, "unsupported"),
             (CellStatus::Skipped, "skipped"),
         ];

@@ -177,3 +177,22 @@ fn an_unreachable_host_exits_4() {
         assert!(stderr(&out).contains("unreachable"), "{cmd}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn an_unreachable_host_is_tried_again_as_often_as_ansible_ssh_retries_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let inv = |retries: &str| {
+        format!("all:\n  hosts:\n    nowhere:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n{retries}")
+    };
+    std::fs::write(dir.path().join("default.yml"), inv("")).unwrap();
+    std::fs::write(dir.path().join("none.yml"), inv("      ansible_ssh_retries: 0\n")).unwrap();
+    let started = std::time::Instant::now();
+    let out = run(dir.path(), &["ping", "-i", "default.yml"]);
+    let (took, err) = (started.elapsed(), stderr(&out));
+    assert_eq!(out.status.code(), Some(exit_code::UNREACHABLE));
+    assert!(err.contains("trying again in 1 s (1 of 2)") && err.contains("trying again in 2 s (2 of 2)"), "{err}");
+    assert!(took >= std::time::Duration::from_secs(3), "backed off 1 s, then 2 s: {took:?}");
+    let out = run(dir.path(), &["ping", "-i", "none.yml"]);
+    assert_eq!(out.status.code(), Some(exit_code::UNREACHABLE));
+    assert!(!stderr(&out).contains("trying again"), "{}", stderr(&out));
+}

@@ -395,7 +395,8 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
     assert!(fast2.iter().any(|c| c.status == CellStatus::Ok), "what fast2 reported before dying is kept");
     assert!(fast2
         .iter()
-        .any(|c| c.status == CellStatus::Failed && c.reason.as_deref().unwrap_or("").contains("unreachable")));
+        .any(|c| c.status == CellStatus::Unreachable && c.reason.as_deref().unwrap_or("").contains("unreachable")));
+    assert!(fast2.iter().all(|c| c.status != CellStatus::Failed), "a dead host fails no cell: {fast2:?}");
     assert_eq!(fast2.len(), 6, "every planned cell of fast2 is accounted for");
 }
 
@@ -985,16 +986,8 @@ fn the_html_report_is_one_file_with_a_chart_per_metric() {
 #[test]
 #[ignore = "needs the agent builds and a PostgreSQL server (ci/test.sh)"]
 fn runs_in_postgres_compare_and_move_to_sqlite_as_anywhere() {
-    let base = std::env::var("BENCHRIG_TEST_POSTGRES")
-        .expect("BENCHRIG_TEST_POSTGRES names the PostgreSQL server for this test (ci/test.sh starts one)");
-    let name = format!("benchrig_e2e_{}", std::process::id());
-    sh(&format!("psql '{base}' -qc 'DROP DATABASE IF EXISTS {name}' -c 'CREATE DATABASE {name}'"));
-    let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
-    let url = format!(
-        "{}/{name}{}",
-        &head[..head.rfind('/').unwrap()],
-        if query.is_empty() { "" } else { "?" }.to_owned() + query
-    );
+    let pg = PgDatabase::new("benchrig_e2e");
+    let url = pg.url.clone();
 
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
@@ -1014,5 +1007,72 @@ fn runs_in_postgres_compare_and_move_to_sqlite_as_anywhere() {
     let rows = |t: &str| t.lines().skip(1).map(|l| l.split_once(',').unwrap().1.to_string()).collect::<Vec<_>>();
     assert_eq!(rows(&from_pg), rows(&from_sqlite), "the same samples, but for the run id");
     assert_eq!(rows(&from_pg).len(), 10);
-    sh(&format!("psql '{base}' -qc 'DROP DATABASE {name} WITH (FORCE)'"));
+}
+
+#[test]
+#[ignore = "needs the simulated lab and a PostgreSQL server (ci/test.sh)"]
+fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out() {
+    let inv = lab_inventory();
+    let inv = inv.to_str().unwrap();
+    let pg = PgDatabase::new("benchrig_leases");
+    let b = Bench::new();
+    let pb = b.write(
+        "hold.yml",
+        "- name: hold\n  hosts: all\n  repeat: 2\n  benchmark:\n    - exec: {command: \"sleep 2\"}\n",
+    );
+    let pb = pb.to_str().unwrap();
+    let run = |name: &str, limit: &str, more: &[&str]| {
+        b.run(&[&["run", pb, "-i", inv, "-l", limit, "--name", name, "--db", &pg.url][..], more].concat())
+    };
+    let held_by = |host: &str| pg.store().leases().unwrap().into_iter().find(|l| l.host == host && l.holder.is_some());
+
+    // a holds fast1 and fast2 while it runs.
+    let a = b.spawn(&["run", pb, "-i", inv, "-l", "fast1:fast2", "--name", "a", "--db", &pg.url], &[]);
+    let started = std::time::Instant::now();
+    while held_by("fast2").is_none() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "run a never took its hosts");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // b wants fast2 and soc, and will not wait: it exits at once, naming
+    // the holder, and takes nothing (not even soc, which is free).
+    let asked = std::time::Instant::now();
+    let busy = run("b", "fast2:soc", &["--wait-for-hosts", "0"]);
+    assert_eq!(busy.status.code(), Some(5), "{}", stderr(&busy));
+    assert!(asked.elapsed() < std::time::Duration::from_secs(5), "it did not wait");
+    let why = stderr(&busy);
+    assert!(why.contains("host fast2 is held by run ") && why.contains("--wait-for-hosts"), "{why}");
+    assert!(held_by("soc").is_none(), "all or nothing");
+    // c waits for a to finish, then runs.
+    let c = run("c", "fast2:soc", &["--wait-for-hosts", "5m"]);
+    assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
+    assert!(stderr(&c).contains("waiting up to 5m"), "{}", stderr(&c));
+    assert_eq!(a.wait_with_output().unwrap().status.code(), Some(0));
+    let s = pg.store();
+    let cells = |name: &str, host: &str| {
+        let run = s.resolve_run(name).unwrap();
+        s.cells(run.id).unwrap().into_iter().filter(|c| c.host == host).collect::<Vec<_>>()
+    };
+    let a_done = cells("a", "fast2").iter().filter_map(|c| c.finished.clone()).max().unwrap();
+    let c_began = cells("c", "fast2").iter().filter_map(|c| c.started.clone()).min().unwrap();
+    assert!(a_done < c_began, "fast2 was measured by both at once: a until {a_done}, c from {c_began}");
+    assert!(s.resolve_run("b").is_err(), "a run refused its hosts stores nothing");
+    assert!(s.leases().unwrap().is_empty(), "every run let go of its hosts");
+
+    // Quarantined: the next run leaves soc out, saying why, and is ok.
+    let lab_cmd = |args: &[&str]| b.run(&[&["lab"][..], args, &["--db", &pg.url]].concat());
+    assert_eq!(lab_cmd(&["quarantine", "soc", "--reason", "fan replaced"]).status.code(), Some(0));
+    assert!(stdout(&lab_cmd(&[])).contains("fan replaced"));
+    let q = run("q", "fast1:soc", &[]);
+    assert_eq!(q.status.code(), Some(0), "{}", stderr(&q));
+    let hosts = s.hosts(s.resolve_run("q").unwrap().id).unwrap();
+    let soc = hosts.iter().find(|h| h.name == "soc").unwrap();
+    assert_eq!((soc.status.to_string(), soc.reason.as_deref()), ("skipped".into(), Some("quarantined: fan replaced")));
+    let soc_cells = cells("q", "soc");
+    assert!(!soc_cells.is_empty() && soc_cells.iter().all(|c| c.status == CellStatus::Skipped));
+    assert_eq!(soc_cells[0].reason.as_deref(), Some("host soc is quarantined: fan replaced"));
+    assert!(cells("q", "fast1").iter().all(|c| c.status == CellStatus::Ok));
+    let report = stdout(&b.run(&["report", "q", "-f", "json", "--db", &pg.url]));
+    assert!(report.contains("quarantined: fan replaced"), "the report says why");
+    assert_eq!(lab_cmd(&["unquarantine", "soc"]).status.code(), Some(0));
+    assert_eq!(stdout(&lab_cmd(&[])).trim(), "no host is held or quarantined");
 }

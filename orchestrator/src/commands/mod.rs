@@ -4,6 +4,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod facts;
 pub mod inventory;
+pub mod lab;
 pub mod ping;
 pub mod plan;
 pub mod run;

@@ -22,6 +22,7 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
         db: args.play.hosts.db.db,
         name: args.name,
         progress,
+        wait_for_hosts: args.wait_for_hosts,
     })
     .await?;
     out!("{}", result.table)?;

@@ -1,5 +1,6 @@
 //! `report -f junit`: a test suite per play, a test case per cell and host.
-//! A failed cell fails; an unsupported or skipped one is skipped; with a
+//! A failed cell fails; a cell whose host was lost is an error (of the lab,
+//! not of the benchmark); an unsupported or skipped one is skipped; with a
 //! baseline, a cell with a regressed metric fails too, naming the metric.
 
 use crate::compare::{Row, Verdict};
@@ -45,6 +46,12 @@ fn case(c: &CellRow, regressions: &[Row]) -> TestCase {
         CellStatus::Unsupported | CellStatus::Skipped => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(format!("{}: {}", c.status, c.reason.clone().unwrap_or_default()));
+            s
+        }
+        // A lost host measured nothing: an error of the lab, not a failure of the benchmark.
+        CellStatus::Unreachable => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_type("unreachable").set_message(c.reason.clone().unwrap_or_else(|| "host unreachable".into()));
             s
         }
         other @ (CellStatus::Failed | CellStatus::Pending | CellStatus::Running) => {

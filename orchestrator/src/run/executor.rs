@@ -34,13 +34,15 @@ impl CellOutcome {
     pub fn status(&self) -> CellStatus {
         match self {
             CellOutcome::Ok => CellStatus::Ok,
-            CellOutcome::Failed(_) | CellOutcome::HostLost { .. } => CellStatus::Failed,
+            CellOutcome::Failed(_) => CellStatus::Failed,
+            CellOutcome::HostLost { .. } => CellStatus::Unreachable,
             CellOutcome::Unsupported(_) => CellStatus::Unsupported,
             CellOutcome::Skipped(_) => CellStatus::Skipped,
         }
     }
 
-    /// Failed, on a host still there or on one that was lost.
+    /// Failed, or its host was lost: what `any_errors_fatal` and
+    /// `max_fail_percentage` count, as Ansible counts unreachable hosts.
     pub fn is_failure(&self) -> bool {
         matches!(self, CellOutcome::Failed(_) | CellOutcome::HostLost { .. })
     }

@@ -9,6 +9,7 @@ mod cells;
 pub mod check;
 mod context;
 pub mod executor;
+mod leases;
 mod plays;
 pub mod policy;
 pub mod schedule;
@@ -40,6 +41,8 @@ pub struct RunOptions {
     pub db: crate::store::DbLocation,
     pub name: Option<String>,
     pub progress: Progress,
+    /// How long to wait for hosts another run holds (0: not at all).
+    pub wait_for_hosts: std::time::Duration,
 }
 
 pub struct RunResult {
@@ -60,6 +63,9 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         anyhow::bail!("no benchrig-agent builds found; build them with `{}`", crate::session::deploy::BUILD_COMMAND);
     }
     let store = Store::open(&opts.db)?;
+    // Before any host is touched: no other run may be measuring on them.
+    let all_hosts: Vec<String> = checked.hosts.keys().cloned().collect();
+    let held = leases::hold(&store, &all_hosts, opts.wait_for_hosts, opts.progress).await?;
     let run = store.create_run(&NewRun {
         name: opts.name.as_deref(),
         playbook: &opts.playbook.display().to_string(),
@@ -68,25 +74,40 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         limit: opts.limit.as_deref(),
         extra_vars: &serde_json::Value::Object(opts.extra_vars.clone()),
     })?;
+    held.for_run(run)?;
     for h in checked.hosts.keys() {
         store.set_host(run, h, HostStatus::Pending, None)?;
+    }
+    for (h, why) in &held.quarantined {
+        opts.progress.line(h, format!("left out: quarantined: {why}"));
     }
     opts.progress.note(format!("run {run}: {} on {} host(s)", opts.playbook.display(), checked.hosts.len()));
 
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let progress = opts.progress;
+    let (leases_store, holder) = (store.clone(), held.holder.clone());
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("\ninterrupted: stopping the running steps and tearing down (Ctrl-C again to quit at once)");
             let _ = cancel_tx.send(true);
             if tokio::signal::ctrl_c().await.is_ok() {
-                // The agents release their mounts when their channel closes.
+                // The agents release their mounts when their channel closes;
+                // the hosts go back to the lab now rather than when the leases lapse.
+                let _ = leases_store.release_leases(&holder);
                 std::process::exit(exit_code::INTERRUPTED);
             }
         }
     });
 
-    let slots = checked.hosts.keys().map(|h| (h.clone(), Mutex::new(Slot::default()))).collect();
+    let slots = checked
+        .hosts
+        .keys()
+        .map(|h| {
+            let aside = held.quarantined.iter().find(|(q, _)| q == h);
+            let down = aside.map(|(_, why)| policy::Down::Quarantined(why.clone()));
+            (h.clone(), Mutex::new(Slot { down, ..Slot::default() }))
+        })
+        .collect();
     let ctx = Arc::new(RunContext {
         extra: opts.extra_vars.clone(),
         store: store.clone(),
@@ -117,6 +138,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     let (unreachable, failed) = slots::tally(&ctx).await?;
     let (status, code) = policy::run_outcome(ctx.interrupted(), unreachable, failed);
     store.finish_run(run, status)?;
+    drop(held);
     Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }
 

@@ -7,7 +7,7 @@ use super::cells::{record_cells, CellBook};
 use super::context::RunContext;
 use super::context::Slot;
 use super::executor::CellRunner;
-use super::policy;
+use super::policy::{self, Down};
 use super::schedule;
 use super::slots::settle;
 use crate::planner::{self, HostInput};
@@ -67,6 +67,9 @@ async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64
     let _permit = ctx.forks.acquire().await;
     let mut guard = ctx.slots[&host].lock().await;
     let slot = &mut *guard;
+    if matches!(slot.down, Some(Down::Quarantined(_))) {
+        return false; // its cells are stored as skipped when it is closed
+    }
     let play = &ctx.checked.playbook.plays[pi];
     let t = Templates::new();
     let facts = slot.session.as_ref().map(|s| &s.facts);

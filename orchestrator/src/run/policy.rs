@@ -18,13 +18,18 @@ pub enum Down {
     Failed(String),
     /// The run was interrupted before it connected.
     Interrupted,
+    /// Set aside by hand (`benchrig lab quarantine`), with the reason: the
+    /// run leaves it out, and that is no failure.
+    Quarantined(String),
 }
 
 /// What the cells of a host that is down are stored as, and why.
 pub fn cells_of_down_host(host: &str, down: &Down) -> (CellStatus, String) {
     match down {
         Down::Interrupted => (CellStatus::Skipped, INTERRUPTED.into()),
-        Down::Unreachable(why) | Down::Failed(why) => (CellStatus::Failed, format!("host {host} unreachable: {why}")),
+        Down::Quarantined(why) => (CellStatus::Skipped, format!("host {host} is quarantined: {why}")),
+        Down::Unreachable(why) => (CellStatus::Unreachable, format!("host {host} unreachable: {why}")),
+        Down::Failed(why) => (CellStatus::Failed, format!("host {host} unreachable: {why}")),
     }
 }
 
@@ -77,12 +82,18 @@ pub fn max_fail_stop(play: &str, failed: usize, batch: usize, max_fail_percentag
 pub fn host_status(down: Option<&Down>, interrupted: bool, failed: bool) -> Option<(HostStatus, Option<String>)> {
     Some(match down {
         Some(Down::Interrupted) => return None,
+        Some(Down::Quarantined(why)) => (HostStatus::Skipped, Some(format!("quarantined: {why}"))),
         Some(Down::Unreachable(why)) => (HostStatus::Unreachable, Some(why.clone())),
         Some(Down::Failed(why)) => (HostStatus::Failed, Some(why.clone())),
         None if interrupted => (HostStatus::Interrupted, None),
         None if failed => (HostStatus::Failed, None),
         None => (HostStatus::Ok, None),
     })
+}
+
+/// Whether a host being down makes the run failed: not when it was set aside.
+pub fn counts_as_failed(down: Option<&Down>) -> bool {
+    down.is_some_and(|d| !matches!(d, Down::Quarantined(_)))
 }
 
 /// The run's status (as stored) and exit code; the most serious wins.
@@ -106,22 +117,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_down_host_fails_its_cells_unless_the_run_was_interrupted_first() {
+    fn a_lost_hosts_cells_are_unreachable_one_that_would_not_start_failed() {
         let lost = Down::Unreachable("ssh: connection refused".into());
         assert_eq!(
             cells_of_down_host("old", &lost),
-            (CellStatus::Failed, "host old unreachable: ssh: connection refused".into())
+            (CellStatus::Unreachable, "host old unreachable: ssh: connection refused".into())
         );
         let no_session = Down::Failed("handshake: protocol 3, want 4".into());
         assert_eq!(cells_of_down_host("old", &no_session).0, CellStatus::Failed);
         assert_eq!(cells_of_down_host("old", &Down::Interrupted), (CellStatus::Skipped, "interrupted".into()));
+        let aside = Down::Quarantined("disk swap".into());
+        assert_eq!(
+            cells_of_down_host("old", &aside),
+            (CellStatus::Skipped, "host old is quarantined: disk swap".into())
+        );
+        assert_eq!(
+            host_status(Some(&aside), false, false),
+            Some((HostStatus::Skipped, Some("quarantined: disk swap".into())))
+        );
+        assert!(!counts_as_failed(Some(&aside)) && counts_as_failed(Some(&no_session)) && !counts_as_failed(None));
     }
 
     #[test]
     fn skip_reasons_come_in_order_down_interrupted_halted_unsupported() {
         let down = Down::Unreachable("gone".into());
         let all = skip_reason(Some(("h", &down)), true, Some("stop".into()), Some("no jfs"));
-        assert_eq!(all, Some((CellStatus::Failed, "host h unreachable: gone".into())));
+        assert_eq!(all, Some((CellStatus::Unreachable, "host h unreachable: gone".into())));
         assert_eq!(
             skip_reason(None, true, Some("stop".into()), Some("no jfs")),
             Some((CellStatus::Skipped, "interrupted".into()))

@@ -19,6 +19,9 @@ use std::sync::Arc;
 pub async fn connect(ctx: Arc<RunContext>, host: String) {
     let _permit = ctx.forks.acquire().await;
     let mut slot = ctx.slots[&host].lock().await;
+    if slot.down.is_some() {
+        return; // quarantined: left out before the run began
+    }
     if ctx.interrupted() {
         slot.down = Some(Down::Interrupted);
         let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Skipped, Some(policy::INTERRUPTED));
@@ -26,7 +29,7 @@ pub async fn connect(ctx: Arc<RunContext>, host: String) {
     }
     let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Running, None);
     let vars = ctx.checked.connection_vars(&host);
-    match HostSession::open(&host, &vars, &ctx.builds).await {
+    match HostSession::open(&host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
         Ok(s) => {
             ctx.progress.line(
                 &host,
@@ -69,15 +72,15 @@ pub async fn settle(ctx: &RunContext, outcome: CellOutcome, slots: &mut [(&str, 
             }
         }
         CellOutcome::HostLost { host, reason } => {
+            // Not a failure of the host's benchmark: its cell is unreachable.
             let Some((_, slot)) = slots.iter_mut().find(|(h, _)| *h == host) else { return };
-            slot.failed = true;
             if ctx.interrupted() {
                 slot.down = Some(Down::Unreachable(reason));
                 return;
             }
             ctx.progress.line(&host, format!("  lost the host: {reason}; reconnecting once"));
             let vars = ctx.checked.connection_vars(&host);
-            match HostSession::open(&host, &vars, &ctx.builds).await {
+            match HostSession::open(&host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
                 Ok(fresh) => {
                     if let Some(old) = slot.session.replace(fresh) {
                         old.abandon().await;
@@ -139,8 +142,11 @@ pub async fn tally(ctx: &RunContext) -> Result<(bool, bool), StoreError> {
     for slot in ctx.slots.values() {
         let slot = slot.lock().await;
         unreachable |= matches!(slot.down, Some(Down::Unreachable(_)));
-        failed |= slot.failed || slot.down.is_some();
+        failed |= slot.failed || policy::counts_as_failed(slot.down.as_ref());
     }
-    failed |= ctx.store.cells(ctx.run)?.iter().any(|c| c.status == CellStatus::Failed);
+    let cells = ctx.store.cells(ctx.run)?;
+    failed |= cells.iter().any(|c| c.status == CellStatus::Failed);
+    // A host lost mid-run and back at once still lost that cell.
+    unreachable |= cells.iter().any(|c| c.status == CellStatus::Unreachable);
     Ok((unreachable, failed))
 }

@@ -10,6 +10,7 @@ use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
 
@@ -50,15 +51,54 @@ pub struct HostSession {
     pub startup: Duration,
 }
 
+/// The wait before retry `attempt` (0 first): 1 s, 2 s, 4 s, then 8 s each.
+pub fn backoff(attempt: u32) -> Duration {
+    Duration::from_secs(1 << attempt.min(3))
+}
+
+async fn connect_retrying(
+    name: &str,
+    spec: &ConnectionSpec,
+    mut cancel: Option<watch::Receiver<bool>>,
+) -> Result<Box<dyn Transport>, HostError> {
+    let mut attempt = 0;
+    loop {
+        match transport::connect(spec).await {
+            Ok(t) => return Ok(t),
+            Err(TransportError::Channel(m)) => return Err(HostError::Failed(m)),
+            Err(TransportError::Unreachable(m)) if attempt >= spec.retries => return Err(HostError::Unreachable(m)),
+            Err(TransportError::Unreachable(m)) => {
+                let wait = backoff(attempt);
+                attempt += 1;
+                tracing::warn!("{name}: {m}; trying again in {} s ({attempt} of {})", wait.as_secs(), spec.retries);
+                match cancel.as_mut() {
+                    Some(c) if *c.borrow() => return Err(HostError::Unreachable(m)),
+                    Some(c) => {
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = c.changed() => return Err(HostError::Unreachable(m)),
+                        }
+                    }
+                    None => tokio::time::sleep(wait).await,
+                }
+            }
+        }
+    }
+}
+
 impl HostSession {
-    pub async fn open(name: &str, vars: &Vars, builds: &AgentBuilds) -> Result<HostSession, HostError> {
+    /// Open a session; an unreachable host is tried again `ansible_ssh_retries`
+    /// times with backoff, unless `cancel` turns true meanwhile.
+    pub async fn open(
+        name: &str,
+        vars: &Vars,
+        builds: &AgentBuilds,
+        cancel: Option<watch::Receiver<bool>>,
+    ) -> Result<HostSession, HostError> {
         let t0 = Instant::now();
         let spec = ConnectionSpec::from_vars(name, vars).map_err(HostError::Failed)?;
         let scratch = scratch_devices(name, vars).map_err(HostError::Failed)?;
-        let transport = transport::connect(&spec).await.map_err(|e| match e {
-            TransportError::Unreachable(m) => HostError::Unreachable(m),
-            TransportError::Channel(m) => HostError::Failed(m),
-        })?;
+        let transport = connect_retrying(name, &spec, cancel).await?;
         let remote_dir = vars.get("benchrig_remote_dir").and_then(|v| v.as_str()).unwrap_or(DEFAULT_REMOTE_DIR);
         let started = async {
             let deployed = deploy::ensure_agent(transport.as_ref(), builds, remote_dir).await?;
@@ -138,5 +178,16 @@ impl HostSession {
         let released = self.agent.shutdown().await;
         self.transport.close().await;
         Ok(released?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_to_eight_seconds() {
+        let waits: Vec<u64> = (0..6).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 8, 8]);
     }
 }

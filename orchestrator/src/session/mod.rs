@@ -29,7 +29,7 @@ pub async fn open_sessions(
             let (vars, builds, sem, h) = (inv.host_vars(h), builds.clone(), sem.clone(), h.clone());
             tokio::spawn(async move {
                 let _permit = sem.acquire().await;
-                let r = HostSession::open(&h, &vars, &builds).await;
+                let r = HostSession::open(&h, &vars, &builds, None).await;
                 if let Err(e) = &r {
                     progress.line(&h, e.to_string());
                 }

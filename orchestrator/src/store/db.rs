@@ -55,4 +55,11 @@ impl Sql for Db {
             Db::Postgres(db) => db.hosts_order(),
         }
     }
+
+    fn begin_exclusive(&mut self) -> Result<(), StoreError> {
+        match self {
+            Db::Sqlite(db) => db.begin_exclusive(),
+            Db::Postgres(db) => db.begin_exclusive(),
+        }
+    }
 }

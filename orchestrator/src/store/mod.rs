@@ -9,6 +9,7 @@
 
 mod db;
 mod error;
+mod leases;
 mod location;
 mod postgres;
 mod schema;
@@ -20,6 +21,7 @@ mod transfer;
 mod value;
 
 pub use error::StoreError;
+pub use leases::{Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
 
 use crate::status::{CellStatus, HostStatus, RunStatus};

@@ -25,6 +25,9 @@ fn pg_err(e: tokio_postgres::Error) -> StoreError {
     StoreError::Postgres(text)
 }
 
+/// The advisory lock lease decisions hold for their transaction.
+const EXCLUSIVE_LOCK: i64 = 7420002;
+
 /// The advisory lock migrations hold (any number no other client uses).
 const MIGRATION_LOCK: i64 = 7420001;
 
@@ -145,6 +148,12 @@ impl Sql for Pg {
     /// A BIGSERIAL the schema adds for it (PostgreSQL keeps no row order).
     fn hosts_order(&self) -> &'static str {
         "seq"
+    }
+
+    /// Row locks cannot lock a row not there yet (a host never leased), so
+    /// every exclusive transaction takes one advisory lock instead.
+    fn begin_exclusive(&mut self) -> Result<(), StoreError> {
+        self.execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({EXCLUSIVE_LOCK})"), &[]).map(|_| ())
     }
 }
 

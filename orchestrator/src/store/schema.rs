@@ -88,6 +88,19 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
         created TEXT NOT NULL
     );
     CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
+    // 4: leases: which run holds which host (so two never share one), until
+    // when (unix seconds; a heartbeat moves it), and hosts set aside by hand.
+    "CREATE TABLE leases (
+        host TEXT NOT NULL PRIMARY KEY,
+        token TEXT,
+        run_id INTEGER,
+        holder TEXT,
+        pid INTEGER,
+        since TEXT,
+        heartbeat TEXT,
+        expires INTEGER,
+        quarantine TEXT
+    );",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -174,6 +187,17 @@ pub const PG_MIGRATIONS: &[&str] = &[
         created TEXT NOT NULL
     );
     CREATE INDEX artifacts_by_cell ON artifacts (cell_id);",
+    "CREATE TABLE leases (
+        host TEXT NOT NULL PRIMARY KEY,
+        token TEXT,
+        run_id BIGINT,
+        holder TEXT,
+        pid BIGINT,
+        since TEXT,
+        heartbeat TEXT,
+        expires BIGINT,
+        quarantine TEXT
+    );",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

@@ -32,12 +32,36 @@ pub trait Sql {
         row.and_then(|r| r.opt_int(0)).ok_or_else(|| StoreError::Export("an insert returned no id".into()))
     }
 
+    /// BEGIN a transaction that holds the database's writer lock from its
+    /// first statement to COMMIT, so a read-then-write in it cannot
+    /// interleave with another client's (SQLite's BEGIN IMMEDIATE,
+    /// PostgreSQL's transaction-scoped advisory lock).
+    fn begin_exclusive(&mut self) -> Result<(), StoreError>;
+
     /// Run `f` in one transaction: all of it is stored, or none.
     fn transaction<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, StoreError>) -> Result<T, StoreError>
     where
         Self: Sized,
     {
         self.execute("BEGIN", &[])?;
+        self.commit_or_roll_back(f)
+    }
+
+    /// [`Sql::transaction`], begun with [`Sql::begin_exclusive`]: for
+    /// decisions two clients must not both make (who holds a host).
+    fn exclusive_transaction<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, StoreError>) -> Result<T, StoreError>
+    where
+        Self: Sized,
+    {
+        self.begin_exclusive()?;
+        self.commit_or_roll_back(f)
+    }
+
+    /// `f` inside the transaction just begun, then COMMIT, or ROLLBACK on an error.
+    fn commit_or_roll_back<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, StoreError>) -> Result<T, StoreError>
+    where
+        Self: Sized,
+    {
         match f(self) {
             Ok(v) => {
                 self.execute("COMMIT", &[])?;

@@ -98,6 +98,12 @@ impl Sql for Sqlite {
     fn hosts_order(&self) -> &'static str {
         "rowid"
     }
+
+    /// The write lock at BEGIN (waiting out the busy timeout for it), not
+    /// at the first write, when a reader's upgrade would fail at once.
+    fn begin_exclusive(&mut self) -> Result<(), StoreError> {
+        self.execute("BEGIN IMMEDIATE", &[]).map(|_| ())
+    }
 }
 
 fn to_sqlite(v: &Val) -> rusqlite::types::Value {

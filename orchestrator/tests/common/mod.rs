@@ -28,6 +28,43 @@ pub fn lab_inventory() -> PathBuf {
     inv
 }
 
+/// A fresh database of its own on the PostgreSQL server ci/test.sh starts
+/// (`BENCHRIG_TEST_POSTGRES`), dropped when this goes.
+pub struct PgDatabase {
+    pub url: String,
+    base: String,
+    name: String,
+}
+
+impl PgDatabase {
+    pub fn new(prefix: &str) -> Self {
+        let base = std::env::var("BENCHRIG_TEST_POSTGRES")
+            .expect("BENCHRIG_TEST_POSTGRES names the PostgreSQL server for this test (ci/test.sh starts one)");
+        let name = format!("{prefix}_{}", std::process::id());
+        sh(&format!("psql '{base}' -qc 'DROP DATABASE IF EXISTS {name}' -c 'CREATE DATABASE {name}'"));
+        let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
+        let url = format!(
+            "{}/{name}{}",
+            &head[..head.rfind('/').unwrap()],
+            if query.is_empty() { "" } else { "?" }.to_owned() + query
+        );
+        PgDatabase { url, base, name }
+    }
+
+    pub fn store(&self) -> benchrig::store::Store {
+        benchrig::store::Store::open(&benchrig::store::DbLocation::Postgres(self.url.clone())).unwrap()
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .arg(&self.base)
+            .args(["-qc", &format!("DROP DATABASE {} WITH (FORCE)", self.name)])
+            .output();
+    }
+}
+
 pub struct Bench {
     pub dir: tempfile::TempDir,
 }

@@ -24,7 +24,15 @@ pub struct ConnectionSpec {
     /// `ansible_become`: run the agent as this user (through `sudo -n`).
     pub become_user: Option<String>,
     pub connect_timeout_s: u64,
+    /// `ansible_ssh_retries`: how many more times an unreachable host is
+    /// tried, with backoff ([`DEFAULT_RETRIES`] unless the host says).
+    pub retries: u32,
 }
+
+/// Connection attempts after the first, when a host does not answer: a lab
+/// machine rebooting or a switch flapping is worth a few seconds. (Ansible's
+/// own default is 0; a night's run is worth more than an ad-hoc command.)
+pub const DEFAULT_RETRIES: u32 = 2;
 
 fn get<'a>(vars: &'a Vars, names: &[&str]) -> Option<&'a Json> {
     names.iter().find_map(|n| vars.get(*n)).filter(|v| !v.is_null())
@@ -81,6 +89,12 @@ impl ConnectionSpec {
             .filter(|v| truthy(v))
             .map(|_| get(vars, &["ansible_become_user"]).map(text).unwrap_or_else(|| "root".into()));
         let connect_timeout_s = get(vars, &["ansible_timeout"]).and_then(|v| text(v).parse().ok()).unwrap_or(10);
+        let retries = match get(vars, &["ansible_ssh_retries"]) {
+            None => DEFAULT_RETRIES,
+            Some(v) => text(v)
+                .parse()
+                .map_err(|_| format!("host `{host}`: ansible_ssh_retries must be a count, not `{}`", text(v)))?,
+        };
         Ok(ConnectionSpec {
             kind,
             address: get(vars, &["ansible_host", "ansible_ssh_host"]).map(text).unwrap_or_else(|| host.to_string()),
@@ -91,6 +105,7 @@ impl ConnectionSpec {
             host_key_checking,
             become_user,
             connect_timeout_s,
+            retries,
         })
     }
 }
@@ -128,5 +143,10 @@ mod tests {
         assert!(ConnectionSpec::from_vars("w", &bad).unwrap_err().contains("winrm"));
         let bad: Vars = json!({"ansible_port": "ssh"}).as_object().unwrap().clone();
         assert!(ConnectionSpec::from_vars("w", &bad).is_err());
+        assert_eq!(s.retries, DEFAULT_RETRIES);
+        let none: Vars = json!({"ansible_ssh_retries": "0"}).as_object().unwrap().clone();
+        assert_eq!(ConnectionSpec::from_vars("w", &none).unwrap().retries, 0);
+        let bad: Vars = json!({"ansible_ssh_retries": "many"}).as_object().unwrap().clone();
+        assert!(ConnectionSpec::from_vars("w", &bad).unwrap_err().contains("ansible_ssh_retries must be a count"));
     }
 }
