@@ -114,6 +114,20 @@ fn unix_now() -> i64 {
 
 const COLUMNS: &str = "host, run_id, holder, pid, since, heartbeat, expires, quarantine, token";
 
+/// Forget the holder of the rows `which` (`token = ?1`, `host = ?1`) picks
+/// with `key`: a row kept only for its lease goes, a quarantine stays.
+fn let_go(db: &mut impl Sql, which: &str, key: &str) -> Result<(), StoreError> {
+    db.execute(&format!("DELETE FROM leases WHERE {which} AND quarantine IS NULL"), &[key.into()])?;
+    db.execute(
+        &format!(
+            "UPDATE leases SET token = NULL, run_id = NULL, holder = NULL, pid = NULL, since = NULL,
+                 heartbeat = NULL, expires = NULL WHERE {which}"
+        ),
+        &[key.into()],
+    )?;
+    Ok(())
+}
+
 fn lease_of(r: &super::value::Row) -> (Lease, Option<String>) {
     let lease = Lease {
         host: r.text(0),
@@ -155,8 +169,11 @@ impl Store {
             for host in hosts.iter().filter(|h| !quarantined.iter().any(|(q, _)| q == *h)) {
                 db.execute(
                     "INSERT INTO leases (host, token, holder, pid, since, heartbeat, expires) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
-                     ON CONFLICT (host) DO UPDATE SET token = excluded.token, run_id = NULL, holder = excluded.holder,
-                         pid = excluded.pid, since = excluded.since, heartbeat = excluded.heartbeat, expires = excluded.expires",
+                     ON CONFLICT (host) DO UPDATE SET
+                         run_id = CASE WHEN leases.token = excluded.token THEN leases.run_id END,
+                         since = CASE WHEN leases.token = excluded.token THEN leases.since ELSE excluded.since END,
+                         token = excluded.token, holder = excluded.holder, pid = excluded.pid,
+                         heartbeat = excluded.heartbeat, expires = excluded.expires",
                     &[
                         host.as_str().into(),
                         holder.token.as_str().into(),
@@ -190,16 +207,7 @@ impl Store {
 
     /// Let go of everything `holder` holds (quarantines stay).
     pub fn release_leases(&self, holder: &Holder) -> Result<(), StoreError> {
-        let mut db = self.db();
-        db.exclusive_transaction(|db| {
-            db.execute("DELETE FROM leases WHERE token = ?1 AND quarantine IS NULL", &[holder.token.as_str().into()])?;
-            db.execute(
-                "UPDATE leases SET token = NULL, run_id = NULL, holder = NULL, pid = NULL, since = NULL,
-                     heartbeat = NULL, expires = NULL WHERE token = ?1",
-                &[holder.token.as_str().into()],
-            )?;
-            Ok(())
-        })
+        self.db().exclusive_transaction(|db| let_go(db, "token = ?1", &holder.token))
     }
 
     /// Every host with a lease or a quarantine, by name.
@@ -215,12 +223,7 @@ impl Store {
         db.exclusive_transaction(|db| {
             let held =
                 db.query_one("SELECT token FROM leases WHERE host = ?1 AND token IS NOT NULL", &[host.into()])?;
-            db.execute("DELETE FROM leases WHERE host = ?1 AND quarantine IS NULL", &[host.into()])?;
-            db.execute(
-                "UPDATE leases SET token = NULL, run_id = NULL, holder = NULL, pid = NULL, since = NULL,
-                     heartbeat = NULL, expires = NULL WHERE host = ?1",
-                &[host.into()],
-            )?;
+            let_go(db, "host = ?1", host)?;
             Ok(held.is_some())
         })
     }
@@ -279,8 +282,12 @@ mod tests {
                 busy[0].describe_holder()
             );
             assert!(s.leases().unwrap().iter().all(|l| l.host != "h3"), "{url}: nothing taken");
-            // Taking one's own hosts again is fine (a reconnect, a second play).
+            // Taking one's own hosts again is fine (a reconnect, a second play),
+            // and keeps what the lease says: its run, since when.
+            let before = s.leases().unwrap();
             assert!(matches!(s.take_leases(&hosts(&["h1"]), &a, TERM).unwrap(), Taken::Held { .. }));
+            let after = s.leases().unwrap();
+            assert_eq!((after[0].run, &after[0].since), (Some(7), &before[0].since), "{url}");
             assert_eq!(s.renew_leases(&a, TERM).unwrap(), 2);
             s.release_leases(&a).unwrap();
             assert!(s.leases().unwrap().is_empty(), "{url}");
