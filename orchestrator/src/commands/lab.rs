@@ -4,9 +4,8 @@
 
 use crate::cli::{LabAction, LabArgs};
 use crate::exit_code;
-use crate::store::Store;
+use crate::store::{unix_now, Store};
 use crate::terminal_table::table;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn run(args: LabArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
@@ -34,13 +33,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
 }
 
 fn list(store: &Store) -> anyhow::Result<i32> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let now = unix_now();
     let dash = || "-".to_string();
     let rows: Vec<Vec<String>> = store
         .leases()?
         .into_iter()
         .map(|l| {
-            let held = l.holder.is_some() && l.expires.is_some_and(|e| e > now);
+            let held = l.is_held_at(now);
             vec![
                 l.host.clone(),
                 if held {

@@ -64,9 +64,14 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Held by someone (not `token`) at unix time `at`.
+    /// Whether a holder's lease on the host has not lapsed at unix time `at`.
+    pub fn is_held_at(&self, at: i64) -> bool {
+        self.holder.is_some() && self.expires.is_some_and(|e| e > at)
+    }
+
+    /// Held at `at` by a holder other than `token` (`own` is the row's token).
     fn held_against(&self, token: Option<&str>, own: Option<&str>, at: i64) -> bool {
-        own.is_some() && own != token && self.expires.is_some_and(|e| e > at)
+        own.is_some() && own != token && self.is_held_at(at)
     }
 
     /// "run 12 (ci@lab1, pid 4242) since …" for messages.
@@ -108,7 +113,8 @@ impl HostsBusy {
     }
 }
 
-fn unix_now() -> i64 {
+/// Now, in the unix seconds a lease's `expires` is in.
+pub fn unix_now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64
 }
 

@@ -21,7 +21,7 @@ mod transfer;
 mod value;
 
 pub use error::StoreError;
-pub use leases::{Holder, HostsBusy, Lease, Taken};
+pub use leases::{unix_now, Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
 
 use crate::status::{CellStatus, HostStatus, RunStatus};
