@@ -190,19 +190,34 @@ pub fn fill(kind: ContentKind, rng: &mut Rng, buf: &mut [u8]) {
     }
 }
 
+/// Content of every kind, for the tests of what reads and writes it (the codecs').
+#[cfg(test)]
+pub mod samples {
+    use super::{fill, Rng};
+    use benchrig_wire::args::ContentKind;
+
+    pub const KINDS: [ContentKind; 4] =
+        [ContentKind::Zeros, ContentKind::Text, ContentKind::Binary, ContentKind::Random];
+
+    /// `n` bytes of `kind`, the same for the same `seed`.
+    pub fn sample(kind: ContentKind, n: usize, seed: u64) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        fill(kind, &mut Rng::new(seed), &mut v);
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn bytes(kind: ContentKind, seed: u64, n: usize) -> Vec<u8> {
-        let mut v = vec![0u8; n];
-        fill(kind, &mut Rng::new(seed), &mut v);
-        v
+        samples::sample(kind, n, seed)
     }
 
     #[test]
     fn deterministic_per_seed() {
-        for kind in [ContentKind::Zeros, ContentKind::Text, ContentKind::Binary, ContentKind::Random] {
+        for kind in samples::KINDS {
             assert_eq!(bytes(kind, 7, 5000), bytes(kind, 7, 5000));
         }
         assert_ne!(bytes(ContentKind::Random, 7, 64), bytes(ContentKind::Random, 8, 64));

@@ -136,17 +136,8 @@ pub(super) fn lzo1x_decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, &'st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::content::{fill, Rng};
-    use benchrig_wire::args::ContentKind;
-
     use crate::compress::LZO_BLOCK;
-    const KINDS: [ContentKind; 4] = [ContentKind::Zeros, ContentKind::Text, ContentKind::Binary, ContentKind::Random];
-
-    fn content(kind: ContentKind, n: usize, seed: u64) -> Vec<u8> {
-        let mut v = vec![0u8; n];
-        fill(kind, &mut Rng::new(seed), &mut v);
-        v
-    }
+    use crate::content::samples::{sample as content, KINDS};
 
     #[test]
     fn lzo_blocks_match_lzokay() {

@@ -81,17 +81,11 @@ pub fn decode_vec(codec: Codec, data: &[u8]) -> io::Result<Vec<u8>> {
 mod tests {
     use super::lzo1x::lzo1x_decompress;
     use super::*;
+    use crate::content::samples::{sample as content, KINDS};
     use crate::content::{fill, Rng};
     use benchrig_wire::args::ContentKind;
 
     const CODECS: [Codec; 4] = [Codec::Raw, Codec::Lzo, Codec::Gzip, Codec::Zstd];
-    const KINDS: [ContentKind; 4] = [ContentKind::Zeros, ContentKind::Text, ContentKind::Binary, ContentKind::Random];
-
-    fn content(kind: ContentKind, n: usize, seed: u64) -> Vec<u8> {
-        let mut v = vec![0u8; n];
-        fill(kind, &mut Rng::new(seed), &mut v);
-        v
-    }
 
     #[test]
     fn round_trips_every_codec_kind_and_awkward_size() {
