@@ -119,39 +119,21 @@ impl Supervised {
         let (done_tx, drained) = mpsc::channel();
         let mut pipes = 0;
         if let Some(keep) = keep {
-            let mut out_pipe = child.stdout.take().expect("stdout is piped");
-            let (cap, tx) = (captured.clone(), done_tx.clone());
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 64 << 10];
-                while let Ok(n) = out_pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    let mut c = cap.lock().unwrap_or_else(|e| e.into_inner());
-                    c.stdout_total += n as u64;
-                    let room = keep.saturating_sub(c.stdout.len()).min(n);
-                    c.stdout.extend_from_slice(&buf[..room]);
-                }
-                let _ = tx.send(());
+            let out_pipe = child.stdout.take().expect("stdout is piped");
+            drain(out_pipe, 64 << 10, captured.clone(), done_tx.clone(), move |c, chunk| {
+                c.stdout_total += chunk.len() as u64;
+                let room = keep.saturating_sub(c.stdout.len()).min(chunk.len());
+                c.stdout.extend_from_slice(&chunk[..room]);
             });
             pipes += 1;
         }
-        let mut err_pipe = child.stderr.take().expect("stderr is piped");
-        let (cap, tx) = (captured.clone(), done_tx);
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 16 << 10];
-            while let Ok(n) = err_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut c = cap.lock().unwrap_or_else(|e| e.into_inner());
-                c.stderr.extend_from_slice(&buf[..n]);
-                if c.stderr.len() > 2 * STDERR_KEEP {
-                    let cut = c.stderr.len() - STDERR_KEEP;
-                    c.stderr.drain(..cut);
-                }
+        let err_pipe = child.stderr.take().expect("stderr is piped");
+        drain(err_pipe, 16 << 10, captured.clone(), done_tx, |c, chunk| {
+            c.stderr.extend_from_slice(chunk);
+            if c.stderr.len() > 2 * STDERR_KEEP {
+                let cut = c.stderr.len() - STDERR_KEEP;
+                c.stderr.drain(..cut);
             }
-            let _ = tx.send(());
         });
         pipes += 1;
         // WNOWAIT leaves the child a zombie until `wait` below reaps it, so its
@@ -244,6 +226,27 @@ impl Drop for Supervised {
             self.stop();
         }
     }
+}
+
+/// Read `pipe` to its end on a thread of its own, handing each chunk (at
+/// most `chunk` bytes) to `keep` under the lock, then say so on `done`.
+fn drain(
+    mut pipe: impl Read + Send + 'static,
+    chunk: usize,
+    captured: Arc<Mutex<Captured>>,
+    done: mpsc::Sender<()>,
+    keep: impl Fn(&mut Captured, &[u8]) + Send + 'static,
+) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; chunk];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            keep(&mut captured.lock().unwrap_or_else(|e| e.into_inner()), &buf[..n]);
+        }
+        let _ = done.send(());
+    });
 }
 
 #[cfg(test)]
