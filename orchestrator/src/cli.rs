@@ -115,11 +115,11 @@ pub struct HostsArgs {
     pub db: DbArgs,
 }
 
-/// What `run` and `plan` share: a playbook, its hosts, extra variables.
+/// What `run` and `plan` share: its hosts, extra variables, tags (the
+/// playbook itself is each one's positional argument: `run --resume`
+/// needs none).
 #[derive(Args, Debug)]
 pub struct PlaybookArgs {
-    /// The playbook: plays with their matrix and steps (YAML).
-    pub playbook: PathBuf,
     #[command(flatten)]
     pub hosts: HostsArgs,
     /// Extra variables: key=value, a YAML/JSON mapping, or @file. Always win. Repeatable.
@@ -144,18 +144,32 @@ pub struct PlaybookArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// The playbook: plays with their matrix and steps (YAML).
+    #[arg(required_unless_present = "resume")]
+    pub playbook: Option<PathBuf>,
     #[command(flatten)]
     pub play: PlaybookArgs,
     /// A name for the run, usable wherever a run id is.
     #[arg(long, help_heading = DATABASE)]
     pub name: Option<String>,
+    /// Complete RUN (id, name or `last`) in place: only what it lacks, planned from the playbook, extra vars, limit and tags stored with it.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["playbook", "name", "extra_vars", "limit", "tags", "skip_tags", "list_hosts", "list_tasks", "syntax_check"], help_heading = EXECUTION)]
+    pub resume: Option<String>,
+    /// With --resume: also run again the cells that failed on a step of their own.
+    #[arg(long, requires = "resume", conflicts_with = "playbook", help_heading = EXECUTION)]
+    pub retry_failed: bool,
     /// Wait this long (30s, 10m, 2h) for hosts another run holds, instead of exiting at once (exit code 5).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub wait_for_hosts: std::time::Duration,
+    /// How long the run's hold on a host lasts without a heartbeat: how long a killed benchrig keeps its hosts from others.
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    pub lease_term: std::time::Duration,
 }
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
+    /// The playbook: plays with their matrix and steps (YAML).
+    pub playbook: PathBuf,
     #[command(flatten)]
     pub play: PlaybookArgs,
 }

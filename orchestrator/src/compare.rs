@@ -288,6 +288,7 @@ mod tests {
                 steps: None,
                 started: None,
                 finished: None,
+                reps_done: None,
             });
             for rep in 0..n {
                 samples.push(SampleRow {
@@ -303,6 +304,7 @@ mod tests {
                     dev_read_bytes: None,
                     dev_write_bytes: None,
                     info: None,
+                    attempt: None,
                 });
             }
         }

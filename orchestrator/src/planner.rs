@@ -39,6 +39,23 @@ pub struct Cell {
     pub unsupported: Option<String>,
     /// Setup and teardown around every repetition, not once per cell.
     pub fresh_each_repetition: bool,
+    /// The scratch devices its steps name, as the inventory gave them: so
+    /// `--resume` can tell that a cell would now land on another device.
+    pub devices: Vec<CellDevice>,
+}
+
+/// A scratch device a cell uses: which host's, and the inventory's entry
+/// but for `wipe` (a permission, not which device it is).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CellDevice {
+    pub host: String,
+    pub name: String,
+    pub path: String,
+    pub kind: ScratchKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<benchrig_wire::units::ByteSize>,
 }
 
 /// When a cell may stop repeating before `repeat`, and how many unrecorded
@@ -133,6 +150,7 @@ impl Cell {
             "before_each": self.before_each,
             "benchmark": self.benchmark,
             "teardown": self.teardown,
+            "devices": self.devices,
         })
     }
 
@@ -399,6 +417,7 @@ impl<'a> PlayCtx<'a> {
                     capacity::shortfall(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), size);
             }
             let host = benchmark.first().map(|s| s.host.clone()).unwrap_or_else(|| hosts[0].host.to_string());
+            let devices = cell_devices(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), &hosts);
             cells.push(Cell {
                 key: format!("{}:{}", self.play_index, matrix::describe(&params)),
                 host,
@@ -413,10 +432,34 @@ impl<'a> PlayCtx<'a> {
                 teardown,
                 unsupported,
                 fresh_each_repetition: play.fresh == Fresh::Repetition,
+                devices,
             });
         }
         Ok(cells)
     }
+}
+
+/// Every scratch device `steps` name, once each, in the order first named.
+fn cell_devices<'s>(steps: impl Iterator<Item = &'s PlannedStep>, hosts: &[Member]) -> Vec<CellDevice> {
+    let mut out: Vec<CellDevice> = Vec::new();
+    for s in steps {
+        let Some(m) = hosts.iter().find(|m| m.host == s.host) else { continue };
+        for name in s.action.scratch_names() {
+            let Some(d) = m.scratch.iter().find(|d| d.name == name) else { continue };
+            if out.iter().any(|c| c.host == s.host && c.name == name) {
+                continue;
+            }
+            out.push(CellDevice {
+                host: s.host.clone(),
+                name: d.name.clone(),
+                path: d.path.clone(),
+                kind: d.kind,
+                serial: d.serial.clone(),
+                size: d.size,
+            });
+        }
+    }
+    out
 }
 
 /// A step's runs: once, or once per `loop` item with the item in the

@@ -66,7 +66,13 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
             );
         }
     }
-    Ok(table(&header, &rows))
+    let mut out = table(&header, &rows);
+    let attempts = serde_json::to_value(store.attempts(run)?).unwrap_or_default();
+    for line in crate::report::attempt_lines(&attempts) {
+        out += &line;
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// A CV above this is worth a second look (a noisy host, a cold start).

@@ -2,7 +2,7 @@
 //! from the real binary. The ones only a real run can produce are asserted
 //! in tests/lab.rs: 2 (`a_failed_cell_on_this_machine_exits_2`,
 //! `safety_rules_refuse_on_real_devices_and_leave_them_intact`), 4 for a run
-//! (`a_host_that_dies_mid_run_is_unreachable_and_the_others_finish`), 130
+//! (`a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_completes_it`), 130
 //! (`interrupt_a_run`), 3 after real runs
 //! (`compare_finds_a_planted_regression_and_nothing_in_noise`).
 
@@ -28,12 +28,23 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 #[test]
 fn an_unknown_flag_is_a_usage_error_with_clap_s_message() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(dir.path(), &["run", "--resume", "3", "x.yml"]);
+    let out = run(dir.path(), &["run", "--restart", "3", "x.yml"]);
     assert_eq!(out.status.code(), Some(exit_code::USAGE), "not clap's 2, which means a failed cell");
     let err = stderr(&out);
-    assert!(err.starts_with("error: unexpected argument '--resume' found"), "{err}");
-    assert!(err.contains("Usage: benchrig run [OPTIONS] <PLAYBOOK>"), "{err}");
+    assert!(err.starts_with("error: unexpected argument '--restart' found"), "{err}");
+    assert!(err.contains("Usage: benchrig run [OPTIONS] [PLAYBOOK]"), "{err}");
     assert!(out.stdout.is_empty());
+    // A resume plans from what the run stored: a playbook (or -e, -l, -t) beside it is a mistake.
+    for args in [
+        &["run", "--resume", "3", "x.yml"][..],
+        &["run", "--resume", "3", "-e", "a=1"],
+        &["run", "--retry-failed", "x.yml"],
+    ] {
+        let out = run(dir.path(), args);
+        assert_eq!(out.status.code(), Some(exit_code::USAGE), "{args:?}");
+        assert!(stderr(&out).contains("cannot be used with"), "{args:?}: {}", stderr(&out));
+    }
+    assert!(stderr(&run(dir.path(), &["run"])).contains("required arguments were not provided"));
     // A missing subcommand and a bad value are usage errors too.
     assert_eq!(run(dir.path(), &[]).status.code(), Some(exit_code::USAGE));
     assert_eq!(run(dir.path(), &["plan", "p.yml", "--forks", "many"]).status.code(), Some(exit_code::USAGE));

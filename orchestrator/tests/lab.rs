@@ -365,14 +365,52 @@ fn a_device_missing_from_scratch_devices_is_an_error_before_any_host_is_touched(
     assert!(!b.db().exists() || b.store().runs().unwrap().is_empty(), "a run was started");
 }
 
+/// Samples per cell of a run, by cell id.
+fn sample_counts(s: &benchrig::store::Store, run: i64) -> std::collections::BTreeMap<i64, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for x in s.samples(run).unwrap() {
+        *n.entry(x.cell_id).or_default() += 1;
+    }
+    n
+}
+
+/// Every cell of `run` ok, with all its repetitions: (write + read) ×
+/// (throughput + time) for each, as a quickstart cell has, and each
+/// repetition once.
+fn quickstart_complete(s: &benchrig::store::Store, run: i64) {
+    let cells = s.cells(run).unwrap();
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
+    let samples = s.samples(run).unwrap();
+    for c in &cells {
+        let mut reps: Vec<i64> = samples.iter().filter(|x| x.cell_id == c.id).map(|x| x.repetition).collect();
+        reps.sort();
+        let want: Vec<i64> = (1..=c.repeat).flat_map(|r| [r; 4]).collect();
+        assert_eq!(reps, want, "cell {} on {}", c.key, c.host);
+    }
+}
+
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
-fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
+fn a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_completes_it() {
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
     let inv = inv.to_str().unwrap();
-    let args = ["run", pb.to_str().unwrap(), "-i", inv, "-e", "size=64M", "-e", "reps=2", "--name", "crash"];
+    // No reconnect rounds at the end: fast2 stays down until the run is over.
+    let args = [
+        "run",
+        pb.to_str().unwrap(),
+        "-i",
+        inv,
+        "-e",
+        "size=64M",
+        "-e",
+        "reps=2",
+        "-e",
+        "benchrig_reconnects=0",
+        "--name",
+        "crash",
+    ];
     let child = b.spawn(&args, &[]);
     // Wait until fast2 has finished a cell, then kill everything in it.
     b.wait_for_cell("crash", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == CellStatus::Ok);
@@ -398,6 +436,70 @@ fn a_host_that_dies_mid_run_is_unreachable_and_the_others_finish() {
         .any(|c| c.status == CellStatus::Unreachable && c.reason.as_deref().unwrap_or("").contains("unreachable")));
     assert!(fast2.iter().all(|c| c.status != CellStatus::Failed), "a dead host fails no cell: {fast2:?}");
     assert_eq!(fast2.len(), 6, "every planned cell of fast2 is accounted for");
+
+    // fast2 is back: the resume runs only its missing cells, in place.
+    let before = sample_counts(&s, run.id);
+    let kept: Vec<i64> = fast2.iter().filter(|c| c.status == CellStatus::Ok).map(|c| c.id).collect();
+    let resumed = b.run(&["run", "--resume", "crash"]);
+    eprintln!("{}", stderr(&resumed));
+    assert_eq!(resumed.status.code(), Some(0), "{}", stdout(&resumed));
+    let after = sample_counts(&s, run.id);
+    for c in cells.iter().filter(|c| c.host != "fast2" || kept.contains(&c.id)) {
+        assert_eq!(after.get(&c.id), before.get(&c.id), "cell {} on {} was measured again", c.key, c.host);
+    }
+    assert_eq!(s.cells(run.id).unwrap().len(), cells.len(), "the same cells, in place");
+    quickstart_complete(&s, run.id);
+    assert_eq!(s.resolve_run("crash").unwrap().status, RunStatus::Ok);
+    let attempts = s.attempts(run.id).unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!((attempts[1].hosts.as_slice(), attempts[1].status), (&["fast2".to_string()][..], RunStatus::Ok));
+    let second: Vec<i64> =
+        s.samples(run.id).unwrap().iter().filter(|x| x.attempt == Some(2)).map(|x| x.cell_id).collect();
+    assert!(!second.is_empty() && second.iter().all(|id| cells.iter().any(|c| c.id == *id && c.host == "fast2")));
+    // The report shows every cell once, and both attempts.
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "crash", "-f", "json"]))).unwrap();
+    assert_eq!(report["run"]["status"], "ok");
+    assert_eq!(report["cells"].as_array().unwrap().len(), cells.len() * 2, "one entry per cell and measured step");
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 2);
+    assert!(stdout(&b.run(&["show", "crash"])).contains("attempt 2: "), "the table ends with the attempts");
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_host_lost_mid_run_and_back_gets_the_cells_it_lost_before_the_run_ends() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let pb = repo().join("playbooks/quickstart.yml");
+    let args = [
+        "run",
+        pb.to_str().unwrap(),
+        "-i",
+        inv.to_str().unwrap(),
+        "-l",
+        "fast1:fast2",
+        "-e",
+        "size=64M",
+        "--name",
+        "back",
+    ];
+    let child = b.spawn(&args, &[]);
+    b.wait_for_cell("back", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == CellStatus::Ok);
+    b.wait_for_cell("back", "fast2 to start another", |c| c.host == "fast2" && c.status == CellStatus::Running);
+    lab(&["crash", "fast2"]);
+    let lost = std::time::Instant::now();
+    lab(&["up"]);
+    eprintln!("fast2 was back {:.1} s after it was killed", lost.elapsed().as_secs_f64());
+    let out = child.wait_with_output().unwrap();
+    let log = stderr(&out);
+    eprintln!("{}\n{log}", stdout(&out));
+    assert!(log.contains("[fast2]   lost the host"), "fast2 was lost mid-run");
+    assert!(log.contains("[fast2] running the cells it lost"), "and its lost cells ran again");
+    assert_eq!(out.status.code(), Some(0), "every cell made it: the lost one ran again once fast2 was back");
+    let s = b.store();
+    let run = s.resolve_run("back").unwrap();
+    quickstart_complete(&s, run.id);
+    assert_eq!(s.cells(run.id).unwrap().len(), 12);
+    assert!(s.hosts(run.id).unwrap().iter().all(|h| h.status.to_string() == "ok"));
 }
 
 #[test]
@@ -461,13 +563,13 @@ fn agents() -> Vec<String> {
 
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
-fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind() {
+fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind_and_resume_completes_it() {
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
     interrupt_a_run(
         &b,
-        &["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "-l", "fast1", "-e", "size=512M"],
+        &["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "-l", "fast1", "-e", "size=512M", "-e", "reps=2"],
         &[],
     );
     assert_eq!(
@@ -475,6 +577,94 @@ fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind() {
         "0",
         "a mount was left behind"
     );
+    let s = b.store();
+    let run = s.resolve_run("int").unwrap().id;
+    let before = sample_counts(&s, run);
+    let done: Vec<i64> = s.cells(run).unwrap().iter().filter(|c| c.status == CellStatus::Ok).map(|c| c.id).collect();
+    let resumed = b.run(&["run", "--resume", "int"]);
+    eprintln!("{}", stderr(&resumed));
+    assert_eq!(resumed.status.code(), Some(0), "{}", stdout(&resumed));
+    quickstart_complete(&s, run);
+    let after = sample_counts(&s, run);
+    for id in done {
+        assert_eq!(after[&id], before[&id], "a cell done before the interrupt was measured again");
+    }
+    assert_eq!(s.cells(run).unwrap().len(), 6);
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_killed_run_resumes_once_its_leases_lapse_from_what_is_stored_and_refuses_a_moved_device() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    // On PostgreSQL, as a lab's runners share it.
+    let pg = PgDatabase::new("benchrig_resume");
+    let db = ["--db", pg.url.as_str()];
+    // A copy of the playbook, edited after the kill: the resume plans from the stored text.
+    let pb = b.write("quickstart.yml", &std::fs::read_to_string(repo().join("playbooks/quickstart.yml")).unwrap());
+    let args = [
+        "run",
+        pb.to_str().unwrap(),
+        "-i",
+        inv.to_str().unwrap(),
+        "-l",
+        "fast1",
+        "-e",
+        "size=64M",
+        "-e",
+        "reps=2",
+        "--lease-term",
+        "10s",
+        "--name",
+        "killed",
+        db[0],
+        db[1],
+    ];
+    let child = b.spawn(&args, &[]);
+    pg.wait_for_cell("killed", "a cell to finish", |c| c.status == CellStatus::Ok);
+    pg.wait_for_cell("killed", "the next to start", |c| c.status == CellStatus::Running);
+    sh(&format!("kill -KILL {}", child.id()));
+    let killed = std::time::Instant::now();
+    drop(child.wait_with_output());
+    let s = pg.store();
+    let run = s.resolve_run("killed").unwrap();
+    assert_eq!(run.status, RunStatus::Running, "killed: nothing could record its end");
+    std::fs::write(&pb, "- this is not: [the playbook that ran\n").unwrap();
+
+    // The inventory moved fast1's first disk: its cells would land elsewhere.
+    let moved = b.write(
+        "moved.yml",
+        &std::fs::read_to_string(&inv).unwrap().replace("dev/fast1-ssd0, name: ssd0", "dev/fast1-spare, name: ssd0"),
+    );
+    let refused = b.run(&[&["run", "--resume", "killed", "-i", moved.to_str().unwrap()][..], &db].concat());
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let why = stderr(&refused);
+    assert!(
+        why.contains("would now be planned differently")
+            && why.contains("scratch device `ssd0` of host fast1")
+            && why.contains("fast1-spare"),
+        "{why}"
+    );
+    assert_eq!(s.attempts(run.id).unwrap().len(), 1, "a refused resume starts no attempt");
+
+    let before = sample_counts(&s, run.id);
+    let done: Vec<i64> = s.cells(run.id).unwrap().iter().filter(|c| c.status == CellStatus::Ok).map(|c| c.id).collect();
+    let resumed = b.run(&[&["run", "--resume", "killed"][..], &db].concat());
+    let waited = killed.elapsed();
+    let log = stderr(&resumed);
+    eprintln!("{log}\nresumed {:.1} s after the kill", waited.as_secs_f64());
+    assert_eq!(resumed.status.code(), Some(0), "{}", stdout(&resumed));
+    assert!(log.contains("run 1's own leases are still held"), "it waited for the killed run's leases: {log}");
+    assert!(waited > std::time::Duration::from_secs(5), "it took fast1 before the lease lapsed");
+    quickstart_complete(&s, run.id);
+    let after = sample_counts(&s, run.id);
+    for id in done {
+        assert_eq!(after[&id], before[&id], "a cell done before the kill was measured again");
+    }
+    let attempts = s.attempts(run.id).unwrap();
+    let seen: Vec<(RunStatus, bool)> = attempts.iter().map(|a| (a.status, a.finished.is_some())).collect();
+    assert_eq!(seen, [(RunStatus::Interrupted, false), (RunStatus::Ok, true)], "the killed attempt never ended");
+    assert!(s.leases().unwrap().is_empty(), "the resume let go of fast1");
 }
 
 #[test]
@@ -854,6 +1044,44 @@ fn a_failed_cell_on_this_machine_exits_2() {
     let mut statuses: Vec<String> = s.cells(run.id).unwrap().into_iter().map(|c| c.status.to_string()).collect();
     statuses.sort();
     assert_eq!(statuses, ["failed", "ok"]);
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn a_failed_cell_runs_again_on_resume_only_with_retry_failed() {
+    let b = Bench::new();
+    let fixed = b.dir.path().join("fixed");
+    // Cell `broken=1` fails until the file `fixed` exists; `broken=0` never does.
+    let pb = b.write(
+        "flaky.yml",
+        &format!(
+            "- name: flaky\n  hosts: all\n  matrix:\n    broken: [0, 1]\n  repeat: 2\n  benchmark:\n    - name: check\n      \
+             exec:\n        command: \"test {{{{ broken }}}} = 0 || test -e {}\"\n",
+            fixed.display()
+        ),
+    );
+    assert_eq!(b.run(&["run", pb.to_str().unwrap(), "--name", "flaky"]).status.code(), Some(2));
+    let s = b.store();
+    let run = s.resolve_run("flaky").unwrap().id;
+    let ok_cell =
+        |s: &benchrig::store::Store| s.cells(run).unwrap().into_iter().find(|c| c.params["broken"] == 0).unwrap();
+    let before = sample_counts(&s, run);
+    // Without --retry-failed a failed cell is a result: nothing is left to run.
+    let again = b.run(&["run", "--resume", "flaky"]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(stderr(&again).contains("nothing left to run"), "{}", stderr(&again));
+    assert_eq!(s.attempts(run).unwrap().len(), 1, "nothing ran, so no attempt");
+    std::fs::write(&fixed, "").unwrap();
+    let retried = b.run(&["run", "--resume", "flaky", "--retry-failed"]);
+    assert_eq!(retried.status.code(), Some(0), "{}", stderr(&retried));
+    let cells = s.cells(run).unwrap();
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
+    assert_eq!(cells.len(), 2, "in place");
+    let after = sample_counts(&s, run);
+    assert_eq!(after[&ok_cell(&s).id], before[&ok_cell(&s).id], "the ok cell was not measured again");
+    let retried_cell = cells.iter().find(|c| c.params["broken"] == 1).unwrap();
+    assert_eq!(after[&retried_cell.id], 2, "two repetitions of one metric (time)");
+    assert_eq!(s.resolve_run("flaky").unwrap().status, RunStatus::Ok);
 }
 
 #[test]

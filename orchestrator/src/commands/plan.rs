@@ -12,16 +12,17 @@ use crate::store::Store;
 use crate::template::Templates;
 use crate::terminal_table::table;
 use benchrig_wire::facts::Facts;
+use std::path::Path;
 
 /// `--syntax-check`, `--list-hosts`, `--list-tasks` (for `run` as for
 /// `plan`, as ansible-playbook has them): `None` when none is asked for.
-pub fn listing(pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
+pub fn listing(playbook: &Path, pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
     if !(pa.syntax_check || pa.list_hosts || pa.list_tasks) {
         return None;
     }
-    Some(checked(pa).and_then(|(checked, _)| {
+    Some(checked(playbook, pa).and_then(|(checked, _)| {
         if pa.syntax_check {
-            outln!("playbook: {} ({} plays): OK", pa.playbook.display(), checked.playbook.plays.len())?;
+            outln!("playbook: {} ({} plays): OK", playbook.display(), checked.playbook.plays.len())?;
             return Ok(exit_code::OK);
         }
         for (i, play) in checked.playbook.plays.iter().enumerate() {
@@ -52,19 +53,19 @@ pub fn listing(pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
     }))
 }
 
-fn checked(pa: &PlaybookArgs) -> anyhow::Result<(run::Checked, crate::inventory::Vars)> {
+fn checked(playbook: &Path, pa: &PlaybookArgs) -> anyhow::Result<(run::Checked, crate::inventory::Vars)> {
     let extra = extra_vars::parse(&pa.extra_vars).map_err(anyhow::Error::msg)?;
     let tags = TagFilter::new(&pa.tags, &pa.skip_tags);
-    let checked = run::check(&pa.playbook, &pa.hosts.inventory, pa.hosts.limit.as_deref(), &extra, &tags)?;
+    let checked = run::check(playbook, &pa.hosts.inventory, pa.hosts.limit.as_deref(), &extra, &tags)?;
     Ok((checked, extra))
 }
 
 pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let pa = args.play;
-    if let Some(done) = listing(&pa) {
+    if let Some(done) = listing(&args.playbook, &pa) {
         return done;
     }
-    let (checked, extra) = checked(&pa)?;
+    let (checked, extra) = checked(&args.playbook, &pa)?;
     // A missing database just means no cached facts. Only a SQLite file is
     // looked for: `plan` has never opened a PostgreSQL URL.
     let db = &pa.hosts.db.db;

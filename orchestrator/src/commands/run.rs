@@ -1,28 +1,38 @@
 //! `benchrig run`: `--syntax-check` / `--list-*` as `plan` has them, else
-//! the run stage (`crate::run`), then its table and status line.
+//! the run stage (`crate::run`): a new run of a playbook, or `--resume` of
+//! a stored one; then its table and status line.
 
 use crate::cli::RunArgs;
 use crate::extra_vars;
 use crate::playbook::TagFilter;
 use crate::progress::Progress;
-use crate::run::{self, RunOptions};
+use crate::run::{self, RunOptions, RunPlan};
 
 pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
-    if let Some(done) = super::plan::listing(&args.play) {
-        return done;
-    }
-    let extra_vars = extra_vars::parse(&args.play.extra_vars).map_err(anyhow::Error::msg)?;
+    let plan = match (args.resume, args.playbook) {
+        (Some(run), _) => RunPlan::Resume { run, retry_failed: args.retry_failed },
+        (None, Some(playbook)) => {
+            if let Some(done) = super::plan::listing(&playbook, &args.play) {
+                return done;
+            }
+            RunPlan::Playbook {
+                playbook,
+                limit: args.play.hosts.limit,
+                tags: TagFilter::new(&args.play.tags, &args.play.skip_tags),
+                extra_vars: extra_vars::parse(&args.play.extra_vars).map_err(anyhow::Error::msg)?,
+                name: args.name,
+            }
+        }
+        (None, None) => unreachable!("clap requires a playbook unless --resume is given"),
+    };
     let result = run::run(RunOptions {
-        playbook: args.play.playbook,
+        plan,
         inventory: args.play.hosts.inventory,
-        limit: args.play.hosts.limit,
-        tags: TagFilter::new(&args.play.tags, &args.play.skip_tags),
-        extra_vars,
         forks: args.play.hosts.forks,
         db: args.play.hosts.db.db,
-        name: args.name,
         progress,
         wait_for_hosts: args.wait_for_hosts,
+        lease_term: args.lease_term,
     })
     .await?;
     out!("{}", result.table)?;

@@ -43,6 +43,14 @@ pub fn render(model: &Json) -> String {
         out += &play_charts(&mine);
     }
     out += &hosts(model);
+    let attempts = super::attempt_lines(&model["attempts"]);
+    if !attempts.is_empty() {
+        out += "<h2>Attempts</h2><ul>\n";
+        for a in &attempts {
+            out += &format!("<li>{}</li>\n", esc(a));
+        }
+        out += "</ul>\n";
+    }
     out += "</body></html>\n";
     out
 }

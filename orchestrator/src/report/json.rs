@@ -65,5 +65,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         "run": {"id": r.id, "name": r.name, "playbook": r.playbook, "started": r.started, "finished": r.finished, "status": r.status},
         "hosts": hosts,
         "cells": cells,
+        // The first, then one per `--resume`: when, by whom, on which hosts.
+        "attempts": store.attempts(run)?,
     }))
 }

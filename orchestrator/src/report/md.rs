@@ -27,6 +27,13 @@ pub fn render(model: &Json) -> String {
             out += &format!("| {} |\n", row.map(|x| esc(x)).join(" | "));
         }
     }
+    let attempts = super::attempt_lines(&model["attempts"]);
+    if !attempts.is_empty() {
+        out += "\n### Attempts\n\n";
+        for a in attempts {
+            out += &format!("- {}\n", esc(&a));
+        }
+    }
     let warnings = warnings(model);
     if !warnings.is_empty() {
         out += "\n### Warnings\n\n";

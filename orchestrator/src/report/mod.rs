@@ -10,6 +10,32 @@ pub mod md;
 
 use crate::human::{cpus, mem};
 use benchrig_wire::facts::Limits;
+use serde_json::Value as Json;
+
+/// A line per attempt at a run ("attempt 2: 2026-12-01T14:50:03Z to
+/// 2026-12-01T14:52:10Z by ci@lab pid 4242 on old: ok"), from the JSON
+/// model's `attempts`; none when the run was made in one attempt.
+pub fn attempt_lines(attempts: &Json) -> Vec<String> {
+    let list = attempts.as_array().map(Vec::as_slice).unwrap_or_default();
+    if list.len() < 2 {
+        return Vec::new();
+    }
+    let text = |v: &Json| v.as_str().unwrap_or("-").to_string();
+    list.iter()
+        .map(|a| {
+            let hosts: Vec<String> = a["hosts"].as_array().into_iter().flatten().map(text).collect();
+            format!(
+                "attempt {}: {} to {} by {} on {}: {}",
+                a["attempt"],
+                text(&a["started"]),
+                a["finished"].as_str().unwrap_or("(no end recorded: killed)"),
+                text(&a["holder"]),
+                if hosts.is_empty() { "(hosts not recorded)".to_string() } else { hosts.join(", ") },
+                text(&a["status"])
+            )
+        })
+        .collect()
+}
 
 /// What a host's limits leave of it, in one line: "memory 512 MiB, CPU
 /// quota 0.12 → effective 512 MiB, 0.12 CPU", or "none".

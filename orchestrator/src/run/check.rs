@@ -51,7 +51,18 @@ pub fn check(
     extra: &Vars,
     tags: &TagFilter,
 ) -> anyhow::Result<Checked> {
-    let mut pb = playbook::load(playbook)?;
+    check_playbook(playbook::load(playbook)?, inventory, limit, extra, tags)
+}
+
+/// [`check`] of a playbook already parsed (`--resume` parses the text
+/// stored with the run).
+pub fn check_playbook(
+    mut pb: Playbook,
+    inventory: &[PathBuf],
+    limit: Option<&str>,
+    extra: &Vars,
+    tags: &TagFilter,
+) -> anyhow::Result<Checked> {
     tags.apply(&mut pb);
     let inv = selection::load_inventory(inventory)?;
     let mut hosts: IndexMap<String, Vec<usize>> = IndexMap::new();

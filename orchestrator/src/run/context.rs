@@ -1,7 +1,7 @@
 //! What every task of a run shares: the checked playbook and inventory, the
-//! store and run id, the agent builds, the cancel signal, the `--forks`
-//! bound, every host's slot (its session, whether it is down, whether a
-//! cell failed on it), and why the playbook stopped, if it did.
+//! store, run id and attempt, the agent builds, the cancel signal, the
+//! `--forks` bound, every host's slot (its session, whether it is down,
+//! whether a cell failed on it), and why the playbook stopped, if it did.
 
 use super::check::Checked;
 use super::policy::Down;
@@ -10,6 +10,7 @@ use crate::progress::Progress;
 use crate::session::deploy::AgentBuilds;
 use crate::session::host::HostSession;
 use crate::store::Store;
+use benchrig_wire::facts::Facts;
 use indexmap::IndexMap;
 use tokio::sync::{watch, Mutex, Semaphore};
 
@@ -26,6 +27,10 @@ pub struct RunContext {
     pub slots: IndexMap<String, Mutex<Slot>>,
     /// Why the playbook stopped early (`any_errors_fatal`, `max_fail_percentage`).
     pub halt: std::sync::Mutex<Option<String>>,
+    /// Which attempt at the run this is (1, then one per `--resume`).
+    pub attempt: u32,
+    /// Stored failed cells run again (`--retry-failed`).
+    pub retry_failed: bool,
 }
 
 impl RunContext {
@@ -55,4 +60,19 @@ pub struct Slot {
     pub down: Option<Down>,
     /// Some cell or play failed on it.
     pub failed: bool,
+    /// Resuming, it has nothing left to run: not connected, left as stored.
+    pub idle: bool,
+    /// It was lost during the run, back at once or not: the end of the run
+    /// runs the cells that lost (reconnecting first if it is still down, `recovery`).
+    pub lost: bool,
+    /// The facts the run stored for it, for a host not connected in this
+    /// attempt (an idle host still plans its part of a role play).
+    pub stored_facts: Option<Facts>,
+}
+
+impl Slot {
+    /// Its facts: from its session, else as the run stored them.
+    pub fn facts(&self) -> Option<&Facts> {
+        self.session.as_ref().map(|s| &s.facts).or(self.stored_facts.as_ref())
+    }
 }

@@ -69,6 +69,8 @@ pub struct CellRunner<'a> {
     pub store: &'a Store,
     pub progress: Progress,
     pub cancel: watch::Receiver<bool>,
+    /// The attempt at the run its samples are stored under.
+    pub attempt: u32,
 }
 
 fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
@@ -341,12 +343,17 @@ impl CellRunner<'_> {
                 }
             };
             if let Some(rep) = rep {
-                let step = StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep };
+                let step =
+                    StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep, attempt: self.attempt };
                 self.store.add_samples(cell_id, &step, &out).map_err(store_failed)?;
             }
             if let Some(m) = out.metrics.first() {
                 shown.push(format!("{} {:.1} {}", s.name, m.value, m.unit));
             }
+        }
+        if let Some(rep) = rep {
+            // Complete: a resume goes on after it.
+            self.store.set_reps_done(cell_id, rep).map_err(store_failed)?;
         }
         if !shown.is_empty() {
             let which = rep.map(|r| format!("rep {r}/{}", cell.repeat)).unwrap_or_else(|| "warm-up".into());

@@ -7,13 +7,15 @@ use crate::progress::Progress;
 use crate::store::{Holder, HostsBusy, Store, StoreError, Taken};
 use std::time::{Duration, Instant};
 
-/// How long a lease holds without a heartbeat: how long a killed
-/// orchestrator keeps its hosts from the next run.
-pub const TERM: Duration = Duration::from_secs(120);
+/// How long a lease holds without a heartbeat by default (`--lease-term`):
+/// how long a killed orchestrator keeps its hosts from the next run.
+pub const DEFAULT_TERM: Duration = Duration::from_secs(120);
 
-/// How often the heartbeat renews the run's leases (a few per term, so a
-/// slow database or a busy machine does not let one lapse).
-const HEARTBEAT: Duration = Duration::from_secs(20);
+/// How often the heartbeat renews the run's leases: six times a term, so a
+/// slow database or a busy machine does not let one lapse.
+fn heartbeat(term: Duration) -> Duration {
+    (term / 6).max(Duration::from_millis(500))
+}
 
 /// How often a waiting run asks again.
 const POLL: Duration = Duration::from_secs(2);
@@ -25,41 +27,83 @@ pub struct Held {
     pub holder: Holder,
     /// Hosts set aside by hand, with why: the run leaves them out.
     pub quarantined: Vec<(String, String)>,
+    term: Duration,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
-/// Take `hosts` for this process, waiting up to `wait` while another run
-/// holds any of them (all or none: a run never holds half its hosts while
-/// it waits for the rest, so two waiting runs cannot block each other).
-pub async fn hold(store: &Store, hosts: &[String], wait: Duration, progress: Progress) -> anyhow::Result<Held> {
+/// Where the hold is taken.
+pub struct Ask<'a> {
+    pub hosts: &'a [String],
+    /// How long to wait for other runs (`--wait-for-hosts`).
+    pub wait: Duration,
+    /// How long each lease holds without a heartbeat (`--lease-term`).
+    pub term: Duration,
+    /// The run being resumed: its own leases, left by an orchestrator
+    /// that was killed, are waited out whatever `wait` says.
+    pub resuming: Option<i64>,
+}
+
+/// Take `ask.hosts` for this process, waiting up to `ask.wait` while
+/// another run holds any of them (all or none: a run never holds half its
+/// hosts while it waits for the rest, so two waiting runs cannot block each
+/// other). Resuming, the run's own leases are waited for until they lapse;
+/// renewed meanwhile, their orchestrator is alive and the resume gives up.
+pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::Result<Held> {
     let holder = Holder::this_process();
-    let deadline = Instant::now() + wait;
+    let mut deadline = Instant::now() + ask.wait;
     let mut said = false;
+    let mut own_lapse: Option<Instant> = None;
     let quarantined = loop {
-        match store.take_leases(hosts, &holder, TERM)? {
+        match store.take_leases(ask.hosts, &holder, ask.term)? {
             Taken::Held { quarantined } => break quarantined,
-            Taken::Busy(busy) if Instant::now() < deadline => {
+            Taken::Busy(busy) => {
+                if own_lapse.is_none() {
+                    if let Some(lapse) = own_leases_lapse(&busy, ask.resuming) {
+                        let at = Instant::now() + lapse + POLL;
+                        progress.note(format!(
+                            "run {}'s own leases are still held ({}): its orchestrator was killed, or is still running; waiting {} s for them to lapse",
+                            ask.resuming.unwrap_or_default(),
+                            HostsBusy(busy.clone()).holders(),
+                            lapse.as_secs()
+                        ));
+                        (own_lapse, said) = (Some(at), true);
+                        deadline = deadline.max(at);
+                    }
+                }
+                if Instant::now() >= deadline {
+                    return Err(HostsBusy(busy).into());
+                }
                 if !said {
                     progress.note(format!(
                         "waiting up to {}: {}",
-                        humantime::format_duration(wait),
+                        humantime::format_duration(ask.wait),
                         HostsBusy(busy).holders()
                     ));
                     said = true;
                 }
                 tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))).await;
             }
-            Taken::Busy(busy) => return Err(HostsBusy(busy).into()),
         }
     };
-    let heartbeat = tokio::spawn(renew(store.clone(), holder.clone(), progress));
-    Ok(Held { store: store.clone(), holder, quarantined, heartbeat })
+    let heartbeat = tokio::spawn(renew(store.clone(), holder.clone(), ask.term, progress));
+    Ok(Held { store: store.clone(), holder, quarantined, term: ask.term, heartbeat })
 }
 
-async fn renew(store: Store, holder: Holder, progress: Progress) {
+/// When every lease in the way is the resumed run's own: how long until
+/// the last of them lapses, unless renewed.
+fn own_leases_lapse(busy: &[crate::store::Lease], resuming: Option<i64>) -> Option<Duration> {
+    let run = resuming?;
+    if busy.is_empty() || busy.iter().any(|l| l.run != Some(run)) {
+        return None;
+    }
+    let last = busy.iter().filter_map(|l| l.expires).max()?;
+    Some(Duration::from_secs((last - crate::store::unix_now()).max(0) as u64))
+}
+
+async fn renew(store: Store, holder: Holder, term: Duration, progress: Progress) {
     loop {
-        tokio::time::sleep(HEARTBEAT).await;
-        match store.renew_leases(&holder, TERM) {
+        tokio::time::sleep(heartbeat(term)).await;
+        match store.renew_leases(&holder, term) {
             Ok(0) => progress.note("the run's host leases were released or taken over (see `benchrig lab`)"),
             Ok(_) => {}
             Err(e) => progress.note(format!("renewing the run's host leases: {e}")),
@@ -78,7 +122,42 @@ impl Drop for Held {
     fn drop(&mut self) {
         self.heartbeat.abort();
         if let Err(e) = self.store.release_leases(&self.holder) {
-            tracing::warn!("releasing the run's host leases: {e} (they lapse in {} s)", TERM.as_secs());
+            tracing::warn!("releasing the run's host leases: {e} (they lapse in {} s)", self.term.as_secs());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Lease;
+
+    fn lease(run: i64, expires_in: i64) -> Lease {
+        Lease {
+            host: "h".into(),
+            run: Some(run),
+            holder: Some("ci@lab".into()),
+            pid: Some(1),
+            since: None,
+            heartbeat: None,
+            expires: Some(crate::store::unix_now() + expires_in),
+            quarantine: None,
+        }
+    }
+
+    #[test]
+    fn only_the_resumed_runs_own_leases_are_waited_out() {
+        let own = [lease(7, 30), lease(7, 50)];
+        let lapse = own_leases_lapse(&own, Some(7)).unwrap();
+        assert!((49..=50).contains(&lapse.as_secs()), "{lapse:?}: the last of them");
+        assert_eq!(own_leases_lapse(&own, None), None, "a new run waits as --wait-for-hosts says");
+        assert_eq!(own_leases_lapse(&[lease(7, 30), lease(8, 30)], Some(7)), None, "another run's lease is in the way");
+        assert_eq!(own_leases_lapse(&[lease(7, -5)], Some(7)), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn the_heartbeat_beats_several_times_a_term() {
+        assert_eq!(heartbeat(DEFAULT_TERM), Duration::from_secs(20));
+        assert_eq!(heartbeat(Duration::from_secs(1)), Duration::from_millis(500));
     }
 }

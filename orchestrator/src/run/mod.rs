@@ -9,9 +9,11 @@ mod cells;
 pub mod check;
 mod context;
 pub mod executor;
-mod leases;
+pub mod leases;
 mod plays;
 pub mod policy;
+mod recovery;
+pub mod resume;
 pub mod schedule;
 mod slots;
 
@@ -23,26 +25,35 @@ use crate::playbook::TagFilter;
 use crate::progress::Progress;
 use crate::session::deploy::AgentBuilds;
 use crate::session::transport::ConnectionSpec;
-use crate::status::{HostStatus, RunStatus};
+use crate::status::{CellStatus, HostStatus, RunStatus};
 use crate::store::{NewRun, Store};
+use benchrig_wire::facts::Facts;
 use context::RunContext;
 use context::Slot;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex, Semaphore};
 
+/// What a run runs.
+pub enum RunPlan {
+    /// A new run of a playbook.
+    Playbook { playbook: PathBuf, limit: Option<String>, tags: TagFilter, extra_vars: Vars, name: Option<String> },
+    /// What a stored run lacks, in place (`--resume RUN [--retry-failed]`).
+    Resume { run: String, retry_failed: bool },
+}
+
 pub struct RunOptions {
-    pub playbook: PathBuf,
+    pub plan: RunPlan,
+    /// Resuming, empty means the paths stored with the run.
     pub inventory: Vec<PathBuf>,
-    pub limit: Option<String>,
-    pub tags: TagFilter,
-    pub extra_vars: Vars,
     pub forks: usize,
     pub db: crate::store::DbLocation,
-    pub name: Option<String>,
     pub progress: Progress,
     /// How long to wait for hosts another run holds (0: not at all).
     pub wait_for_hosts: std::time::Duration,
+    /// How long a lease holds without a heartbeat (`--lease-term`).
+    pub lease_term: std::time::Duration,
 }
 
 pub struct RunResult {
@@ -52,36 +63,94 @@ pub struct RunResult {
     pub table: String,
 }
 
-pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
-    let checked = check(&opts.playbook, &opts.inventory, opts.limit.as_deref(), &opts.extra_vars, &opts.tags)?;
-    if checked.hosts.is_empty() {
-        anyhow::bail!("no hosts matched (check `hosts:` in the playbook and --limit)");
+/// A run checked and ready to take its hosts: new, or planned again from
+/// the store.
+struct Begun {
+    store: Store,
+    checked: Checked,
+    extra: Vars,
+    /// The run being resumed.
+    resumed: Option<i64>,
+    /// Hosts with nothing left (resuming).
+    idle: HashSet<String>,
+    /// Facts the run stored for its hosts (resuming).
+    facts: Vec<(String, Facts)>,
+    retry_failed: bool,
+}
+
+fn begin(opts: &RunOptions) -> anyhow::Result<Begun> {
+    match &opts.plan {
+        RunPlan::Playbook { playbook, limit, tags, extra_vars, .. } => {
+            let checked = check(playbook, &opts.inventory, limit.as_deref(), extra_vars, tags)?;
+            if checked.hosts.is_empty() {
+                anyhow::bail!("no hosts matched (check `hosts:` in the playbook and --limit)");
+            }
+            let store = Store::open(&opts.db)?;
+            let extra = extra_vars.clone();
+            Ok(Begun { store, checked, extra, resumed: None, idle: HashSet::new(), facts: vec![], retry_failed: false })
+        }
+        RunPlan::Resume { run, retry_failed } => {
+            let store = Store::open(&opts.db)?;
+            let p = resume::prepare(&store, run, &opts.inventory, *retry_failed)?;
+            let (checked, extra, idle, facts) = (p.checked, p.extra, p.idle, p.facts);
+            let resumed = Some(p.record.id);
+            Ok(Begun { store, checked, extra, resumed, idle, facts, retry_failed: *retry_failed })
+        }
     }
+}
+
+pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
+    let begun = begin(&opts)?;
+    let store = begun.store.clone();
+    let checked = begun.checked;
     let builds = AgentBuilds::discover();
     let needs_agent = checked.hosts.keys().any(|h| ConnectionSpec::from_vars(h, &checked.connection_vars(h)).is_ok());
     if needs_agent && builds.all().is_empty() {
         anyhow::bail!("no benchrig-agent builds found; build them with `{}`", crate::session::deploy::BUILD_COMMAND);
     }
-    let store = Store::open(&opts.db)?;
-    // Before any host is touched: no other run may be measuring on them.
-    let all_hosts: Vec<String> = checked.hosts.keys().cloned().collect();
-    let held = leases::hold(&store, &all_hosts, opts.wait_for_hosts, opts.progress).await?;
-    let run = store.create_run(&NewRun {
-        name: opts.name.as_deref(),
-        playbook: &opts.playbook.display().to_string(),
-        playbook_text: &checked.playbook.text,
-        inventory: &checked.inventory.sources.join(", "),
-        limit: opts.limit.as_deref(),
-        extra_vars: &serde_json::Value::Object(opts.extra_vars.clone()),
-    })?;
-    held.for_run(run)?;
-    for h in checked.hosts.keys() {
-        store.set_host(run, h, HostStatus::Pending, None)?;
+    let needed: Vec<String> = checked.hosts.keys().filter(|h| !begun.idle.contains(*h)).cloned().collect();
+    if let (Some(run), true) = (begun.resumed, needed.is_empty()) {
+        opts.progress.note(format!("run {run}: nothing left to run"));
+        return finished_already(&store, run);
     }
+    // Before any host is touched: no other run may be measuring on them.
+    let ask = leases::Ask { hosts: &needed, wait: opts.wait_for_hosts, term: opts.lease_term, resuming: begun.resumed };
+    let held = leases::hold(&store, &ask, opts.progress).await?;
+    let run = match (begun.resumed, &opts.plan) {
+        (Some(run), _) => run,
+        (None, RunPlan::Playbook { playbook, limit, tags, name, .. }) => {
+            let run = store.create_run(&NewRun {
+                name: name.as_deref(),
+                playbook: &playbook.display().to_string(),
+                playbook_text: &checked.playbook.text,
+                inventory: &checked.inventory.sources.join(", "),
+                limit: limit.as_deref(),
+                extra_vars: &serde_json::Value::Object(begun.extra.clone()),
+                options: &resume::options(&opts.inventory, tags, playbook),
+            })?;
+            for h in checked.hosts.keys() {
+                store.set_host(run, h, HostStatus::Pending, None)?;
+            }
+            run
+        }
+        (None, RunPlan::Resume { .. }) => unreachable!("a resume has its run"),
+    };
+    held.for_run(run)?;
+    let who = format!("{} pid {}", held.holder.who, held.holder.pid);
+    let attempt = store.begin_attempt(run, &who, &needed)?;
     for (h, why) in &held.quarantined {
         opts.progress.line(h, format!("left out: quarantined: {why}"));
     }
-    opts.progress.note(format!("run {run}: {} on {} host(s)", opts.playbook.display(), checked.hosts.len()));
+    let playbook = &checked.playbook.path;
+    if begun.resumed.is_some() {
+        opts.progress.note(format!(
+            "run {run}, attempt {attempt}: resuming {playbook} on {} host(s) ({} with nothing left)",
+            needed.len(),
+            begun.idle.len()
+        ));
+    } else {
+        opts.progress.note(format!("run {run}: {playbook} on {} host(s)", checked.hosts.len()));
+    }
 
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let progress = opts.progress;
@@ -104,12 +173,17 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         .keys()
         .map(|h| {
             let aside = held.quarantined.iter().find(|(q, _)| q == h);
-            let down = aside.map(|(_, why)| policy::Down::Quarantined(why.clone()));
-            (h.clone(), Mutex::new(Slot { down, ..Slot::default() }))
+            let slot = Slot {
+                down: aside.map(|(_, why)| policy::Down::Quarantined(why.clone())),
+                idle: begun.idle.contains(h),
+                stored_facts: begun.facts.iter().find(|(x, _)| x == h).map(|(_, f)| f.clone()),
+                ..Slot::default()
+            };
+            (h.clone(), Mutex::new(slot))
         })
         .collect();
     let ctx = Arc::new(RunContext {
-        extra: opts.extra_vars.clone(),
+        extra: begun.extra,
         store: store.clone(),
         run,
         builds,
@@ -119,6 +193,8 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         slots,
         halt: Default::default(),
         checked,
+        attempt: attempt as u32,
+        retry_failed: begun.retry_failed,
     });
 
     // Plays run in order, as in Ansible; within a play, hosts in parallel
@@ -133,16 +209,27 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
             plays::run_role_play(&ctx, pi, &play_hosts).await;
         }
     }
+    recovery::recover_lost_hosts(&ctx).await;
     join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;
 
     let (unreachable, failed) = slots::tally(&ctx).await?;
     let (status, code) = policy::run_outcome(ctx.interrupted(), unreachable, failed);
+    store.finish_attempt(run, attempt, status)?;
     store.finish_run(run, status)?;
     drop(held);
     Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }
 
-async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: impl Iterator<Item = F>) {
+/// A resumed run with nothing left: what its stored cells make it.
+fn finished_already(store: &Store, run: i64) -> anyhow::Result<RunResult> {
+    let cells = store.cells(run)?;
+    let unreachable = cells.iter().any(|c| c.status == CellStatus::Unreachable);
+    let failed = cells.iter().any(|c| c.status == CellStatus::Failed);
+    let (status, exit_code) = policy::run_outcome(false, unreachable, failed);
+    Ok(RunResult { run, status, exit_code, table: crate::terminal_table::render(store, run)? })
+}
+
+pub(crate) async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: impl Iterator<Item = F>) {
     let tasks: Vec<_> = futures.map(tokio::spawn).collect();
     for t in tasks {
         let _ = t.await;

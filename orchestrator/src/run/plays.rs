@@ -47,7 +47,7 @@ pub async fn run_plain_play_in_batches(ctx: &Arc<RunContext>, pi: usize, hosts: 
 
 /// The seed of a play's shuffle: the playbook's, or one picked now and
 /// reported so the order can be replayed.
-fn play_seed(ctx: &RunContext, play: &playbook::Play) -> u64 {
+pub(super) fn play_seed(ctx: &RunContext, play: &playbook::Play) -> u64 {
     match play.cell_order {
         CellOrder::Shuffled(Some(seed)) => seed,
         CellOrder::Shuffled(None) => {
@@ -63,12 +63,12 @@ fn play_seed(ctx: &RunContext, play: &playbook::Play) -> u64 {
 
 /// A play without roles on one host: plan with its facts, run its cells
 /// in the play's `cell_order`. True when a cell failed here.
-async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64) -> bool {
+pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64) -> bool {
     let _permit = ctx.forks.acquire().await;
     let mut guard = ctx.slots[&host].lock().await;
     let slot = &mut *guard;
-    if matches!(slot.down, Some(Down::Quarantined(_))) {
-        return false; // its cells are stored as skipped when it is closed
+    if matches!(slot.down, Some(Down::Quarantined(_))) || slot.idle {
+        return false; // quarantined: its cells are stored as skipped when it is closed
     }
     let play = &ctx.checked.playbook.plays[pi];
     let t = Templates::new();
@@ -93,7 +93,8 @@ async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64
         bar.pb_inc(1);
         let (n, cell) = (visit.cell, &cells[visit.cell]);
         bar.pb_set_message(&cell.describe());
-        let Some((cell_id, first)) = book.open(&ctx, n, cell) else { continue };
+        let Some(opened) = book.open(&ctx, &visit, cell) else { continue };
+        let cell_id = opened.id;
         let down = slot.down.as_ref().map(|d| (host.as_str(), d));
         if let Some((status, why)) =
             policy::skip_reason(down, ctx.interrupted(), ctx.halted(), cell.unsupported.as_deref())
@@ -105,8 +106,10 @@ async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64
             book.end(n);
             continue;
         }
-        ctx.progress
-            .line(&host, format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&visit, cell)));
+        ctx.progress.line(
+            &host,
+            format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&opened.reps, cell)),
+        );
         let (outcome, ended) = {
             let session = slot.session.as_ref().expect("checked by skip_reason");
             let runner = CellRunner {
@@ -114,8 +117,9 @@ async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64
                 store: &ctx.store,
                 progress: ctx.progress,
                 cancel: ctx.cancel.clone(),
+                attempt: ctx.attempt,
             };
-            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
+            runner.run_visit(cell, cell_id, opened.first, opened.reps).await
         };
         if ended {
             book.end(n);
@@ -128,7 +132,7 @@ async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String, seed: u64
         }
     }
     book.skip_unended(&ctx, &cells);
-    if book.unstored {
+    if book.unstored || book.differs {
         (slot.failed, failed_here) = (true, true);
     }
     failed_here
@@ -144,7 +148,7 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         guards.push((h.clone(), ctx.slots[h].lock().await));
     }
     let facts: Vec<(&str, &benchrig_wire::facts::Facts)> =
-        guards.iter().filter_map(|(h, g)| Some((h.as_str(), &g.session.as_ref()?.facts))).collect();
+        guards.iter().filter_map(|(h, g)| Some((h.as_str(), g.facts()?))).collect();
     let t = Templates::new();
     let planned = planner::plan_role_play(play, pi, &ctx.checked.inventory, hosts, &ctx.extra, &facts, &t);
     drop(facts);
@@ -162,7 +166,8 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
     let (mut book, visits) = CellBook::new(&cells, play.cell_order, play_seed(ctx, play));
     for visit in visits {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
-        let Some((cell_id, first)) = book.open(ctx, n, cell) else { continue };
+        let Some(opened) = book.open(ctx, &visit, cell) else { continue };
+        let cell_id = opened.id;
         // This cell's hosts, in the order of their first step.
         let mut mine: Vec<&str> = Vec::new();
         for s in cell.setup.iter().chain(&cell.before_each).chain(&cell.benchmark).chain(&cell.teardown) {
@@ -182,13 +187,19 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         }
         ctx.progress.line(
             &cell.host,
-            format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&visit, cell)),
+            format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&opened.reps, cell)),
         );
         let (outcome, ended) = {
             let agents: Vec<(&str, &AgentClient)> =
                 involved.iter().map(|(h, s)| (h.as_str(), &s.session.as_ref().expect("not down").agent)).collect();
-            let runner = CellRunner { agents, store: &ctx.store, progress: ctx.progress, cancel: ctx.cancel.clone() };
-            runner.run_visit(cell, cell_id, first, visit.reps.clone()).await
+            let runner = CellRunner {
+                agents,
+                store: &ctx.store,
+                progress: ctx.progress,
+                cancel: ctx.cancel.clone(),
+                attempt: ctx.attempt,
+            };
+            runner.run_visit(cell, cell_id, opened.first, opened.reps).await
         };
         if ended {
             book.end(n);
@@ -201,4 +212,9 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         settle(ctx, outcome, &mut pairs).await;
     }
     book.skip_unended(ctx, &cells);
+    if book.unstored || book.differs {
+        for (_, g) in guards.iter_mut() {
+            g.failed = true;
+        }
+    }
 }

@@ -33,6 +33,20 @@ pub fn cells_of_down_host(host: &str, down: &Down) -> (CellStatus, String) {
     }
 }
 
+/// Whether a stored cell runs again when its run is resumed (or a lost
+/// host comes back): not when it has a result (ok) or a verdict that does
+/// not change by trying again (unsupported); a failed cell only when asked
+/// (`--retry-failed`); every other cell is missing: never started,
+/// skipped by an interrupt or a stop, cut off by a kill (`running`), or its
+/// host was lost (`unreachable`).
+pub fn needs_running(status: CellStatus, retry_failed: bool) -> bool {
+    match status {
+        CellStatus::Ok | CellStatus::Unsupported => false,
+        CellStatus::Failed => retry_failed,
+        CellStatus::Pending | CellStatus::Running | CellStatus::Skipped | CellStatus::Unreachable => true,
+    }
+}
+
 /// Why a cell does not run, and what it is stored as: one of its hosts is
 /// down, the run was interrupted or stopped, or the host visibly cannot make
 /// it. `None`: run it.
@@ -115,6 +129,19 @@ pub fn run_outcome(interrupted: bool, unreachable: bool, failed: bool) -> (RunSt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resume_runs_what_is_missing_and_failed_cells_only_when_asked() {
+        use CellStatus::*;
+        let runs = |retry| {
+            [Pending, Running, Ok, Failed, Unreachable, Unsupported, Skipped]
+                .into_iter()
+                .filter(|&s| needs_running(s, retry))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(runs(false), [Pending, Running, Unreachable, Skipped]);
+        assert_eq!(runs(true), [Pending, Running, Failed, Unreachable, Skipped]);
+    }
 
     #[test]
     fn a_lost_hosts_cells_are_unreachable_one_that_would_not_start_failed() {

@@ -19,8 +19,8 @@ use std::sync::Arc;
 pub async fn connect(ctx: Arc<RunContext>, host: String) {
     let _permit = ctx.forks.acquire().await;
     let mut slot = ctx.slots[&host].lock().await;
-    if slot.down.is_some() {
-        return; // quarantined: left out before the run began
+    if slot.down.is_some() || slot.idle {
+        return; // quarantined, or nothing left to resume: left out
     }
     if ctx.interrupted() {
         slot.down = Some(Down::Interrupted);
@@ -74,31 +74,40 @@ pub async fn settle(ctx: &RunContext, outcome: CellOutcome, slots: &mut [(&str, 
         CellOutcome::HostLost { host, reason } => {
             // Not a failure of the host's benchmark: its cell is unreachable.
             let Some((_, slot)) = slots.iter_mut().find(|(h, _)| *h == host) else { return };
+            slot.lost = true;
             if ctx.interrupted() {
                 slot.down = Some(Down::Unreachable(reason));
                 return;
             }
             ctx.progress.line(&host, format!("  lost the host: {reason}; reconnecting once"));
-            let vars = ctx.checked.connection_vars(&host);
-            match HostSession::open(&host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
-                Ok(fresh) => {
-                    if let Some(old) = slot.session.replace(fresh) {
-                        old.abandon().await;
-                    }
-                    let session = slot.session.as_ref().expect("just set");
-                    match session.cleanup().await {
-                        Ok(done) => ctx.progress.line(&host, format!("  reconnected; cleaned up {done}")),
-                        Err(e) => ctx.progress.line(&host, format!("  reconnected; cleanup failed: {e}")),
-                    }
-                }
-                Err(e) => {
-                    ctx.progress.line(&host, format!("  unreachable: {e}"));
-                    slot.down = Some(Down::Unreachable(reason));
-                    if let Some(old) = slot.session.take() {
-                        old.abandon().await;
-                    }
-                }
+            if !reconnect(ctx, &host, slot).await {
+                slot.down = Some(Down::Unreachable(reason));
             }
+        }
+    }
+}
+
+/// Open a fresh session to a host whose session was lost (or is down)
+/// and clean up what the old agent left; true when it is back. Either
+/// way the old session is abandoned and its facts kept for planning.
+pub async fn reconnect(ctx: &RunContext, host: &str, slot: &mut Slot) -> bool {
+    if let Some(old) = slot.session.take() {
+        slot.stored_facts = Some(old.facts.clone());
+        old.abandon().await;
+    }
+    let vars = ctx.checked.connection_vars(host);
+    match HostSession::open(host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
+        Ok(fresh) => {
+            match fresh.cleanup().await {
+                Ok(done) => ctx.progress.line(host, format!("  reconnected; cleaned up {done}")),
+                Err(e) => ctx.progress.line(host, format!("  reconnected; cleanup failed: {e}")),
+            }
+            slot.session = Some(fresh);
+            true
+        }
+        Err(e) => {
+            ctx.progress.line(host, format!("  {e}"));
+            false
         }
     }
 }
@@ -106,12 +115,18 @@ pub async fn settle(ctx: &RunContext, outcome: CellOutcome, slots: &mut [(&str, 
 /// End a host's part: its agent releases what it set up; record how it went.
 pub async fn close(ctx: Arc<RunContext>, host: String) {
     let mut slot = ctx.slots[&host].lock().await;
+    if slot.idle {
+        return; // as the run stored it
+    }
     if let Some(session) = slot.session.take() {
         if let Err(e) = session.close().await {
             ctx.progress.line(&host, format!("closing the session: {e}"));
         }
     }
-    if let Some((status, reason)) = policy::host_status(slot.down.as_ref(), ctx.interrupted(), slot.failed) {
+    // A cell that failed in an earlier attempt (and was not tried again) still failed.
+    let cells = ctx.store.cells(ctx.run).unwrap_or_default();
+    let failed = slot.failed || cells.iter().any(|c| c.host == host && c.status == CellStatus::Failed);
+    if let Some((status, reason)) = policy::host_status(slot.down.as_ref(), ctx.interrupted(), failed) {
         let _ = ctx.store.set_host(ctx.run, &host, status, reason.as_deref());
     }
     // A host that is down now has no session; if it never ran a cell, its
@@ -121,15 +136,11 @@ pub async fn close(ctx: Arc<RunContext>, host: String) {
     }
 }
 
-/// A host that never got going: its cells (planned without facts) are
-/// recorded as what a down host's cells become, so reports and `--resume`
-/// know they are missing.
+/// A host that is down: its cells not yet settled (planned with the facts
+/// it had, or without) are recorded as what a down host's cells become, so
+/// reports and `--resume` know they are missing.
 fn record_unrun_cells(ctx: &RunContext, host: &str, slot: &Slot) {
     let Some(down) = &slot.down else { return };
-    let existing = ctx.store.cells(ctx.run).unwrap_or_default();
-    if existing.iter().any(|c| c.host == host) {
-        return;
-    }
     let (status, reason) = policy::cells_of_down_host(host, down);
     for &pi in &ctx.checked.hosts[host] {
         record_cells(ctx, host, pi, slot, status, &reason);

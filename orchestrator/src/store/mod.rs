@@ -7,6 +7,7 @@
 //! One connection behind a mutex: writes are tiny and rare next to the
 //! benchmarks they record, so contention is not worth a pool.
 
+mod attempts;
 mod db;
 mod error;
 mod leases;
@@ -20,6 +21,7 @@ mod testing;
 mod transfer;
 mod value;
 
+pub use attempts::{AttemptRow, RunRecord};
 pub use error::StoreError;
 pub use leases::{unix_now, Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
@@ -31,6 +33,29 @@ use db::Db;
 use serde_json::Value as Json;
 use sql::Sql;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The columns `cell_row` reads, in its order.
+const CELL_COLUMNS: &str =
+    "id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished, reps_done";
+
+fn cell_row(r: &value::Row) -> Result<CellRow, StoreError> {
+    Ok(CellRow {
+        id: r.int(0),
+        host: r.text(1),
+        play_index: r.int(2),
+        play: r.text(3),
+        key: r.text(4),
+        params: r.json(5).unwrap_or(Json::Null),
+        repeat: r.int(6),
+        status: status_of(r, 7)?,
+        reason: r.opt_text(8),
+        info: r.json(9),
+        steps: r.json(10),
+        started: r.opt_text(11),
+        finished: r.opt_text(12),
+        reps_done: r.opt_int(13),
+    })
+}
 
 /// Column `i` of a row as a status type.
 fn status_of<S: std::str::FromStr>(r: &value::Row, i: usize) -> Result<S, StoreError> {
@@ -54,6 +79,9 @@ pub struct NewRun<'a> {
     pub inventory: &'a str,
     pub limit: Option<&'a str>,
     pub extra_vars: &'a Json,
+    /// What else `--resume` needs to plan the run again: the inventory
+    /// paths and the tag filter (`RunRecord::options`).
+    pub options: &'a Json,
 }
 
 #[derive(Clone, Debug)]
@@ -92,6 +120,9 @@ pub struct CellRow {
     pub steps: Option<Json>,
     pub started: Option<String>,
     pub finished: Option<String>,
+    /// Repetitions recorded in full (`--resume` goes on after them), 0 from
+    /// the start; none in runs stored before it was kept.
+    pub reps_done: Option<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -109,6 +140,8 @@ pub struct SampleRow {
     pub dev_write_bytes: Option<i64>,
     /// What the step recorded besides metrics (bytes moved, cold method, ...).
     pub info: Option<Json>,
+    /// The attempt of the run that measured it (1, then one per `--resume`).
+    pub attempt: Option<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -124,6 +157,8 @@ pub struct StepRef<'a> {
     pub name: &'a str,
     pub workload: &'a str,
     pub repetition: u32,
+    /// The attempt of the run measuring it.
+    pub attempt: u32,
 }
 
 impl Store {
@@ -138,8 +173,8 @@ impl Store {
 
     pub fn create_run(&self, r: &NewRun) -> Result<i64, StoreError> {
         self.db().insert(
-            "INSERT INTO runs (name, playbook, playbook_text, inventory, limit_pattern, extra_vars, benchrig_version, started, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO runs (name, playbook, playbook_text, inventory, limit_pattern, extra_vars, benchrig_version, started, status, options)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             &[
                 r.name.into(),
                 r.playbook.into(),
@@ -150,6 +185,7 @@ impl Store {
                 env!("CARGO_PKG_VERSION").into(),
                 now().into(),
                 RunStatus::Running.as_str().into(),
+                r.options.to_string().into(),
             ],
         )
     }
@@ -202,8 +238,8 @@ impl Store {
 
     pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
         self.db().insert(
-            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8)",
+            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps, reps_done)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8, 0)",
             &[
                 run.into(),
                 c.host.as_str().into(),
@@ -258,8 +294,8 @@ impl Store {
             for m in &out.metrics {
                 db.execute(
                     "INSERT INTO samples (cell_id, step_index, step, workload, repetition, metric, value, unit, better,
-                        wall_s, user_s, sys_s, dev_read_bytes, dev_write_bytes, dev_read_ios, dev_write_ios, usage, info, ts)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                        wall_s, user_s, sys_s, dev_read_bytes, dev_write_bytes, dev_read_ios, dev_write_ios, usage, info, ts, attempt)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                     &[
                         cell.into(),
                         step.index.into(),
@@ -280,6 +316,7 @@ impl Store {
                         serde_json::to_string(&usage).unwrap_or_default().into(),
                         Json::Object(out.info.clone()).to_string().into(),
                         ts.as_str().into(),
+                        step.attempt.into(),
                     ],
                 )?;
             }
@@ -358,30 +395,10 @@ impl Store {
     }
 
     pub fn cells(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
-        let rows = self.db().query(
-            "SELECT id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished
-             FROM cells WHERE run_id = ?1 ORDER BY id",
-            &[run.into()],
-        )?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(CellRow {
-                    id: r.int(0),
-                    host: r.text(1),
-                    play_index: r.int(2),
-                    play: r.text(3),
-                    key: r.text(4),
-                    params: r.json(5).unwrap_or(Json::Null),
-                    repeat: r.int(6),
-                    status: status_of(&r, 7)?,
-                    reason: r.opt_text(8),
-                    info: r.json(9),
-                    steps: r.json(10),
-                    started: r.opt_text(11),
-                    finished: r.opt_text(12),
-                })
-            })
-            .collect()
+        let rows = self
+            .db()
+            .query(&format!("SELECT {CELL_COLUMNS} FROM cells WHERE run_id = ?1 ORDER BY id"), &[run.into()])?;
+        rows.iter().map(cell_row).collect()
     }
 
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
@@ -397,7 +414,7 @@ impl Store {
         let rows = self.db().query(
             &format!(
                 "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
-                        s.dev_read_bytes, s.dev_write_bytes, s.info
+                        s.dev_read_bytes, s.dev_write_bytes, s.info, s.attempt
                  FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
             ),
             &[id.into()],
@@ -417,6 +434,7 @@ impl Store {
                 dev_read_bytes: r.opt_int(9),
                 dev_write_bytes: r.opt_int(10),
                 info: r.json(11),
+                attempt: r.opt_int(12),
             })
             .collect())
     }
@@ -426,25 +444,12 @@ impl Store {
 mod tests {
     use super::testing::places;
     use super::*;
-    use crate::planner::Cell;
     use benchrig_wire::steps::{Better, Metric, Usage};
 
-    fn cell() -> Cell {
-        Cell {
-            key: "0:fs=ext4".into(),
-            host: "h1".into(),
-            play_index: 0,
-            play_name: "q".into(),
-            params: [("fs".to_string(), serde_json::json!("ext4"))].into_iter().collect(),
-            repeat: 2,
-            policy: crate::planner::RepeatPolicy::fixed(2),
-            setup: vec![],
-            before_each: vec![],
-            benchmark: vec![],
-            teardown: vec![],
-            unsupported: None,
-            fresh_each_repetition: false,
-        }
+    fn cell() -> crate::planner::Cell {
+        let mut c = super::testing::cell("0:fs=ext4", "h1", 2);
+        c.params = [("fs".to_string(), serde_json::json!("ext4"))].into_iter().collect();
+        c
     }
 
     fn new_run(s: &Store, name: Option<&str>) -> i64 {
@@ -456,6 +461,7 @@ mod tests {
             inventory: "x",
             limit: None,
             extra_vars: &ev,
+            options: &ev,
         })
         .unwrap()
     }
@@ -488,17 +494,24 @@ mod tests {
     fn round_trip(url: &DbLocation) {
         let s = Store::open(url).unwrap();
         let run = new_run(&s, Some("n"));
+        let attempt = s.begin_attempt(run, "ci@lab pid 1", &["h1".into(), "h0".into()]).unwrap();
+        assert_eq!(attempt, 1);
         s.set_host(run, "h1", HostStatus::Ok, None).unwrap();
         s.set_host(run, "h0", HostStatus::Ok, None).unwrap();
         let c = s.add_cell(run, &cell()).unwrap();
         s.set_cell_status(c, CellStatus::Running, None).unwrap();
-        s.add_samples(c, &StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1 }, &output(412.5))
-            .unwrap();
+        s.add_samples(
+            c,
+            &StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1, attempt: 1 },
+            &output(412.5),
+        )
+        .unwrap();
         let mut info = serde_json::Map::new();
         info.insert("mkfs_command".into(), "mkfs.ext4 -F /dev/loop0".into());
         s.add_cell_info(c, "setup 1", &info).unwrap();
         s.add_artifact(c, "setup 1: fs_dump", "Filesystem volume name:   <none>\n").unwrap();
         s.set_cell_status(c, CellStatus::Ok, None).unwrap();
+        s.finish_attempt(run, attempt, RunStatus::Ok).unwrap();
         s.finish_run(run, RunStatus::Ok).unwrap();
 
         // Reopen: everything was committed.
@@ -531,7 +544,7 @@ mod tests {
         let again = other.export_run(imported).unwrap();
         let strip = |mut d: Json| {
             d["run"]["id"] = Json::Null;
-            for k in ["hosts", "cells", "samples", "artifacts"] {
+            for k in ["hosts", "cells", "samples", "artifacts", "attempts"] {
                 for row in d[k].as_array_mut().unwrap() {
                     for id in ["id", "run_id", "cell_id"] {
                         if row.get(id).is_some() {
@@ -544,6 +557,8 @@ mod tests {
         };
         assert_eq!(strip(again), strip(doc.clone()));
         assert_eq!(other.samples(imported).unwrap()[0].value, 412.5);
+        let attempts = other.attempts(imported).unwrap();
+        assert_eq!((attempts.len(), attempts[0].hosts.as_slice()), (1, &["h1".to_string(), "h0".into()][..]));
         assert_eq!(other.artifacts(imported).unwrap()[0].content, "Filesystem volume name:   <none>\n");
         let doc_cell_id = |d: &Json| d["cells"][0]["id"].clone();
         let mut broken = doc;
@@ -573,7 +588,8 @@ mod tests {
                     std::thread::spawn(move || {
                         let s = Store::open(&url).unwrap();
                         for rep in 0..100u32 {
-                            let step = StepRef { index: w, name: "w", workload: "seq_write", repetition: rep + 1 };
+                            let step =
+                                StepRef { index: w, name: "w", workload: "seq_write", repetition: rep + 1, attempt: 1 };
                             s.add_samples(cell, &step, &output(rep as f64)).unwrap();
                         }
                     })

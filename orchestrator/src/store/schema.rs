@@ -101,6 +101,22 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
         expires INTEGER,
         quarantine TEXT
     );",
+    // 5: resuming a run in place: the options it was started with (tags,
+    // inventory paths), how many repetitions of a cell are complete, which
+    // attempt measured a sample, and each attempt (when, by whom, on which hosts).
+    "ALTER TABLE runs ADD COLUMN options TEXT;
+    ALTER TABLE cells ADD COLUMN reps_done INTEGER;
+    ALTER TABLE samples ADD COLUMN attempt INTEGER;
+    CREATE TABLE attempts (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        attempt INTEGER NOT NULL,
+        started TEXT NOT NULL,
+        finished TEXT,
+        holder TEXT NOT NULL,
+        hosts TEXT NOT NULL,
+        status TEXT NOT NULL,
+        PRIMARY KEY (run_id, attempt)
+    );",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -197,6 +213,19 @@ pub const PG_MIGRATIONS: &[&str] = &[
         heartbeat TEXT,
         expires BIGINT,
         quarantine TEXT
+    );",
+    "ALTER TABLE runs ADD COLUMN options TEXT;
+    ALTER TABLE cells ADD COLUMN reps_done BIGINT;
+    ALTER TABLE samples ADD COLUMN attempt BIGINT;
+    CREATE TABLE attempts (
+        run_id BIGINT NOT NULL REFERENCES runs(id),
+        attempt BIGINT NOT NULL,
+        started TEXT NOT NULL,
+        finished TEXT,
+        holder TEXT NOT NULL,
+        hosts TEXT NOT NULL,
+        status TEXT NOT NULL,
+        PRIMARY KEY (run_id, attempt)
     );",
 ];
 

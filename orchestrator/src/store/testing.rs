@@ -51,3 +51,23 @@ pub fn places() -> Places {
     }
     Places { _dir: dir, urls, pg }
 }
+
+/// A cell with no steps: `repeat` repetitions of nothing, for bookkeeping tests.
+pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
+    crate::planner::Cell {
+        key: key.into(),
+        host: host.into(),
+        play_index: 0,
+        play_name: "q".into(),
+        params: Default::default(),
+        repeat,
+        policy: crate::planner::RepeatPolicy::fixed(repeat),
+        setup: vec![],
+        before_each: vec![],
+        benchmark: vec![],
+        teardown: vec![],
+        unsupported: None,
+        fresh_each_repetition: false,
+        devices: vec![],
+    }
+}

@@ -1,6 +1,6 @@
 //! `benchrig export RUN` and `benchrig import FILE`: a run with everything
 //! stored about it (hosts and their facts, cells, every sample) as one JSON
-//! document, so a lab's runners can merge their results into one database.
+//! document (with its attempts), so a lab's runners can merge their results into one database.
 //!
 //! Rows travel as column → value maps, so a column added by a later
 //! migration travels too; ids are renumbered on import.
@@ -45,14 +45,15 @@ fn insert(db: &mut Db, table: &str, row: &Row) -> Result<Option<i64>, StoreError
 
 /// Whether every row's status is a word this benchrig reads back: an import
 /// must not plant a row that would make the store unreadable.
-fn statuses_known(run: &Row, hosts: &[Json], cells: &[Json]) -> Result<(), String> {
+fn statuses_known(run: &Row, hosts: &[Json], cells: &[Json], attempts: &[Json]) -> Result<(), String> {
     fn known<S: std::str::FromStr>(what: &str, row: &Json) -> Result<(), String> {
         let word = row["status"].as_str().unwrap_or_default();
         word.parse::<S>().map(|_| ()).map_err(|_| format!("{what} status `{word}` is none this benchrig knows"))
     }
     known::<RunStatus>("the run's", &Json::Object(run.clone()))?;
     hosts.iter().try_for_each(|h| known::<HostStatus>("a host's", h))?;
-    cells.iter().try_for_each(|c| known::<CellStatus>("a cell's", c))
+    cells.iter().try_for_each(|c| known::<CellStatus>("a cell's", c))?;
+    attempts.iter().try_for_each(|a| known::<RunStatus>("an attempt's", a))
 }
 
 impl Store {
@@ -69,6 +70,7 @@ impl Store {
             "cells": rows(db, "cells", "SELECT * FROM cells WHERE run_id = ?1 ORDER BY id", run)?,
             "samples": rows(db, "samples", "SELECT s.* FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id", run)?,
             "artifacts": rows(db, "artifacts", "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
+            "attempts": rows(db, "attempts", "SELECT * FROM attempts WHERE run_id = ?1 ORDER BY attempt", run)?,
         }))
     }
 
@@ -84,7 +86,9 @@ impl Store {
         let (hosts, cells, samples) = (list("hosts")?, list("cells")?, list("samples")?);
         // Exports from before artifacts were stored have none.
         let artifacts = doc["artifacts"].as_array().cloned().unwrap_or_default();
-        statuses_known(run, &hosts, &cells).map_err(|why| bad(&why))?;
+        // And from before attempts were.
+        let attempts = doc["attempts"].as_array().cloned().unwrap_or_default();
+        statuses_known(run, &hosts, &cells, &attempts).map_err(|why| bad(&why))?;
         let mut db = self.db();
         let existing = db.query_one(
             "SELECT id FROM runs WHERE started = ?1 AND playbook = ?2 AND name IS NOT DISTINCT FROM ?3",
@@ -99,6 +103,11 @@ impl Store {
                 let mut h = h.as_object().cloned().ok_or_else(|| bad("a host is not an object"))?;
                 h.insert("run_id".into(), json!(new_run));
                 insert(db, "hosts", &h)?;
+            }
+            for a in &attempts {
+                let mut a = a.as_object().cloned().ok_or_else(|| bad("an attempt is not an object"))?;
+                a.insert("run_id".into(), json!(new_run));
+                insert(db, "attempts", &a)?;
             }
             let mut cell_ids = std::collections::HashMap::new();
             for c in &cells {

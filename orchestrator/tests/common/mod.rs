@@ -54,6 +54,31 @@ impl PgDatabase {
     pub fn store(&self) -> benchrig::store::Store {
         benchrig::store::Store::open(&benchrig::store::DbLocation::Postgres(self.url.clone())).unwrap()
     }
+
+    /// As `Bench::wait_for_cell`, in this database.
+    pub fn wait_for_cell(&self, run: &str, what: &str, pred: impl Fn(&benchrig::store::CellRow) -> bool) {
+        wait_for_cell(|| Some(self.store()), run, what, pred)
+    }
+}
+
+/// Poll the database `open` gives (none yet: not created) until a cell of
+/// run `run` satisfies `pred`; fail after two minutes.
+fn wait_for_cell(
+    open: impl Fn() -> Option<benchrig::store::Store>,
+    run: &str,
+    what: &str,
+    pred: impl Fn(&benchrig::store::CellRow) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let Some(store) = open() else { continue };
+        let Ok(r) = store.resolve_run(run) else { continue };
+        if store.cells(r.id).unwrap().iter().any(&pred) {
+            return;
+        }
+    }
 }
 
 impl Drop for PgDatabase {
@@ -110,18 +135,7 @@ impl Bench {
 
     /// Poll the database until a cell of run `run` satisfies `pred`.
     pub fn wait_for_cell(&self, run: &str, what: &str, pred: impl Fn(&benchrig::store::CellRow) -> bool) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        loop {
-            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            if !self.db().exists() {
-                continue;
-            }
-            let Ok(r) = self.store().resolve_run(run) else { continue };
-            if self.store().cells(r.id).unwrap().iter().any(&pred) {
-                return;
-            }
-        }
+        wait_for_cell(|| self.db().exists().then(|| self.store()), run, what, pred)
     }
 
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
