@@ -365,6 +365,11 @@ fn a_device_missing_from_scratch_devices_is_an_error_before_any_host_is_touched(
     assert!(!b.db().exists() || b.store().runs().unwrap().is_empty(), "a run was started");
 }
 
+/// Command-line words, as a shell splits a line without quotes.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// Samples per cell of a run, by cell id.
 fn sample_counts(s: &benchrig::store::Store, run: i64) -> std::collections::BTreeMap<i64, usize> {
     let mut n = std::collections::BTreeMap::new();
@@ -397,20 +402,8 @@ fn a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_complete
     let pb = repo().join("playbooks/quickstart.yml");
     let inv = inv.to_str().unwrap();
     // No reconnect rounds at the end: fast2 stays down until the run is over.
-    let args = [
-        "run",
-        pb.to_str().unwrap(),
-        "-i",
-        inv,
-        "-e",
-        "size=64M",
-        "-e",
-        "reps=2",
-        "-e",
-        "benchrig_reconnects=0",
-        "--name",
-        "crash",
-    ];
+    let more = words("-e size=64M -e reps=2 -e benchrig_reconnects=0 --name crash");
+    let args = [&["run", pb.to_str().unwrap(), "-i", inv][..], &more].concat();
     let child = b.spawn(&args, &[]);
     // Wait until fast2 has finished a cell, then kill everything in it.
     b.wait_for_cell("crash", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == CellStatus::Ok);
@@ -462,6 +455,10 @@ fn a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_complete
     assert_eq!(report["cells"].as_array().unwrap().len(), cells.len() * 2, "one entry per cell and measured step");
     assert_eq!(report["attempts"].as_array().unwrap().len(), 2);
     assert!(stdout(&b.run(&["show", "crash"])).contains("attempt 2: "), "the table ends with the attempts");
+    let csv = stdout(&b.run(&["report", "crash", "-f", "csv"]));
+    assert!(csv.lines().next().unwrap().ends_with(",attempt"), "{csv}");
+    assert!(csv.lines().any(|l| l.contains(",fast2,") && l.ends_with(",2")), "a sample of the resume says so");
+    assert!(csv.lines().filter(|l| !l.contains(",fast2,")).skip(1).all(|l| l.ends_with(",1")));
 }
 
 #[test]
@@ -470,18 +467,8 @@ fn a_host_lost_mid_run_and_back_gets_the_cells_it_lost_before_the_run_ends() {
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
-    let args = [
-        "run",
-        pb.to_str().unwrap(),
-        "-i",
-        inv.to_str().unwrap(),
-        "-l",
-        "fast1:fast2",
-        "-e",
-        "size=64M",
-        "--name",
-        "back",
-    ];
+    let more = words("-l fast1:fast2 -e size=64M --name back");
+    let args = [&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()][..], &more].concat();
     let child = b.spawn(&args, &[]);
     b.wait_for_cell("back", "fast2 to finish a cell", |c| c.host == "fast2" && c.status == CellStatus::Ok);
     b.wait_for_cell("back", "fast2 to start another", |c| c.host == "fast2" && c.status == CellStatus::Running);
@@ -602,24 +589,8 @@ fn a_killed_run_resumes_once_its_leases_lapse_from_what_is_stored_and_refuses_a_
     let db = ["--db", pg.url.as_str()];
     // A copy of the playbook, edited after the kill: the resume plans from the stored text.
     let pb = b.write("quickstart.yml", &std::fs::read_to_string(repo().join("playbooks/quickstart.yml")).unwrap());
-    let args = [
-        "run",
-        pb.to_str().unwrap(),
-        "-i",
-        inv.to_str().unwrap(),
-        "-l",
-        "fast1",
-        "-e",
-        "size=64M",
-        "-e",
-        "reps=2",
-        "--lease-term",
-        "10s",
-        "--name",
-        "killed",
-        db[0],
-        db[1],
-    ];
+    let more = words("-l fast1 -e size=64M -e reps=2 --lease-term 10s --name killed");
+    let args = [&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()][..], &more, &db].concat();
     let child = b.spawn(&args, &[]);
     pg.wait_for_cell("killed", "a cell to finish", |c| c.status == CellStatus::Ok);
     pg.wait_for_cell("killed", "the next to start", |c| c.status == CellStatus::Running);

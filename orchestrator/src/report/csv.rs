@@ -23,6 +23,8 @@ pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
         "better",
         "dev_read_bytes",
         "dev_write_bytes",
+        // Which attempt at the run measured it (1, then one per `--resume`).
+        "attempt",
     ];
     let row_err = |e: csv::Error| StoreError::Export(e.to_string());
     w.write_record(header).map_err(row_err)?;
@@ -45,6 +47,7 @@ pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
             s.better.clone(),
             opt(s.dev_read_bytes),
             opt(s.dev_write_bytes),
+            opt(s.attempt),
         ])
         .map_err(row_err)?;
     }

@@ -177,7 +177,13 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         }
         let mut involved: Vec<(&String, &mut Slot)> =
             guards.iter_mut().filter(|(h, _)| mine.contains(&h.as_str())).map(|(h, g)| (&*h, &mut **g)).collect();
-        let down = involved.iter().find_map(|(h, s)| Some((h.as_str(), s.down.as_ref()?)));
+        // A host left idle by a resume has no session: this cell cannot run now (a later resume runs it).
+        let idle = Down::Unreachable("not connected in this attempt (it had nothing else left)".into());
+        let down = involved.iter().find_map(|(h, s)| match (&s.down, &s.session) {
+            (Some(d), _) => Some((h.as_str(), d)),
+            (None, None) => Some((h.as_str(), &idle)),
+            (None, Some(_)) => None,
+        });
         if let Some((status, why)) =
             policy::skip_reason(down, ctx.interrupted(), ctx.halted(), cell.unsupported.as_deref())
         {
