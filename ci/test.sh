@@ -43,6 +43,10 @@ step "inventory parity with ansible-inventory (the oracle .ci/run installs)"
 BENCHRIG_ANSIBLE_INVENTORY=${BENCHRIG_ANSIBLE_INVENTORY:-/var/tmp/benchrig-venv/bin/ansible-inventory} \
     cargo test --locked -p benchrig --test ansible_parity -- --ignored
 
+step "change-point parity with Apache Otava (the oracle .ci/run installs)"
+BENCHRIG_OTAVA_PYTHON=${BENCHRIG_OTAVA_PYTHON:-/var/tmp/benchrig-venv/bin/python} \
+    cargo test --locked -p benchrig --test changepoint_parity -- --ignored
+
 step "simulated lab up (twice: up is idempotent)"
 trap 'ci/lab.sh down || true; ci/postgres.sh down || true' EXIT
 ci/lab.sh up

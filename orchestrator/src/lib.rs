@@ -16,6 +16,7 @@ macro_rules! outln {
 }
 
 pub mod capacity;
+pub mod changepoint;
 pub mod cli;
 pub mod commands;
 pub mod compare;
