@@ -17,6 +17,7 @@ const ACTIONS: &str = "Actions";
 const EXECUTION: &str = "Execution";
 const DATABASE: &str = "Database";
 const COMPARISON: &str = "Comparison";
+const SELECTION: &str = "Selection";
 const OUTPUT: &str = "Output";
 const LOGGING: &str = "Logging";
 
@@ -60,6 +61,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Compare two runs metric by metric: improved, regressed, unchanged, not comparable.
     Compare(CompareArgs),
+    /// Each metric across the runs of a playbook: which run a change arrived with, how much, what else changed.
+    History(HistoryArgs),
     /// Unmount, detach and remove what benchrig left on hosts.
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
@@ -306,10 +309,9 @@ pub enum CompareFormat {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The baseline run (id, name or `last`).
-    pub base: String,
-    /// The run to judge against it.
-    pub new: String,
+    /// BASE NEW (ids, names or `last`); NEW alone compares it with its automatic baseline: the newest earlier ok run of the same playbook on the same hosts.
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
+    pub runs: Vec<String>,
     /// Ignore changes smaller than this many percent of the baseline's mean.
     #[arg(long, default_value_t = 0.0, help_heading = COMPARISON)]
     pub threshold: f64,
@@ -322,6 +324,64 @@ pub struct CompareArgs {
     /// How to print the comparison.
     #[arg(short = 'f', long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
     pub format: CompareFormat,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// An aligned table for the terminal.
+    Table,
+    /// Markdown, for a CI job summary.
+    Md,
+    /// Every series with its points, splits and changes.
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// The runs of this playbook (its path as runs stored it, or its file name); default: the newest run's.
+    #[arg(long, help_heading = SELECTION)]
+    pub playbook: Option<String>,
+    /// Only runs whose name matches this glob (`nightly-*`).
+    #[arg(long, value_name = "GLOB", help_heading = SELECTION)]
+    pub name: Option<String>,
+    /// Only runs started at or after this time (RFC 3339, or a date: 2026-11-01).
+    #[arg(long, value_name = "TIME", help_heading = SELECTION)]
+    pub from: Option<String>,
+    /// Only runs started before this time.
+    #[arg(long, value_name = "TIME", help_heading = SELECTION)]
+    pub to: Option<String>,
+    /// At most this many runs, the newest.
+    #[arg(long, default_value_t = 100, help_heading = SELECTION)]
+    pub last: usize,
+    /// Only metrics matching this glob (`throughput`, `*_ms`). Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = SELECTION)]
+    pub metric: Vec<String>,
+    /// Otava's window: the points each E-Divisive pass looks at.
+    #[arg(long, default_value_t = 50, help_heading = COMPARISON)]
+    pub window: usize,
+    /// Otava's significance: a change point's t-test p-value must be below this.
+    #[arg(long, default_value_t = 0.001, help_heading = COMPARISON)]
+    pub max_pvalue: f64,
+    /// Ignore changes smaller than this many percent (Otava's min_magnitude).
+    #[arg(long, value_name = "PCT", default_value_t = 0.0, help_heading = COMPARISON)]
+    pub min_change: f64,
+    /// A change needs at least this many runs on each side.
+    #[arg(long, default_value_t = 1, help_heading = COMPARISON)]
+    pub min_points: usize,
+    /// A series whose newest points vary more than this (CV, percent) is unstable: listed apart, never a regression.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, help_heading = COMPARISON)]
+    pub max_cv: f64,
+    /// Exit with 3 when a regression arrived with one of the last --since runs.
+    #[arg(long, help_heading = COMPARISON)]
+    pub fail_on_regression: bool,
+    /// With --fail-on-regression: how many of the newest runs count.
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = COMPARISON)]
+    pub since: usize,
+    /// How to print the history.
+    #[arg(short = 'f', long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
+    pub format: HistoryFormat,
     #[command(flatten)]
     pub db: DbArgs,
 }

@@ -163,22 +163,7 @@ fn judge(r: &mut Row, bv: &[f64], nv: &[f64], opts: Options) {
     }
     let ratio = ns.mean / bs.mean;
     r.ratio = Some(ratio);
-    // Interval of the ratio by the delta method on its logarithm, with
-    // Welch's degrees of freedom (fine while both CVs are small).
-    let (vb, vn) = (
-        (bs.sd / bs.mean).powi(2) / bs.n as f64,
-        if ns.mean == 0.0 { 0.0 } else { (ns.sd / ns.mean).powi(2) / ns.n as f64 },
-    );
-    let se = (vb + vn).sqrt();
-    let df = if se > 0.0 {
-        (vb + vn).powi(2) / (vb.powi(2) / (bs.n - 1) as f64 + vn.powi(2) / (ns.n - 1) as f64)
-    } else {
-        1.0
-    };
-    if ratio > 0.0 {
-        let t = StudentsT::new(0.0, 1.0, df.max(1.0)).map(|d| d.inverse_cdf(0.975)).unwrap_or(f64::NAN);
-        r.ratio_ci = Some((ratio * (-t * se).exp(), ratio * (t * se).exp()));
-    }
+    r.ratio_ci = ratio_ci(bs, ns);
     r.welch_p = welch(bv, nv).map(|t| t.p);
     r.mwu_p = mann_whitney(bv, nv).map(|t| t.p);
     // Skewed samples (a long tail of slow repetitions) break the t-test's
@@ -197,10 +182,34 @@ fn judge(r: &mut Row, bv: &[f64], nv: &[f64], opts: Options) {
     };
 }
 
+/// A 95% interval of NEW's mean over BASE's, by the delta method on its
+/// logarithm with Welch's degrees of freedom (fine while both CVs are
+/// small); none for a zero or negative ratio, or fewer than 2 samples a side.
+pub fn ratio_ci(bs: &Summary, ns: &Summary) -> Option<(f64, f64)> {
+    if bs.mean == 0.0 || bs.n < 2 || ns.n < 2 {
+        return None;
+    }
+    let ratio = ns.mean / bs.mean;
+    let (vb, vn) = (
+        (bs.sd / bs.mean).powi(2) / bs.n as f64,
+        if ns.mean == 0.0 { 0.0 } else { (ns.sd / ns.mean).powi(2) / ns.n as f64 },
+    );
+    let se = (vb + vn).sqrt();
+    let df = if se > 0.0 {
+        (vb + vn).powi(2) / (vb.powi(2) / (bs.n - 1) as f64 + vn.powi(2) / (ns.n - 1) as f64)
+    } else {
+        1.0
+    };
+    (ratio > 0.0).then(|| {
+        let t = StudentsT::new(0.0, 1.0, df.max(1.0)).map(|d| d.inverse_cdf(0.975)).unwrap_or(f64::NAN);
+        (ratio * (-t * se).exp(), ratio * (t * se).exp())
+    })
+}
+
 /// What differs between the configurations two cells ran on, if anything:
 /// the host's kernel, its memory limit, CPU quota or cpuset, the mkfs
 /// command or version, the device.
-fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
+pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
     let cell = |run: &RunData, id: i64| run.cells.iter().find(|c| c.id == id).cloned();
     let (bc, nc) = (cell(base, bcell)?, cell(new, ncell)?);
     let facts = |run: &RunData, host: &str| run.hosts.iter().find(|h| h.name == host)?.facts.clone();

@@ -23,6 +23,7 @@ pub mod compare;
 pub mod diagnostic;
 pub mod exit_code;
 pub mod extra_vars;
+pub mod history;
 pub mod human;
 pub mod inventory;
 pub mod matrix;

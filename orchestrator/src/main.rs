@@ -47,6 +47,7 @@ async fn dispatch(cmd: Command, progress: Progress) -> anyhow::Result<i32> {
         Command::Export(a) => commands::runs::export(a),
         Command::Import(a) => commands::runs::import(a),
         Command::Compare(a) => commands::compare::run(a),
+        Command::History(a) => commands::history::run(a),
         Command::Cleanup(a) => commands::cleanup::run(a, progress).await,
         Command::Ping(a) => commands::ping::run(a, progress).await,
         Command::Lab(a) => commands::lab::run(a),

@@ -1116,6 +1116,52 @@ fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_reco
 
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
+fn history_names_the_run_a_step_arrived_with_and_compare_finds_its_own_baseline() {
+    let b = Bench::new();
+    let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
+    let pb = pb.to_str().unwrap();
+    // Six nights at 100 MB/s, then two at 80.
+    for night in 1..=8 {
+        let speed = if night <= 6 { "100" } else { "80" };
+        let out = b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", &format!("night-{night}")]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let history = |more: &[&str]| b.run(&[&["history", "--metric", "speed"][..], more].concat());
+    let out = history(&["-f", "json", "--name", "night-*"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Json = serde_json::from_str(&stdout(&out)).unwrap();
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), 1, "one series: the speed of the one cell");
+    assert_eq!(series[0]["points"].as_array().unwrap().len(), 8);
+    let changes = series[0]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["run"]["name"], "night-7", "the night the step arrived");
+    assert_eq!(changes[0]["direction"], "regression");
+    let pct = changes[0]["change_pct"].as_f64().unwrap();
+    assert!((-22.0..=-18.0).contains(&pct), "{pct}");
+    let ci = changes[0]["ci_pct"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() < pct && pct < ci[1].as_f64().unwrap(), "{ci:?}");
+    assert!(changes[0]["pvalue"].as_f64().unwrap() < 0.001);
+    // The gate: a regression within the last two nights fails the job; the
+    // first six alone are steady; a table and markdown say the same.
+    assert_eq!(history(&["--fail-on-regression", "--since", "2"]).status.code(), Some(3));
+    assert_eq!(history(&["--fail-on-regression", "--since", "2", "--name", "night-[1-6]"]).status.code(), Some(0));
+    let table = stdout(&history(&[]));
+    assert!(table.contains("night-7") && table.contains("regression") && table.contains("1 regression(s)"), "{table}");
+    let md = stdout(&history(&["-f", "md"]));
+    assert!(md.contains("| SERIES | RUN |") && md.contains("night-7"), "{md}");
+    // NEW alone: compared with the newest earlier ok run of the playbook on the same hosts.
+    let out = b.run(&["compare", "night-8"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("baseline: run 7,"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("run 8 against run 7"), "{}", stdout(&out));
+    let out = b.run(&["compare", "night-1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no automatic baseline"), "{}", stderr(&out));
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
 fn every_report_format_parses_back() {
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/speed.yml");

@@ -5,6 +5,7 @@ use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, Options, Row, RunData, Verdict};
 use crate::exit_code;
 use crate::human::fmt_num;
+use crate::status::RunStatus;
 use crate::store::Store;
 use crate::terminal_table::table;
 
@@ -14,10 +15,45 @@ pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
     Ok((r.id, RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? }))
 }
 
+/// The newest run before `new` of the same playbook on the same hosts
+/// that ended ok: what a nightly job compares tonight with.
+pub fn automatic_baseline(store: &Store, new: i64) -> anyhow::Result<i64> {
+    let runs = store.runs()?;
+    let this = runs.iter().find(|r| r.id == new).ok_or_else(|| anyhow::anyhow!("no run {new}"))?;
+    let hosts = |id: i64| -> anyhow::Result<Vec<String>> {
+        let mut h: Vec<String> = store.hosts(id)?.into_iter().map(|h| h.name).collect();
+        h.sort();
+        Ok(h)
+    };
+    let mine = hosts(new)?;
+    for r in runs.iter().rev().filter(|r| r.id < new && r.playbook == this.playbook && r.status == RunStatus::Ok) {
+        if hosts(r.id)? == mine {
+            return Ok(r.id);
+        }
+    }
+    anyhow::bail!(
+        "run {new} has no automatic baseline: no earlier run of {} on the same hosts ended ok; name one: `benchrig compare BASE {new}`",
+        this.playbook
+    )
+}
+
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
-    let (base_id, base) = load(&store, &args.base)?;
-    let (new_id, new) = load(&store, &args.new)?;
+    let (base_spec, new_spec) = match args.runs.as_slice() {
+        [new] => (None, new.as_str()),
+        [base, new] => (Some(base.as_str()), new.as_str()),
+        _ => unreachable!("clap takes one or two runs"),
+    };
+    let (new_id, new) = load(&store, new_spec)?;
+    let base_spec = match base_spec {
+        Some(b) => b.to_string(),
+        None => {
+            let id = automatic_baseline(&store, new_id)?;
+            eprintln!("baseline: run {id}, the newest earlier ok run of the same playbook on the same hosts");
+            id.to_string()
+        }
+    };
+    let (base_id, base) = load(&store, &base_spec)?;
     let rows = compare(&base, &new, Options { threshold_pct: args.threshold, alpha: args.alpha });
     let count = |v: &str| rows.iter().filter(|r| r.verdict.word() == v).count();
     let summary = format!(

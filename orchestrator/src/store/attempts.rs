@@ -24,6 +24,8 @@ pub struct RunRecord {
     /// runs stored before options were.
     pub options: Option<Json>,
     pub status: RunStatus,
+    /// The benchrig that started it.
+    pub benchrig_version: String,
 }
 
 /// One attempt at a run: the first, then one per `--resume`.
@@ -42,7 +44,8 @@ pub struct AttemptRow {
 impl Store {
     pub fn run_record(&self, run: i64) -> Result<RunRecord, StoreError> {
         let row = self.db().query_one(
-            "SELECT id, name, playbook, playbook_text, inventory, limit_pattern, extra_vars, options, status
+            "SELECT id, name, playbook, playbook_text, inventory, limit_pattern, extra_vars, options, status,
+                    benchrig_version
              FROM runs WHERE id = ?1",
             &[run.into()],
         )?;
@@ -57,6 +60,7 @@ impl Store {
             extra_vars: r.json(6).unwrap_or(Json::Null),
             options: r.json(7),
             status: status_of(&r, 8)?,
+            benchrig_version: r.text(9),
         })
     }
 

@@ -1,0 +1,253 @@
+//! Change points in each part of each series (Apache Otava's method on the
+//! points' means, `crate::changepoint`), each judged as a person needs it:
+//! which run, how much (the segments' means, with an interval), how sure
+//! (Otava's p-value), better or worse (against the metric's `better`), and
+//! what else changed between that run and the one before. A series whose
+//! points scatter too much to tell a change from noise is `unstable`:
+//! reported apart, never a regression.
+
+use super::series::Series;
+use super::HistoryRun;
+use crate::changepoint::{self, ChangePointError};
+use crate::stats::Summary;
+use serde_json::Value as Json;
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Otava's window, p-value and minimum magnitude.
+    pub otava: changepoint::Options,
+    /// A change needs at least this many points on each side.
+    pub min_points: usize,
+    /// A series whose newest segment's points vary more than this (CV, %)
+    /// is unstable.
+    pub max_cv_pct: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { otava: changepoint::Options::default(), min_points: 1, max_cv_pct: 10.0 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, strum::Display)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum Direction {
+    Regression,
+    Improvement,
+}
+
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// Index into the series' points: the first point after the change.
+    pub at: usize,
+    /// The points' means on each side, up to the neighbouring changes.
+    pub before: Summary,
+    pub after: Summary,
+    /// After over before, in percent, with a 95% interval.
+    pub change_pct: f64,
+    pub ci_pct: Option<(f64, f64)>,
+    pub pvalue: f64,
+    pub direction: Direction,
+    /// Between this run and the one before: what else differed.
+    pub what_changed: Vec<String>,
+}
+
+pub struct Analysis {
+    pub series: Series,
+    pub changes: Vec<Change>,
+    /// The newest segment's CV (%), when it is too high to tell a change.
+    pub unstable_cv: Option<f64>,
+}
+
+/// Whether a change in a metric where `better` is said is a regression.
+pub fn direction(better: &str, change_pct: f64) -> Direction {
+    if (change_pct > 0.0) == (better == "lower") {
+        Direction::Regression
+    } else {
+        Direction::Improvement
+    }
+}
+
+pub fn analyze(runs: &[HistoryRun], all: Vec<Series>, s: &Settings) -> Result<Vec<Analysis>, ChangePointError> {
+    all.into_iter().map(|series| analyze_one(runs, series, s)).collect()
+}
+
+fn analyze_one(runs: &[HistoryRun], series: Series, s: &Settings) -> Result<Analysis, ChangePointError> {
+    let means: Vec<f64> = series.points.iter().map(|p| p.summary.mean).collect();
+    let mut changes = Vec::new();
+    let mut newest = 0..0;
+    for part in series.parts() {
+        let found = changepoint::change_points(&means[part.clone()], &s.otava)?;
+        let cuts: Vec<usize> = std::iter::once(part.start)
+            .chain(found.iter().map(|c| part.start + c.index))
+            .chain(std::iter::once(part.end))
+            .collect();
+        newest = cuts[cuts.len() - 2]..part.end;
+        for (i, cp) in found.iter().enumerate() {
+            let (before, after) = (cuts[i]..cuts[i + 1], cuts[i + 1]..cuts[i + 2]);
+            if before.len() < s.min_points || after.len() < s.min_points {
+                continue;
+            }
+            let (Some(b), Some(a)) = (Summary::of(&means[before]), Summary::of(&means[after.clone()])) else {
+                continue;
+            };
+            if b.mean == 0.0 {
+                continue;
+            }
+            let change_pct = (a.mean / b.mean - 1.0) * 100.0;
+            let ci_pct = crate::compare::ratio_ci(&b, &a).map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0));
+            let at = after.start;
+            let (prev, this) = (&runs[series.points[at - 1].run], &runs[series.points[at].run]);
+            changes.push(Change {
+                at,
+                before: b,
+                after: a,
+                change_pct,
+                ci_pct,
+                pvalue: cp.stats.pvalue,
+                direction: direction(&series.better, change_pct),
+                what_changed: what_changed(prev, this, &series.key.host),
+            });
+        }
+    }
+    let cv = Summary::of(&means[newest]).filter(|x| x.n >= 3).and_then(|x| x.cv).map(|cv| cv * 100.0);
+    let unstable_cv = cv.filter(|&cv| cv > s.max_cv_pct);
+    Ok(Analysis { series, changes, unstable_cv })
+}
+
+/// What differed between two runs beside the configuration that splits a
+/// series: benchrig, the playbook, its extra vars, and on `host` the
+/// distribution, CPU, memory and tools.
+pub fn what_changed(prev: &HistoryRun, this: &HistoryRun, host: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (a, b) = (&prev.record, &this.record);
+    if a.benchrig_version != b.benchrig_version {
+        out.push(format!("benchrig {} → {}", a.benchrig_version, b.benchrig_version));
+    }
+    if a.playbook_text != b.playbook_text {
+        out.push("the playbook's text".into());
+    }
+    if a.extra_vars != b.extra_vars {
+        out.push(format!("extra vars {} → {}", a.extra_vars, b.extra_vars));
+    }
+    let facts = |r: &HistoryRun| r.data.hosts.iter().find(|h| h.name == host).and_then(|h| h.facts.clone());
+    let (Some(fa), Some(fb)) = (facts(prev), facts(this)) else { return out };
+    for (what, pointer) in [
+        ("distribution", "/distribution/pretty_name"),
+        ("CPU", "/cpu/model"),
+        ("CPUs", "/cpu/count"),
+        ("memory", "/memory/total_bytes"),
+    ] {
+        let (x, y) = (fa.pointer(pointer), fb.pointer(pointer));
+        if x != y {
+            let shown =
+                |v: Option<&Json>| v.map_or("?".to_string(), |v| v.as_str().map_or(v.to_string(), str::to_string));
+            out.push(format!("{what} {} → {}", shown(x), shown(y)));
+        }
+    }
+    let tools = |f: &Json| -> Vec<(String, String)> {
+        let list = f["tools"].as_array().cloned().unwrap_or_default();
+        list.iter()
+            .map(|t| (t["name"].as_str().unwrap_or("?").to_string(), t["version"].as_str().unwrap_or("-").to_string()))
+            .collect()
+    };
+    let (ta, tb) = (tools(&fa), tools(&fb));
+    for (name, version) in &tb {
+        match ta.iter().find(|(n, _)| n == name) {
+            Some((_, old)) if old != version => out.push(format!("{name} {old} → {version}")),
+            None => out.push(format!("{name} {version} (new)")),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{made_up, series};
+    use super::*;
+
+    /// A night's three samples around `mean` (±0.5%).
+    fn night(kernel: &'static str, mean: f64) -> (&'static str, Vec<f64>) {
+        (kernel, vec![mean * 0.995, mean, mean * 1.005])
+    }
+
+    /// Ten nights at ~100 with ±0.3% wobble, then the rest as given.
+    fn steady_then(rest: &[(&'static str, f64)]) -> Vec<(&'static str, Vec<f64>)> {
+        let wobble = [0.0, 0.3, -0.2, 0.1, -0.3, 0.2, 0.0, -0.1, 0.3, -0.2];
+        wobble.iter().map(|w| night("6.1", 100.0 + w)).chain(rest.iter().map(|&(k, m)| night(k, m))).collect()
+    }
+
+    fn run_it(nights: &[(&'static str, Vec<f64>)], s: &Settings) -> (Vec<HistoryRun>, Vec<Analysis>) {
+        let runs = made_up(nights);
+        let all = analyze(&runs, series::build(&runs), s).unwrap();
+        (runs, all)
+    }
+
+    #[test]
+    fn a_step_is_found_at_the_run_it_arrived_with_and_judged_against_better() {
+        let (runs, all) = run_it(&steady_then(&[("6.1", 90.0), ("6.1", 90.2), ("6.1", 89.8)]), &Settings::default());
+        assert_eq!(all.len(), 1);
+        let c = &all[0].changes;
+        assert_eq!(c.len(), 1, "{:?}", c);
+        assert_eq!(runs[all[0].series.points[c[0].at].run].row.name.as_deref(), Some("night-11"));
+        assert_eq!(c[0].direction, Direction::Regression, "throughput down");
+        assert!((c[0].change_pct + 10.0).abs() < 0.3, "{}", c[0].change_pct);
+        let (lo, hi) = c[0].ci_pct.unwrap();
+        assert!(lo < c[0].change_pct && c[0].change_pct < hi);
+        assert!(c[0].pvalue < 0.001);
+        assert!(all[0].unstable_cv.is_none());
+    }
+
+    #[test]
+    fn noise_is_no_change_and_a_step_at_a_split_is_not_read_as_one() {
+        let (_, all) = run_it(&steady_then(&[]), &Settings::default());
+        assert!(all[0].changes.is_empty(), "{:?}", all[0].changes);
+        // The same step, but the kernel changed with it: a split, no change.
+        let (runs, all) = run_it(&steady_then(&[("6.2", 90.0), ("6.2", 90.2), ("6.2", 89.8)]), &Settings::default());
+        assert!(all[0].changes.is_empty(), "{:?}", all[0].changes);
+        let split = &all[0].series.splits;
+        assert_eq!(split.len(), 1);
+        assert_eq!(split[0].why, "kernel differs: 6.1 → 6.2");
+        assert_eq!(runs[all[0].series.points[split[0].at].run].row.id, 11);
+    }
+
+    #[test]
+    fn a_series_too_noisy_to_judge_is_unstable_and_small_changes_can_be_ignored() {
+        let noisy: Vec<(&'static str, Vec<f64>)> =
+            [100.0, 130.0, 80.0, 120.0, 90.0, 125.0].iter().map(|&m| night("6.1", m)).collect();
+        let (_, all) = run_it(&noisy, &Settings::default());
+        assert!(all[0].unstable_cv.is_some_and(|cv| cv > 10.0), "{:?}", all[0].unstable_cv);
+        let small = steady_then(&[("6.1", 98.0), ("6.1", 98.1), ("6.1", 97.9)]);
+        let (_, all) = run_it(&small, &Settings::default());
+        assert_eq!(all[0].changes.len(), 1, "a 2% step at 0.3% noise is real");
+        let mut s = Settings::default();
+        s.otava.min_magnitude = 0.05;
+        let (_, all) = run_it(&small, &s);
+        assert!(all[0].changes.is_empty(), "but under --min-change 5");
+        let s = Settings { min_points: 4, ..Settings::default() };
+        let (_, all) = run_it(&small, &s);
+        assert!(all[0].changes.is_empty(), "three nights after it are fewer than --min-points 4");
+    }
+
+    #[test]
+    fn what_else_changed_that_night_is_named() {
+        let mut runs = made_up(&steady_then(&[("6.1", 90.0)]));
+        let last = runs.len() - 1;
+        runs[last].record.extra_vars = serde_json::json!({"size": "2G"});
+        runs[last].record.benchrig_version = "1.1".into();
+        runs[last].data.hosts[0].facts.as_mut().unwrap()["tools"][0]["version"] = "3.36".into();
+        let seen = what_changed(&runs[last - 1], &runs[last], "h");
+        assert_eq!(seen, ["benchrig 1.0 → 1.1", "extra vars {} → {\"size\":\"2G\"}", "fio 3.33 → 3.36"]);
+        assert!(what_changed(&runs[0], &runs[1], "h").is_empty());
+    }
+
+    #[test]
+    fn a_change_is_a_regression_when_it_goes_against_better() {
+        assert_eq!(direction("higher", -5.0), Direction::Regression);
+        assert_eq!(direction("higher", 5.0), Direction::Improvement);
+        assert_eq!(direction("lower", 5.0), Direction::Regression);
+        assert_eq!(direction("lower", -5.0), Direction::Improvement);
+    }
+}

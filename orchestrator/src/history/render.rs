@@ -1,0 +1,151 @@
+//! A history as a person reads it (a table, or markdown for a CI summary:
+//! the changes first, then the splits and the unstable series, then a
+//! count) or as JSON (every series with its points).
+
+use super::analyze::{Analysis, Change, Direction};
+use super::HistoryRun;
+use crate::human::fmt_num;
+use serde_json::{json, Value as Json};
+
+/// "run 12 nightly-2026-11-30 (2026-11-30)".
+fn run_label(r: &HistoryRun) -> String {
+    let date = r.row.started.get(..10).unwrap_or(&r.row.started);
+    match &r.row.name {
+        Some(n) => format!("run {} {n} ({date})", r.row.id),
+        None => format!("run {} ({date})", r.row.id),
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{x:+.1}%")
+}
+
+fn change_cells(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Vec<String> {
+    let run = &runs[a.series.points[c.at].run];
+    let ci = c.ci_pct.map(|(lo, hi)| format!("{} – {}", pct(lo), pct(hi))).unwrap_or_else(|| "-".into());
+    let means = format!("{} → {} {}", fmt_num(c.before.mean), fmt_num(c.after.mean), a.series.unit);
+    let also = if c.what_changed.is_empty() { "-".to_string() } else { c.what_changed.join("; ") };
+    vec![
+        a.series.key.describe(),
+        run_label(run),
+        means,
+        pct(c.change_pct),
+        ci,
+        format!("{:.2e}", c.pvalue),
+        c.direction.to_string(),
+        also,
+    ]
+}
+
+const HEADER: [&str; 8] = ["SERIES", "RUN", "MEAN", "CHANGE", "CI95", "P", "VERDICT", "ALSO CHANGED"];
+
+/// The lines under the table: splits, unstable series, the count.
+fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<String>, String) {
+    let splits: Vec<String> = all
+        .iter()
+        .flat_map(|a| {
+            a.series.splits.iter().map(move |s| {
+                format!("{}: from {}: {}", a.series.key.describe(), run_label(&runs[a.series.points[s.at].run]), s.why)
+            })
+        })
+        .collect();
+    let unstable: Vec<String> = all
+        .iter()
+        .filter_map(|a| Some(format!("{}: CV {:.1}% across runs", a.series.key.describe(), a.unstable_cv?)))
+        .collect();
+    let changes: Vec<&Change> = all.iter().filter(|a| a.unstable_cv.is_none()).flat_map(|a| &a.changes).collect();
+    let regressions = changes.iter().filter(|c| c.direction == Direction::Regression).count();
+    let count = format!(
+        "{} series over {} run(s): {} change(s), {regressions} regression(s); {} split(s); {} unstable",
+        all.len(),
+        runs.len(),
+        changes.len(),
+        splits.len(),
+        unstable.len()
+    );
+    (splits, unstable, count)
+}
+
+fn stable_changes<'a>(runs: &'a [HistoryRun], all: &'a [Analysis]) -> Vec<Vec<String>> {
+    all.iter()
+        .filter(|a| a.unstable_cv.is_none())
+        .flat_map(|a| a.changes.iter().map(move |c| change_cells(runs, a, c)))
+        .collect()
+}
+
+pub fn table(runs: &[HistoryRun], all: &[Analysis]) -> String {
+    let rows = stable_changes(runs, all);
+    let mut out =
+        if rows.is_empty() { "no change found\n".to_string() } else { crate::terminal_table::table(&HEADER, &rows) };
+    let (splits, unstable, count) = notes(runs, all);
+    if !splits.is_empty() {
+        out += "\nsplit where the configuration changed (not read as a change):\n";
+        splits.iter().for_each(|s| out += &format!("  {s}\n"));
+    }
+    if !unstable.is_empty() {
+        out += "\nunstable (too noisy to tell a change; never a regression):\n";
+        unstable.iter().for_each(|s| out += &format!("  {s}\n"));
+    }
+    out + &count + "\n"
+}
+
+pub fn markdown(runs: &[HistoryRun], all: &[Analysis]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let (splits, unstable, count) = notes(runs, all);
+    let mut out = format!("**{}**\n\n", esc(&count));
+    let rows = stable_changes(runs, all);
+    if !rows.is_empty() {
+        out += &format!("| {} |\n|{}\n", HEADER.join(" | "), "---|".repeat(HEADER.len()));
+        for r in rows {
+            out += &format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
+        }
+    }
+    for (title, lines) in [("Splits (configuration changed)", splits), ("Unstable series", unstable)] {
+        if !lines.is_empty() {
+            out += &format!("\n**{title}**\n\n");
+            lines.iter().for_each(|l| out += &format!("- {}\n", esc(l)));
+        }
+    }
+    out
+}
+
+pub fn json(runs: &[HistoryRun], all: &[Analysis]) -> Json {
+    let run_ref = |i: usize| {
+        let r = &runs[i].row;
+        json!({"id": r.id, "name": r.name, "started": r.started})
+    };
+    let series: Vec<Json> = all
+        .iter()
+        .map(|a| {
+            let s = &a.series;
+            let points: Vec<Json> = s
+                .points
+                .iter()
+                .map(|p| {
+                    json!({"run": run_ref(p.run), "mean": p.summary.mean, "n": p.summary.n,
+                           "ci95": p.summary.ci95.map(|(lo, hi)| json!([lo, hi]))})
+                })
+                .collect();
+            let splits: Vec<Json> =
+                s.splits.iter().map(|x| json!({"run": run_ref(s.points[x.at].run), "why": x.why})).collect();
+            let changes: Vec<Json> = a
+                .changes
+                .iter()
+                .map(|c| {
+                    json!({"run": run_ref(s.points[c.at].run), "change_pct": c.change_pct,
+                           "ci_pct": c.ci_pct.map(|(lo, hi)| json!([lo, hi])), "pvalue": c.pvalue,
+                           "direction": c.direction, "mean_before": c.before.mean, "mean_after": c.after.mean,
+                           "what_changed": c.what_changed})
+                })
+                .collect();
+            json!({"host": s.key.host, "play": s.key.play, "cell": s.key.cell, "step": s.key.step,
+                   "metric": s.key.metric, "unit": s.unit, "better": s.better, "points": points,
+                   "splits": splits, "changes": changes, "unstable_cv_pct": a.unstable_cv})
+        })
+        .collect();
+    let runs_json: Vec<Json> = runs
+        .iter()
+        .map(|r| json!({"id": r.row.id, "name": r.row.name, "started": r.row.started, "status": r.row.status, "playbook": r.row.playbook}))
+        .collect();
+    json!({"runs": runs_json, "series": series})
+}

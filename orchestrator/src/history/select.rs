@@ -1,0 +1,97 @@
+//! Which runs a history is over: those of one playbook (by default the
+//! playbook of the newest run), or whose name matches a glob, started in a
+//! time window, the newest `last` of them, oldest first. Runs still
+//! running are left out: their points are not in yet.
+
+use crate::status::RunStatus;
+use crate::store::RunRow;
+use std::path::Path;
+
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// The playbook's path as runs stored it, or its file name.
+    pub playbook: Option<String>,
+    /// A glob over run names (`nightly-*`).
+    pub name: Option<globset::GlobMatcher>,
+    /// RFC 3339 times or dates (`2026-11-01`): started at or after, before.
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// At most this many runs, the newest.
+    pub last: usize,
+}
+
+/// Whether run `r` was of `playbook`: the same path, or the same file name
+/// when only a name is given (runs started from other directories).
+fn same_playbook(r: &RunRow, playbook: &str) -> bool {
+    let file = |p: &str| Path::new(p).file_name().map(|f| f.to_os_string());
+    r.playbook == playbook || (!playbook.contains('/') && file(&r.playbook) == file(playbook))
+}
+
+/// The runs of `all` (in id order) the selection picks, oldest first.
+pub fn pick(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
+    let default_playbook = || all.iter().rev().find(|r| r.status != RunStatus::Running).map(|r| r.playbook.clone());
+    let playbook = match (&sel.playbook, &sel.name) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(_)) => None,
+        (None, None) => default_playbook(),
+    };
+    let picked: Vec<RunRow> = all
+        .iter()
+        .filter(|r| r.status != RunStatus::Running)
+        .filter(|r| playbook.as_deref().is_none_or(|p| same_playbook(r, p)))
+        .filter(|r| sel.name.as_ref().is_none_or(|g| r.name.as_deref().is_some_and(|n| g.is_match(n))))
+        // RFC 3339 UTC stamps order as text; a bare date is the start of its day.
+        .filter(|r| sel.since.as_deref().is_none_or(|s| r.started.as_str() >= s))
+        .filter(|r| sel.until.as_deref().is_none_or(|u| r.started.as_str() < u))
+        .cloned()
+        .collect();
+    let skip = picked.len().saturating_sub(sel.last.max(1));
+    picked.into_iter().skip(skip).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, name: &str, playbook: &str, started: &str, status: RunStatus) -> RunRow {
+        RunRow {
+            id,
+            name: Some(name.into()),
+            playbook: playbook.into(),
+            started: started.into(),
+            finished: None,
+            status,
+            hosts: 1,
+            cells: 1,
+        }
+    }
+
+    fn ids(v: Vec<RunRow>) -> Vec<i64> {
+        v.into_iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn runs_of_one_playbook_a_name_glob_a_window_and_the_newest_n() {
+        let all = [
+            run(1, "nightly-2026-11-28", "playbooks/q.yml", "2026-11-28T02:00:00Z", RunStatus::Ok),
+            run(2, "adhoc", "/home/me/q.yml", "2026-11-28T12:00:00Z", RunStatus::Ok),
+            run(3, "nightly-2026-11-29", "playbooks/q.yml", "2026-11-29T02:00:00Z", RunStatus::Failed),
+            run(4, "nightly-2026-11-30", "playbooks/other.yml", "2026-11-30T02:00:00Z", RunStatus::Ok),
+            run(5, "nightly-2026-12-01", "playbooks/q.yml", "2026-12-01T02:00:00Z", RunStatus::Ok),
+            run(6, "nightly-2026-12-02", "playbooks/q.yml", "2026-12-02T02:00:00Z", RunStatus::Running),
+        ];
+        let sel = |f: &dyn Fn(&mut Selection)| {
+            let mut s = Selection { last: 100, ..Default::default() };
+            f(&mut s);
+            ids(pick(&all, &s))
+        };
+        assert_eq!(sel(&|_| {}), [1, 3, 5], "the newest finished run's playbook; a running one is not in yet");
+        assert_eq!(sel(&|s| s.playbook = Some("q.yml".into())), [1, 2, 3, 5], "by file name: any directory");
+        assert_eq!(sel(&|s| s.playbook = Some("playbooks/other.yml".into())), [4]);
+        let glob = globset::Glob::new("nightly-*").unwrap().compile_matcher();
+        assert_eq!(sel(&|s| s.name = Some(glob.clone())), [1, 3, 4, 5], "a glob alone: any playbook");
+        assert_eq!(sel(&|s| s.since = Some("2026-11-29".into())), [3, 5]);
+        assert_eq!(sel(&|s| s.until = Some("2026-11-29".into())), [1]);
+        assert_eq!(sel(&|s| s.last = 2), [3, 5], "the newest two, oldest first");
+    }
+}
