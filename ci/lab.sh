@@ -20,6 +20,9 @@ usage: ${0##*/} COMMAND [ARGS]
   status           per host: netns, sshd, ssh, disks; exit 1 if anything is missing
   crash HOST       kill -9 every process in HOST's namespace ('up' revives it)
   ssh HOST [CMD]   ssh into a lab host with the lab key and known_hosts
+  throttle HOST RBPS WBPS
+                   set the read/write bytes/s limit of each of HOST's disks
+                   (a slower disk for a night; 'up' puts the table's back)
 
 Hosts: ${HOSTS[*]}
 Lab dir: $LAB (override with BENCHRIG_LAB_DIR, for experiments only)
@@ -510,6 +513,19 @@ cmd_status() {
     return "$rc"
 }
 
+cmd_throttle() {
+    local h=$1 rbps=$2 wbps=$3 d disk dev
+    [[ $rbps =~ ^[0-9]+$ && $wbps =~ ^[0-9]+$ ]] || die "throttle: RBPS and WBPS are bytes per second"
+    d=$(cg_dir blkio "$h")
+    [[ -d $d ]] || die "host $h has no blkio cgroup: is the lab up?"
+    for disk in ${H_DISKS[$h]}; do
+        dev=$(cat "/sys/block/$(readlink "$LAB/dev/$h-$disk" | sed 's|^/dev/||')/dev")
+        echo "$dev $rbps" >"$d/blkio.throttle.read_bps_device"
+        echo "$dev $wbps" >"$d/blkio.throttle.write_bps_device"
+    done
+    echo "lab: $h's disks throttled to $rbps B/s read, $wbps B/s write until the next 'up'"
+}
+
 cmd_crash() {
     local h=$1
     ns_exists "$h" || die "host $h is not up (no netns $(ns "$h"))"
@@ -604,6 +620,7 @@ main() {
         status) cmd_status ;;
         crash) need_host "${1:-}"; [[ $# -eq 1 ]] || { usage >&2; exit 2; }; cmd_crash "$1" ;;
         ssh) need_host "${1:-}"; cmd_ssh "$@" ;;
+        throttle) need_host "${1:-}"; [[ $# -eq 3 ]] || { usage >&2; exit 2; }; cmd_throttle "$@" ;;
         -h|--help|help) usage ;;
         *) usage >&2; exit 2 ;;
     esac

@@ -21,10 +21,11 @@ nothing_left() {
     echo "ok: $ok"
 }
 
-step "lint: rustfmt, clippy (warnings are errors), shellcheck, no module cycles"
+step "lint: rustfmt, clippy (warnings are errors), shellcheck, actionlint, no module cycles"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
-shellcheck ci/*.sh .ci/run
+shellcheck ci/*.sh ci/nightly/*.sh .ci/run
+node ci/actionlint.cjs ci/nightly/examples/github-actions.yml
 ci/module-cycles.py --self-test
 ci/module-cycles.py wire/src node-agent/src orchestrator/src
 

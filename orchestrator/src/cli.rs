@@ -280,12 +280,15 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output", help_heading = OUTPUT)]
     pub output: Option<PathBuf>,
-    /// For junit: a run to compare with; a cell with a regressed metric fails.
+    /// For junit: a run to compare with (`auto`: the newest earlier ok run of the same playbook on the same hosts); a cell with a regressed metric fails.
     #[arg(long, help_heading = COMPARISON)]
     pub baseline: Option<String>,
     /// With --baseline: ignore changes under this many percent.
     #[arg(long, default_value_t = 0.0, help_heading = COMPARISON)]
     pub threshold: f64,
+    /// With --baseline: significance level of the two-sided tests.
+    #[arg(long, default_value_t = 0.05, help_heading = COMPARISON)]
+    pub alpha: f64,
     #[command(flatten)]
     pub db: DbArgs,
 }

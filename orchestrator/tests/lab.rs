@@ -1161,6 +1161,80 @@ fn history_names_the_run_a_step_arrived_with_and_compare_finds_its_own_baseline(
 }
 
 #[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn the_nightly_script_passes_steady_nights_and_fails_the_night_a_disk_got_slower() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let out = b.dir.path().join("out");
+    let db = b.db();
+    let night = |date: &str| {
+        let script = repo().join("ci/nightly/nightly.sh");
+        let args = [
+            "-i",
+            inv.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "-p",
+            "playbooks/quickstart.yml",
+            "-o",
+            out.to_str().unwrap(),
+            "--date",
+            date,
+            "-e",
+            "size=256M",
+            "-e",
+            r#"{"benchrig_profiles": ["ext4"]}"#,
+            // A short history: a step is judged at p < 0.01 rather than Otava's 0.001.
+            "--history",
+            "--max-pvalue 0.01",
+            "--benchrig",
+            env!("CARGO_BIN_EXE_benchrig"),
+        ];
+        let mut cmd = std::process::Command::new(script);
+        // Only fast1, whose disk the last night slows down.
+        cmd.args(args).args(["-e", "reps=3", "-l", "fast1"]).current_dir(repo());
+        let started = std::time::Instant::now();
+        let o = cmd.output().unwrap();
+        eprintln!(
+            "night {date}: exit {:?} in {:.1} s\n{}",
+            o.status.code(),
+            started.elapsed().as_secs_f64(),
+            stderr(&o)
+        );
+        o
+    };
+    for date in ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"] {
+        assert_eq!(night(date).status.code(), Some(0), "a steady night passes");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("nightly-quickstart-2026-11-04") && summary.contains("0 regressed"), "{summary}");
+    // The fifth night fast1's disk is a tenth as fast.
+    lab(&["throttle", "fast1", "52428800", "41943040"]);
+    let slow = night("2026-11-05");
+    lab(&["up"]);
+    assert_eq!(slow.status.code(), Some(3), "a real slowdown fails the night");
+    let name = "nightly-quickstart-2026-11-05";
+    let junit = std::fs::read_to_string(out.join(format!("{name}.junit.xml"))).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let failed: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
+    assert!(!failed.is_empty(), "the slowed cells fail in JUnit: {junit}");
+    let history: Json =
+        serde_json::from_str(&std::fs::read_to_string(out.join(format!("{name}.history.json"))).unwrap()).unwrap();
+    let changes: Vec<&Json> = history["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["host"] == "fast1" && s["metric"] == "throughput")
+        .flat_map(|s| s["changes"].as_array().unwrap())
+        .collect();
+    assert!(!changes.is_empty(), "history finds the step");
+    assert!(changes.iter().all(|c| c["run"]["name"] == name && c["direction"] == "regression"), "{changes:?}");
+    for f in ["html", "md", "compare.md", "history.md"] {
+        assert!(out.join(format!("{name}.{f}")).exists(), "{f}");
+    }
+}
+
+#[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn every_report_format_parses_back() {
     let b = Bench::new();

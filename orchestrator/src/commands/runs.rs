@@ -51,11 +51,22 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
         ReportFormat::Html => crate::report::html::render(&crate::report::json::build(&store, r.id)?),
         ReportFormat::Csv => crate::report::csv::build(&store, r.id)?,
         ReportFormat::Junit => {
-            let rows = match &args.baseline {
+            // `auto`: the run's automatic baseline, if it has one (a first night has none).
+            let base = match args.baseline.as_deref() {
+                Some("auto") => match crate::commands::compare::automatic_baseline(&store, r.id) {
+                    Ok(id) => Some(id.to_string()),
+                    Err(e) => {
+                        eprintln!("{e}: the JUnit report judges no regression");
+                        None
+                    }
+                },
+                other => other.map(str::to_string),
+            };
+            let rows = match &base {
                 Some(base) => {
                     let base = crate::commands::compare::load(&store, base)?.1;
                     let new = crate::commands::compare::load(&store, &r.id.to_string())?.1;
-                    let opts = crate::compare::Options { threshold_pct: args.threshold, ..Default::default() };
+                    let opts = crate::compare::Options { threshold_pct: args.threshold, alpha: args.alpha };
                     crate::compare::compare(&base, &new, opts)
                 }
                 None => Vec::new(),

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# One night of a lab, as a scheduler calls it (cron, a systemd timer, a CI
+# job on the lab's controller; examples beside this file):
+#
+#   ci/nightly/nightly.sh -i lab.yml --db postgres://bench@dbhost/lab -o out/ \
+#       -p playbooks/quickstart.yml -p playbooks/compressed-read.yml
+#
+# For each playbook: run it as "<prefix>-<playbook>-<date>" (a run of that
+# name already there is resumed, or left alone when it is complete); resume
+# it once more if the night was cut off (a host lost, an interrupt, a
+# kill); compare it with its automatic baseline (the newest earlier ok run
+# of the playbook on the same hosts); gate on the playbook's history (a
+# regression that arrived tonight); and write into the output directory,
+# per run, <name>.junit.xml (against the baseline: a regressed cell fails),
+# <name>.html, <name>.md, the comparison and the history in markdown (and
+# the history in JSON), and summary.md of them all (for a CI job summary).
+#
+# Exit code: the most serious of every step's, in benchrig's order (README,
+# "Exit codes"): 0 ok, 3 a regression, 2 a failed cell, 4 a host
+# unreachable, 5 hosts held by another run, 1 a usage or configuration
+# error, 130 interrupted.
+set -uo pipefail
+
+usage() {
+    cat <<USAGE
+usage: ${0##*/} -i INVENTORY --db DB -p PLAYBOOK [-p PLAYBOOK]... [options]
+
+  -i, --inventory INV     the lab's inventory (repeatable)
+      --db DB             the results database (a SQLite file or postgres:// URL)
+  -p, --playbook PB       a playbook to run tonight (repeatable)
+  -l, --limit PATTERN     only these hosts (as ansible's --limit)
+  -o, --out DIR           where the reports go (default: nightly-out)
+  -e, --extra-vars VARS   passed to every run (repeatable)
+      --prefix P          run names are P-<playbook>-<date> (default: nightly)
+      --date DATE         the night's date in run names (default: today, UTC)
+      --wait-for-hosts D  how long to wait for hosts another run holds (default: 3h)
+      --threshold PCT     changes under PCT percent are no regression (default: 5)
+      --alpha A           significance level against the baseline (default: 0.01: a
+                          night compares many metrics, and each test may err)
+      --history ARGS      more arguments for 'benchrig history' (e.g. "--max-pvalue 0.01")
+      --benchrig PATH     the benchrig to use (default: \$BENCHRIG, else benchrig on PATH)
+      --build             build benchrig and its agents from this checkout first
+USAGE
+}
+
+# Least to most serious (README, "Exit codes").
+SEVERITY=(0 3 2 4 5 1 130 141)
+rank() {
+    local i
+    for i in "${!SEVERITY[@]}"; do
+        [[ ${SEVERITY[$i]} == "$1" ]] && { echo "$i"; return; }
+    done
+    echo 99
+}
+worst=0
+note() { if (( $(rank "$1") > $(rank "$worst") )); then worst=$1; fi; }
+say() { echo "nightly: $*" >&2; }
+
+inventories=() playbooks=() extra=() limit=()
+db="" out=nightly-out prefix=nightly date=$(date -u +%F) wait=3h threshold=5 alpha=0.01 history_args="" build=false
+benchrig=${BENCHRIG:-benchrig}
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        -i|--inventory) inventories+=(-i "$2"); shift 2 ;;
+        --db) db=$2; shift 2 ;;
+        -p|--playbook) playbooks+=("$2"); shift 2 ;;
+        -l|--limit) limit=(-l "$2"); shift 2 ;;
+        -o|--out) out=$2; shift 2 ;;
+        -e|--extra-vars) extra+=(-e "$2"); shift 2 ;;
+        --prefix) prefix=$2; shift 2 ;;
+        --date) date=$2; shift 2 ;;
+        --wait-for-hosts) wait=$2; shift 2 ;;
+        --threshold) threshold=$2; shift 2 ;;
+        --alpha) alpha=$2; shift 2 ;;
+        --history) history_args=$2; shift 2 ;;
+        --benchrig) benchrig=$2; shift 2 ;;
+        --build) build=true; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; exit 1 ;;
+    esac
+done
+[[ -n $db && ${#playbooks[@]} -gt 0 && ${#inventories[@]} -gt 0 ]] || { usage >&2; exit 1; }
+
+if $build; then
+    repo=$(cd "$(dirname "$0")/../.." && pwd)
+    (cd "$repo" && cargo build --locked --release -p benchrig && ci/build-agents.sh) >&2 || exit 1
+    benchrig=$repo/target/release/benchrig
+fi
+command -v "$benchrig" >/dev/null || { say "no benchrig at '$benchrig' (--benchrig PATH, \$BENCHRIG or --build)"; exit 1; }
+mkdir -p "$out" || exit 1
+br() { "$benchrig" "$@" --db "$db"; }
+
+# The stored status of the run named $1 ("" when there is none).
+status_of() { br runs 2>/dev/null | awk -v n="$1" '$2 == n { s = $NF } END { print s }'; }
+
+read -r -a more_history <<<"$history_args"
+summary=$out/summary.md
+echo "# benchrig nightly $date" >"$summary"
+for pb in "${playbooks[@]}"; do
+    name=$prefix-$(basename "$pb" .yml)-$date
+    case $(status_of "$name") in
+        "") say "$name: running $pb"
+            br run "$pb" "${inventories[@]}" "${limit[@]}" "${extra[@]}" --name "$name" --wait-for-hosts "$wait"; rc=$? ;;
+        ok) say "$name: already complete"; rc=0 ;;
+        *) say "$name: resuming what an earlier call left"
+            br run --resume "$name" "${inventories[@]}" --wait-for-hosts "$wait"; rc=$? ;;
+    esac
+    # A night cut off (a host lost, an interrupt, a kill) gets one more try.
+    if [[ $rc -eq 4 || $rc -eq 130 || $(status_of "$name") == running ]]; then
+        say "$name: cut off (exit $rc); resuming once"
+        br run --resume "$name" "${inventories[@]}" --wait-for-hosts "$wait"; rc=$?
+    fi
+    note "$rc"
+    if [[ -z $(status_of "$name") ]]; then
+        say "$name: no run was stored (exit $rc)"
+        continue
+    fi
+    br compare "$name" --threshold "$threshold" --alpha "$alpha" --fail-on-regression -f md >"$out/$name.compare.md" 2>"$out/$name.compare.err"
+    rc=$?
+    # A first night has nothing to be compared with: that is no error.
+    if [[ $rc -eq 1 ]] && grep -q "no automatic baseline" "$out/$name.compare.err"; then
+        echo "_No baseline yet: no earlier run of $pb on the same hosts ended ok._" >"$out/$name.compare.md"
+        rc=0
+    fi
+    cat "$out/$name.compare.err" >&2
+    note "$rc"
+    br history --playbook "$pb" --fail-on-regression --min-change "$threshold" "${more_history[@]}" -f md \
+        >"$out/$name.history.md"
+    note $?
+    br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" -f json >"$out/$name.history.json"
+    br report "$name" -f junit --baseline auto --threshold "$threshold" --alpha "$alpha" -o "$out/$name.junit.xml"
+    br report "$name" -f html -o "$out/$name.html"
+    br report "$name" -f md -o "$out/$name.md"
+    {
+        echo
+        echo "## $name (exit $rc)"
+        echo
+        echo "### Against the baseline"
+        echo
+        cat "$out/$name.compare.md"
+        echo
+        echo "### History"
+        echo
+        cat "$out/$name.history.md"
+    } >>"$summary"
+done
+say "reports in $out; exit $worst"
+exit "$worst"
