@@ -192,6 +192,6 @@ mod tests {
         let l = labelled(30, 12);
         assert!(l.len() <= 13 && l[0] == 0 && *l.last().unwrap() == 29, "{l:?}");
         assert_eq!(segments(10, &[6, 3, 6]), [0..3, 3..6, 6..10]);
-        assert_eq!(segments(4, &[]), [0..4]);
+        assert_eq!(segments(4, &[]), vec![0..4_usize]);
     }
 }
