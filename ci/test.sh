@@ -40,6 +40,9 @@ trap 'ci/postgres.sh down || true' EXIT
 step "unit tests (the store's on SQLite and on PostgreSQL)"
 cargo test --locked --workspace
 
+step "the HTML reports in headless Chromium (runs on this machine; .ci/run installs chromium)"
+cargo test --locked -p benchrig --test html_in_browser -- --ignored
+
 step "inventory parity with ansible-inventory (the oracle .ci/run installs)"
 BENCHRIG_ANSIBLE_INVENTORY=${BENCHRIG_ANSIBLE_INVENTORY:-/var/tmp/benchrig-venv/bin/ansible-inventory} \
     cargo test --locked -p benchrig --test ansible_parity -- --ignored

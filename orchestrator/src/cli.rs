@@ -339,6 +339,8 @@ pub enum HistoryFormat {
     Md,
     /// Every series with its points, splits and changes.
     Json,
+    /// One self-contained page: a small trend chart per series, a large one per series with a change.
+    Html,
 }
 
 #[derive(Args, Debug)]

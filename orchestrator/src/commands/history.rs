@@ -38,6 +38,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
     match args.format {
         HistoryFormat::Table => out!("{}", render::table(&runs, &analyses))?,
         HistoryFormat::Md => out!("{}", render::markdown(&runs, &analyses))?,
+        HistoryFormat::Html => out!("{}", history::html::render(&runs, &analyses))?,
         HistoryFormat::Json => outln!("{}", serde_json::to_string_pretty(&render::json(&runs, &analyses))?)?,
     }
     // The newest `since` runs: a regression that arrived with one of them pages someone.

@@ -6,12 +6,15 @@
 //! Apache Otava's method (`crate::changepoint`); each change with its run,
 //! magnitude and interval, p-value, direction against `better`, and what
 //! else changed that night. Pure but for `load`: `select` picks the runs,
-//! `series` builds the series, `analyze` finds the changes, `render` shows them.
+//! `series` builds the series, `analyze` finds the changes, `render` shows them
+//! (a table, markdown, JSON), `html` as a page of charts (drawn by `trend`).
 
 pub mod analyze;
+pub mod html;
 pub mod render;
 pub mod select;
 pub mod series;
+pub mod trend;
 
 use crate::compare::RunData;
 use crate::store::{RunRecord, RunRow, Store, StoreError};

@@ -8,7 +8,7 @@ use crate::human::fmt_num;
 use serde_json::{json, Value as Json};
 
 /// "run 12 nightly-2026-11-30 (2026-11-30)".
-fn run_label(r: &HistoryRun) -> String {
+pub(super) fn run_label(r: &HistoryRun) -> String {
     let date = r.row.started.get(..10).unwrap_or(&r.row.started);
     match &r.row.name {
         Some(n) => format!("run {} {n} ({date})", r.row.id),
@@ -16,11 +16,11 @@ fn run_label(r: &HistoryRun) -> String {
     }
 }
 
-fn pct(x: f64) -> String {
+pub(super) fn pct(x: f64) -> String {
     format!("{x:+.1}%")
 }
 
-fn change_cells(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Vec<String> {
+pub(super) fn change_cells(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Vec<String> {
     let run = &runs[a.series.points[c.at].run];
     let ci = c.ci_pct.map(|(lo, hi)| format!("{} – {}", pct(lo), pct(hi))).unwrap_or_else(|| "-".into());
     let means = format!("{} → {} {}", fmt_num(c.before.mean), fmt_num(c.after.mean), a.series.unit);
@@ -37,10 +37,10 @@ fn change_cells(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Vec<String> {
     ]
 }
 
-const HEADER: [&str; 8] = ["SERIES", "RUN", "MEAN", "CHANGE", "CI95", "P", "VERDICT", "ALSO CHANGED"];
+pub(super) const HEADER: [&str; 8] = ["SERIES", "RUN", "MEAN", "CHANGE", "CI95", "P", "VERDICT", "ALSO CHANGED"];
 
 /// The lines under the table: splits, unstable series, the count.
-fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<String>, String) {
+pub(super) fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<String>, String) {
     let splits: Vec<String> = all
         .iter()
         .flat_map(|a| {
@@ -66,7 +66,7 @@ fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<String>, St
     (splits, unstable, count)
 }
 
-fn stable_changes<'a>(runs: &'a [HistoryRun], all: &'a [Analysis]) -> Vec<Vec<String>> {
+pub(super) fn stable_changes<'a>(runs: &'a [HistoryRun], all: &'a [Analysis]) -> Vec<Vec<String>> {
     all.iter()
         .filter(|a| a.unstable_cv.is_none())
         .flat_map(|a| a.changes.iter().map(move |c| change_cells(runs, a, c)))

@@ -1,47 +1,47 @@
 //! `report -f html`: one self-contained file (inline style, inline SVG, no
-//! script, no font): per play a summary table and a chart per measured
-//! step and metric — bars with CI95 error bars per cell and host, or lines
-//! when the play has one numeric axis (device count, file size) — then
-//! every host's configuration and the warnings.
+//! script, no font, a CSP that forbids every request). It leads with the
+//! results drawn as the experiment was planned: per play a figure per
+//! measured step and metric, shaped by the play's matrix (`shape`: x one
+//! axis, colour another with its legend, a panel per host), CI95 whiskers,
+//! the caption inside its figure. Then the tables, the warnings folded by
+//! kind, every host's configuration and the attempts.
 
-use super::charts::{self, Bar, Series};
+use super::charts::{self, Mean};
 use super::limits_text;
-use super::md::{plays, table_rows, text, warnings};
-use crate::human::describe_params;
+use super::md::{by_kind, plays, table_rows, text, warnings};
+use super::page::{self, esc};
+use super::shape::Shape;
 use benchrig_wire::facts::{Facts, Limits};
 use serde_json::Value as Json;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}\
-.bad{color:#b00}.warn{background:#fff6e0;padding:.5em 1em}figure{margin:1em 0}";
-
 pub fn render(model: &Json) -> String {
     let run = &model["run"];
-    let title = format!("benchrig run {} — {}", run["id"], text(&run["status"]));
-    let mut out = format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n<p><code>{}</code> · started {} · finished {}</p>\n",
-        esc(&title),
-        esc(&title),
+    let name = run["name"].as_str().map(|n| format!(" {n}")).unwrap_or_default();
+    let title = format!("benchrig run {}{name} — {}", run["id"], text(&run["status"]));
+    let hosts_list: Vec<&str> = model["hosts"].as_array().into_iter().flatten().map(|h| text(&h["name"])).collect();
+    let mut out = page::head(&title);
+    out += &format!(
+        "<p class=\"meta\"><code>{}</code> · started {} · finished {} · hosts: {}</p>\n",
         esc(text(&run["playbook"])),
-        esc(text(&run["started"])),
-        esc(run["finished"].as_str().unwrap_or("-"))
+        esc(&page::when(text(&run["started"]))),
+        esc(&run["finished"].as_str().map_or("-".into(), page::when)),
+        esc(&hosts_list.join(", "))
     );
-    let warnings = warnings(model);
-    if !warnings.is_empty() {
-        out += "<div class=\"warn\"><h2>Warnings</h2><ul>\n";
-        for w in &warnings {
-            out += &format!("<li>{}</li>\n", esc(w));
-        }
-        out += "</ul></div>\n";
-    }
     let cells = model["cells"].as_array().cloned().unwrap_or_default();
-    for play in plays(&cells) {
-        let mine: Vec<&Json> = cells.iter().filter(|c| c["play"] == play).collect();
+    let plays = plays(&cells);
+    for play in &plays {
+        let mine: Vec<&Json> = cells.iter().filter(|c| c["play"] == *play).collect();
         out += &format!("<h2>{}</h2>\n", esc(play));
-        out += &table(&mine);
         out += &play_charts(&mine);
     }
+    out += "<h2>Results</h2>\n";
+    for play in &plays {
+        let mine: Vec<&Json> = cells.iter().filter(|c| c["play"] == *play).collect();
+        out += &format!("<h3>{}</h3>\n", esc(play));
+        out += &table(&mine);
+    }
+    let warnings = warnings(model);
+    out += &page::warnings(by_kind(&warnings).into_iter().map(|(k, list)| (k.title(), list)));
     out += &hosts(model);
     let attempts = super::attempt_lines(&model["attempts"]);
     if !attempts.is_empty() {
@@ -51,8 +51,7 @@ pub fn render(model: &Json) -> String {
         }
         out += "</ul>\n";
     }
-    out += "</body></html>\n";
-    out
+    out + page::TAIL
 }
 
 /// The play's summary, a column per matrix axis (and role), so it reads
@@ -100,29 +99,8 @@ fn axes(cells: &[&Json]) -> Vec<String> {
     keys
 }
 
-/// The one axis whose values are all numbers and vary, if exactly one does.
-fn numeric_axis(cells: &[&Json]) -> Option<String> {
-    let keys = axes(cells);
-    let numeric: Vec<String> = keys
-        .into_iter()
-        .filter(|k| {
-            let vals: Vec<Option<f64>> = cells.iter().map(|c| number(&c["params"][k.as_str()])).collect();
-            vals.iter().all(Option::is_some) && {
-                let mut v: Vec<f64> = vals.into_iter().flatten().collect();
-                v.dedup();
-                v.len() > 1
-            }
-        })
-        .collect();
-    (numeric.len() == 1).then(|| numeric[0].clone())
-}
-
-fn number(v: &Json) -> Option<f64> {
-    v.as_f64().or_else(|| v.as_str()?.parse().ok())
-}
-
-/// A chart for every (step, metric) the play measured.
-fn play_charts(cells: &[&Json]) -> String {
+/// Every (step, metric, unit) the play measured, in the order measured.
+fn measured(cells: &[&Json]) -> Vec<(String, String, String)> {
     let mut keys: Vec<(String, String, String)> = Vec::new();
     for c in cells {
         for m in c["metrics"].as_array().into_iter().flatten() {
@@ -136,58 +114,43 @@ fn play_charts(cells: &[&Json]) -> String {
             }
         }
     }
-    let axis = numeric_axis(cells);
+    keys
+}
+
+/// A figure for every (step, metric) the play measured, all of the one
+/// shape the play's matrix gives.
+fn play_charts(cells: &[&Json]) -> String {
+    let shape = Shape::of(cells);
     let mut out = String::new();
-    for (step, metric, unit) in keys {
-        let points: Vec<(&Json, &Json)> = cells
+    for (step, metric, unit) in measured(cells) {
+        let means: Vec<Mean> = cells
             .iter()
             .filter(|c| c["step"].as_str() == Some(step.as_str()))
-            .filter_map(|c| Some((*c, c["metrics"].as_array()?.iter().find(|m| m["name"] == metric.as_str())?)))
+            .filter_map(|c| {
+                let m = c["metrics"].as_array()?.iter().find(|m| m["name"] == metric.as_str())?;
+                let ci = m["ci95"].as_array().and_then(|v| Some((v.first()?.as_f64()?, v.get(1)?.as_f64()?)));
+                Some(Mean { at: shape.place(c)?, mean: m["mean"].as_f64()?, ci })
+            })
             .collect();
-        let title = format!("{step}: {metric}");
-        let ci = |m: &Json| {
-            let v = m["ci95"].as_array()?;
-            Some((v.first()?.as_f64()?, v.get(1)?.as_f64()?))
-        };
-        let svg = match &axis {
-            Some(x) => {
-                let mut series: Vec<Series> = Vec::new();
-                for (c, m) in &points {
-                    let mut rest = c["params"].clone();
-                    if let Some(o) = rest.as_object_mut() {
-                        o.remove(x);
-                    }
-                    let name = match describe_params(&rest).as_str() {
-                        "-" => text(&c["host"]).to_string(),
-                        others => format!("{} {others}", text(&c["host"])),
-                    };
-                    let point =
-                        (number(&c["params"][x.as_str()]).unwrap_or(0.0), m["mean"].as_f64().unwrap_or(0.0), ci(m));
-                    match series.iter_mut().find(|s| s.name == name) {
-                        Some(s) => s.points.push(point),
-                        None => series.push(Series { name, points: vec![point] }),
-                    }
-                }
-                for s in &mut series {
-                    s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                }
-                charts::lines(&title, x, &unit, &series)
-            }
-            None => {
-                let bars: Vec<Bar> = points
-                    .iter()
-                    .map(|(c, m)| Bar {
-                        label: format!("{} {}", text(&c["host"]), describe_params(&c["params"])),
-                        mean: m["mean"].as_f64().unwrap_or(0.0),
-                        ci: ci(m),
-                    })
-                    .collect();
-                charts::bars(&title, &unit, &bars)
-            }
-        };
-        out += &format!("<figure>{svg}<figcaption>{}</figcaption></figure>\n", esc(&title));
+        let caption = caption(&shape, &step, &metric, &unit);
+        let colour = shape.colour.as_ref().map(|a| a.name.as_str());
+        out += &page::figure(&caption, colour, &shape.series(), &charts::chart(&shape, &unit, &means));
     }
     out
+}
+
+/// "write: MB/s (mean, CI95) by bs and fs, per host".
+fn caption(shape: &Shape, step: &str, metric: &str, unit: &str) -> String {
+    let unit = if unit.is_empty() { String::new() } else { format!(" ({unit})") };
+    let mut by = format!("by {}", shape.x.name);
+    if let Some(c) = &shape.colour {
+        by += &format!(" and {}", c.name);
+    }
+    if !shape.panels.is_empty() {
+        let names: Vec<&str> = shape.panels.iter().map(|a| a.name.as_str()).collect();
+        by += &format!(", per {}", names.join(" × "));
+    }
+    format!("{step}: {metric}{unit} — mean with CI95, {by}")
 }
 
 fn hosts(model: &Json) -> String {
@@ -248,10 +211,6 @@ fn limits(f: &Json) -> Option<Limits> {
         Json::Null => serde_json::from_value::<Facts>(f.clone()).ok()?.known_limits(),
         l => serde_json::from_value(l.clone()).ok(),
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub fn render(model: &Json) -> String {
     if !warnings.is_empty() {
         out += "\n### Warnings\n\n";
         for w in warnings {
-            out += &format!("- {}\n", esc(&w));
+            out += &format!("- {}\n", esc(&w.text));
         }
     }
     out
@@ -122,31 +122,76 @@ pub fn ci_half(m: &Json) -> Option<f64> {
     Some((ci.get(1)?.as_f64()? - ci.first()?.as_f64()?) / 2.0)
 }
 
+/// The kinds of warning a report gives, in the order a reader wants them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WarningKind {
+    /// A cell that did not end ok (and has no metrics to show it).
+    NotOk,
+    FewSamples,
+    HighCv,
+    Outliers,
+}
+
+impl WarningKind {
+    pub const ALL: [WarningKind; 4] =
+        [WarningKind::NotOk, WarningKind::FewSamples, WarningKind::HighCv, WarningKind::Outliers];
+
+    /// What the kind means, as a heading over its list.
+    pub fn title(self) -> String {
+        match self {
+            WarningKind::NotOk => "cells that did not end ok".into(),
+            WarningKind::FewSamples => format!("fewer than {} samples", crate::stats::FEW),
+            WarningKind::HighCv => "high variation (CV over 10%)".into(),
+            WarningKind::Outliers => "outlier samples (by modified z-score, kept)".into(),
+        }
+    }
+}
+
+/// One thing a reader should be wary of, and its kind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub text: String,
+}
+
 /// What a reader should be wary of: cells not ok (with why), fewer than 3
 /// samples, a CV over 10%, outliers (kept, by modified z-score).
-pub fn warnings(model: &Json) -> Vec<String> {
+pub fn warnings(model: &Json) -> Vec<Warning> {
     let mut out = Vec::new();
+    let mut add = |kind, text| out.push(Warning { kind, text });
     for c in model["cells"].as_array().into_iter().flatten() {
         let (host, cell) = (text(&c["host"]), describe_params(&c["params"]));
         let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
         if metrics.is_empty() && CellStatus::of_json(&c["status"]) != Some(CellStatus::Ok) {
-            out.push(format!("{host} {cell}: {}", status(c)));
+            add(WarningKind::NotOk, format!("{host} {cell}: {}", status(c)));
         }
         for m in &metrics {
             let what = format!("{host} {cell} {} {}", c["step"].as_str().unwrap_or("-"), text(&m["name"]));
             if m["n"].as_u64().unwrap_or(0) < crate::stats::FEW as u64 {
-                out.push(format!("{what}: n={} (fewer than {})", m["n"], crate::stats::FEW));
+                add(WarningKind::FewSamples, format!("{what}: n={} (fewer than {})", m["n"], crate::stats::FEW));
             }
             if let Some(cv) = m["cv"].as_f64().filter(|cv| *cv > 0.10) {
-                out.push(format!("{what}: CV {:.0}%", cv * 100.0));
+                add(WarningKind::HighCv, format!("{what}: CV {:.0}%", cv * 100.0));
             }
             if let Some(o) = m["outliers"].as_array().filter(|o| !o.is_empty()) {
                 let reps: Vec<String> = o.iter().filter_map(Json::as_u64).map(|i| (i + 1).to_string()).collect();
-                out.push(format!("{what}: outlier sample(s) {} by modified z-score (kept)", reps.join(", ")));
+                add(
+                    WarningKind::Outliers,
+                    format!("{what}: outlier sample(s) {} by modified z-score (kept)", reps.join(", ")),
+                );
             }
         }
     }
     out
+}
+
+/// The warnings by kind, in `WarningKind::ALL`'s order, kinds with none left out.
+pub fn by_kind(all: &[Warning]) -> Vec<(WarningKind, Vec<&str>)> {
+    WarningKind::ALL
+        .iter()
+        .map(|&k| (k, all.iter().filter(|w| w.kind == k).map(|w| w.text.as_str()).collect::<Vec<_>>()))
+        .filter(|(_, list)| !list.is_empty())
+        .collect()
 }
 
 fn hosts_line(model: &Json) -> String {
@@ -169,4 +214,28 @@ fn hosts_line(model: &Json) -> String {
 
 fn esc(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn warnings_are_grouped_by_kind_in_the_order_a_reader_wants() {
+        let m = |n: u64, cv: f64, outliers: Json| json!({"name": "speed", "n": n, "cv": cv, "outliers": outliers});
+        let model = json!({"cells": [
+            {"host": "a", "params": {"x": 1}, "step": "s", "status": "ok", "metrics": [m(2, 0.5, json!([1]))]},
+            {"host": "b", "params": {"x": 2}, "step": "s", "status": "ok", "metrics": [m(5, 0.2, json!([]))]},
+            {"host": "c", "params": {}, "step": null, "status": "failed", "reason": "mkfs", "metrics": []},
+        ]});
+        let all = warnings(&model);
+        assert_eq!(all.len(), 5);
+        let grouped = by_kind(&all);
+        let kinds: Vec<WarningKind> = grouped.iter().map(|(k, _)| *k).collect();
+        use WarningKind::*;
+        assert_eq!(kinds, [NotOk, FewSamples, HighCv, Outliers]);
+        assert_eq!(grouped[0].1, ["c -: failed: mkfs"]);
+        assert_eq!(grouped[2].1, ["a x=1 s speed: CV 50%", "b x=2 s speed: CV 20%"]);
+    }
 }

@@ -1,4 +1,6 @@
-//! Reports of a stored run: JSON (the model), markdown from it, CSV (a row a
+//! Reports of a stored run: JSON (the model), markdown and HTML from it (the
+//! HTML page's shell in `page`, its charts' layout in `shape`, their drawing
+//! in `charts`), CSV (a row a
 //! sample) and JUnit (a test case a cell) from the store.
 
 pub mod charts;
@@ -7,6 +9,8 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod md;
+pub mod page;
+pub mod shape;
 
 use crate::human::{cpus, mem};
 use benchrig_wire::facts::Limits;
