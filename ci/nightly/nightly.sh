@@ -13,7 +13,8 @@
 # regression that arrived tonight); and write into the output directory,
 # per run, <name>.junit.xml (against the baseline: a regressed cell fails),
 # <name>.html, <name>.md, the comparison and the history in markdown (and
-# the history in JSON), and summary.md of them all (for a CI job summary).
+# the history in JSON and HTML), and summary.md of them all (for a CI job
+# summary).
 #
 # Exit code: the most serious of every step's, in benchrig's order (README,
 # "Exit codes"): 0 ok, 3 a regression, 2 a failed cell, 4 a host
@@ -128,6 +129,7 @@ for pb in "${playbooks[@]}"; do
         >"$out/$name.history.md"
     note $?
     br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" -f json >"$out/$name.history.json"
+    br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" -f html >"$out/$name.history.html"
     br report "$name" -f junit --baseline auto --threshold "$threshold" --alpha "$alpha" -o "$out/$name.junit.xml"
     br report "$name" -f html -o "$out/$name.html"
     br report "$name" -f md -o "$out/$name.md"

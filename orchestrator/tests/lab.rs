@@ -1229,7 +1229,7 @@ fn the_nightly_script_passes_steady_nights_and_fails_the_night_a_disk_got_slower
         .collect();
     assert!(!changes.is_empty(), "history finds the step");
     assert!(changes.iter().all(|c| c["run"]["name"] == name && c["direction"] == "regression"), "{changes:?}");
-    for f in ["html", "md", "compare.md", "history.md"] {
+    for f in ["html", "md", "compare.md", "history.md", "history.html"] {
         assert!(out.join(format!("{name}.{f}")).exists(), "{f}");
     }
 }
