@@ -9,8 +9,9 @@
 //!
 //! `BENCHRIG_CHROMIUM` names the browser (default `chromium`, which
 //! `.ci/run` installs); `BENCHRIG_SCREENSHOTS_TO` a directory to copy the
-//! screenshots to (docs/report-run.png and docs/report-history.png are
-//! made so).
+//! screenshots to. (docs/report-run.png, a 3-host quickstart on the lab,
+//! and docs/report-history.png, nine nights of speed.yml, were taken with
+//! the same Chromium from real runs.)
 
 mod common;
 

@@ -14,8 +14,12 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         .collect();
     let samples = store.samples(run)?;
     let artifacts = store.artifacts(run)?;
+    // Hosts in inventory order (as the run listed them), each host's cells in plan order.
+    let order: Vec<String> = store.hosts(run)?.into_iter().map(|h| h.name).collect();
+    let mut stored = store.cells(run)?;
+    stored.sort_by_key(|c| (order.iter().position(|h| *h == c.host), c.id));
     let mut cells = Vec::new();
-    for c in store.cells(run)? {
+    for c in stored {
         let mine: Vec<_> = samples.iter().filter(|s| s.cell_id == c.id).collect();
         let mut steps: Vec<(i64, String, String)> = Vec::new();
         for s in &mine {
