@@ -220,12 +220,16 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }
 
-/// A resumed run with nothing left: what its stored cells make it.
+/// A resumed run with nothing left: what its stored cells make it (stored
+/// too, for a run killed after its last host closed but before it ended).
 fn finished_already(store: &Store, run: i64) -> anyhow::Result<RunResult> {
     let cells = store.cells(run)?;
     let unreachable = cells.iter().any(|c| c.status == CellStatus::Unreachable);
     let failed = cells.iter().any(|c| c.status == CellStatus::Failed);
     let (status, exit_code) = policy::run_outcome(false, unreachable, failed);
+    if store.run_record(run)?.status != status {
+        store.finish_run(run, status)?;
+    }
     Ok(RunResult { run, status, exit_code, table: crate::terminal_table::render(store, run)? })
 }
 
