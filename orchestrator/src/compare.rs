@@ -314,6 +314,7 @@ mod tests {
                     dev_write_bytes: None,
                     info: None,
                     attempt: None,
+                    wall_s: None,
                 });
             }
         }

@@ -24,7 +24,8 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
     // Hosts in the order the run listed them (inventory order), cells in plan order.
     let hosts: Vec<String> = store.hosts(run)?.into_iter().map(|h| h.name).collect();
     cells.sort_by_key(|c| (hosts.iter().position(|h| *h == c.host), c.id));
-    let grouped = group(&store.samples(run)?);
+    let samples = store.samples(run)?;
+    let grouped = group(&samples);
     let plays: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.play.as_str()).collect();
     let with_play = plays.len() > 1;
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -67,6 +68,13 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
         }
     }
     let mut out = table(&header, &rows);
+    let times = crate::report::time::per_host(&hosts, &cells, &samples);
+    if !times.is_empty() {
+        out += "time per host (busy from its first cell to its last):\n";
+        for t in &times {
+            out += &format!("  {}\n", crate::report::time::describe(t));
+        }
+    }
     let attempts = serde_json::to_value(store.attempts(run)?).unwrap_or_default();
     for line in crate::report::attempt_lines(&attempts) {
         out += &line;

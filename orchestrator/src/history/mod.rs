@@ -105,6 +105,7 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
                     dev_write_bytes: None,
                     info: None,
                     attempt: Some(1),
+                    wall_s: None,
                 })
                 .collect();
             HistoryRun { row, record, data: RunData { hosts, cells: vec![cell], samples } }

@@ -18,6 +18,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
     let order: Vec<String> = store.hosts(run)?.into_iter().map(|h| h.name).collect();
     let mut stored = store.cells(run)?;
     stored.sort_by_key(|c| (order.iter().position(|h| *h == c.host), c.id));
+    let times = super::time::per_host(&order, &stored, &samples);
     let mut cells = Vec::new();
     for c in stored {
         let mine: Vec<_> = samples.iter().filter(|s| s.cell_id == c.id).collect();
@@ -71,5 +72,9 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         "cells": cells,
         // The first, then one per `--resume`: when, by whom, on which hosts.
         "attempts": store.attempts(run)?,
+        // Per host: busy, inside measured steps, and the rest (setup, teardown, between).
+        "time": times.iter().map(|t| json!({
+            "host": t.host, "busy_s": t.busy_s, "measured_s": t.measured_s, "outside_s": t.outside_s(),
+        })).collect::<Vec<_>>(),
     }))
 }

@@ -142,6 +142,8 @@ pub struct SampleRow {
     pub info: Option<Json>,
     /// The attempt of the run that measured it (1, then one per `--resume`).
     pub attempt: Option<i64>,
+    /// How long its step took (the same for every metric of one step).
+    pub wall_s: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -414,7 +416,7 @@ impl Store {
         let rows = self.db().query(
             &format!(
                 "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
-                        s.dev_read_bytes, s.dev_write_bytes, s.info, s.attempt
+                        s.dev_read_bytes, s.dev_write_bytes, s.info, s.attempt, s.wall_s
                  FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
             ),
             &[id.into()],
@@ -435,6 +437,7 @@ impl Store {
                 dev_write_bytes: r.opt_int(10),
                 info: r.json(11),
                 attempt: r.opt_int(12),
+                wall_s: r.opt_real(13),
             })
             .collect())
     }

@@ -96,10 +96,14 @@ impl Row {
         }
     }
     pub fn real(&self, i: usize) -> f64 {
-        match self.0.get(i) {
-            Some(Val::Real(v)) => *v,
-            Some(Val::Int(v)) => *v as f64,
-            _ => f64::NAN,
+        self.opt_real(i).unwrap_or(f64::NAN)
+    }
+    /// A REAL column that may be NULL.
+    pub fn opt_real(&self, i: usize) -> Option<f64> {
+        match self.0.get(i)? {
+            Val::Real(v) => Some(*v),
+            Val::Int(v) => Some(*v as f64),
+            _ => None,
         }
     }
     pub fn text(&self, i: usize) -> String {

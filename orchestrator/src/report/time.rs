@@ -1,0 +1,152 @@
+//! Where a run's time went, per host: how long the host was busy with
+//! cells (the union of its cells' spans, so a resume's gap and interleaved
+//! visits count once), how much of that its measured steps took (each
+//! step's wall time once, however many metrics it gave), and the rest —
+//! setup (mkfs, mount), teardown, dropping caches, round trips — which is
+//! what a faster tool can win back without bending a result.
+
+use crate::store::{CellRow, SampleRow};
+use std::collections::BTreeSet;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HostTime {
+    pub host: String,
+    /// Seconds between its cells' starts and ends, overlaps counted once.
+    pub busy_s: f64,
+    /// Seconds inside measured steps.
+    pub measured_s: f64,
+}
+
+impl HostTime {
+    /// Seconds outside measured steps: setup, teardown and between.
+    pub fn outside_s(&self) -> f64 {
+        (self.busy_s - self.measured_s).max(0.0)
+    }
+}
+
+fn at(t: &str) -> Option<f64> {
+    OffsetDateTime::parse(t, &Rfc3339).ok().map(|t| t.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+/// Total length of the union of `spans`.
+fn union_len(mut spans: Vec<(f64, f64)>) -> f64 {
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut open): (f64, Option<(f64, f64)>) = (0.0, None);
+    for (s, e) in spans {
+        open = match open {
+            Some((os, oe)) if s <= oe => Some((os, oe.max(e))),
+            Some((os, oe)) => {
+                total += oe - os;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + open.map_or(0.0, |(s, e)| e - s)
+}
+
+/// Each host of `hosts` (in that order) that ran a cell.
+pub fn per_host(hosts: &[String], cells: &[CellRow], samples: &[SampleRow]) -> Vec<HostTime> {
+    hosts
+        .iter()
+        .filter_map(|h| {
+            let mine: Vec<&CellRow> = cells.iter().filter(|c| &c.host == h).collect();
+            let spans: Vec<(f64, f64)> = mine
+                .iter()
+                .filter_map(|c| Some((at(c.started.as_deref()?)?, at(c.finished.as_deref()?)?)))
+                .filter(|(s, e)| e >= s)
+                .collect();
+            if spans.is_empty() {
+                return None;
+            }
+            let ids: BTreeSet<i64> = mine.iter().map(|c| c.id).collect();
+            let mut seen = BTreeSet::new();
+            let measured_s = samples
+                .iter()
+                .filter(|s| ids.contains(&s.cell_id) && seen.insert((s.cell_id, s.step_index, s.repetition)))
+                .filter_map(|s| s.wall_s)
+                .sum();
+            Some(HostTime { host: h.clone(), busy_s: union_len(spans), measured_s })
+        })
+        .collect()
+}
+
+/// "fast1 52.1 s busy: 31.0 s measured (60%), 21.1 s setup, teardown and between".
+pub fn describe(t: &HostTime) -> String {
+    let share = if t.busy_s > 0.0 { t.measured_s / t.busy_s * 100.0 } else { 0.0 };
+    format!(
+        "{} {:.1} s busy: {:.1} s measured ({share:.0}%), {:.1} s setup, teardown and between",
+        t.host,
+        t.busy_s,
+        t.measured_s,
+        t.outside_s()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_spans_count_once_and_gaps_not_at_all() {
+        assert_eq!(union_len(vec![]), 0.0);
+        assert_eq!(union_len(vec![(0.0, 10.0), (5.0, 12.0), (20.0, 25.0)]), 17.0);
+        assert_eq!(union_len(vec![(20.0, 25.0), (0.0, 10.0), (2.0, 3.0)]), 15.0);
+    }
+
+    #[test]
+    fn a_steps_time_is_counted_once_however_many_metrics_it_gave() {
+        let cell = |id: i64, host: &str, from: &str, to: &str| CellRow {
+            id,
+            host: host.into(),
+            play_index: 0,
+            play: "p".into(),
+            key: format!("0:{id}"),
+            params: serde_json::json!({}),
+            repeat: 2,
+            status: crate::status::CellStatus::Ok,
+            reason: None,
+            info: None,
+            steps: None,
+            started: Some(from.into()),
+            finished: Some(to.into()),
+            reps_done: Some(2),
+        };
+        let sample = |cell_id: i64, rep: i64, metric: &str, wall: f64| SampleRow {
+            cell_id,
+            step_index: 0,
+            step: "w".into(),
+            workload: "seq_write".into(),
+            repetition: rep,
+            metric: metric.into(),
+            value: 1.0,
+            unit: "x".into(),
+            better: "higher".into(),
+            dev_read_bytes: None,
+            dev_write_bytes: None,
+            info: None,
+            attempt: Some(1),
+            wall_s: Some(wall),
+        };
+        let cells = [
+            cell(1, "a", "2026-12-01T00:00:00Z", "2026-12-01T00:00:10Z"),
+            cell(2, "a", "2026-12-01T00:00:05Z", "2026-12-01T00:00:20Z"),
+            cell(3, "b", "2026-12-01T00:00:00Z", "2026-12-01T00:00:04Z"),
+        ];
+        let samples = [
+            sample(1, 1, "throughput", 3.0),
+            sample(1, 1, "time", 3.0),
+            sample(1, 2, "throughput", 2.0),
+            sample(2, 1, "throughput", 4.0),
+            sample(3, 1, "throughput", 1.0),
+        ];
+        let hosts = ["a".to_string(), "b".into(), "c".into()];
+        let t = per_host(&hosts, &cells, &samples);
+        assert_eq!(t.len(), 2, "c ran nothing");
+        assert_eq!((t[0].busy_s, t[0].measured_s, t[0].outside_s()), (20.0, 9.0, 11.0));
+        assert_eq!((t[1].host.as_str(), t[1].busy_s, t[1].measured_s), ("b", 4.0, 1.0));
+        assert_eq!(describe(&t[0]), "a 20.0 s busy: 9.0 s measured (45%), 11.0 s setup, teardown and between");
+    }
+}
