@@ -112,6 +112,7 @@ for pb in "${playbooks[@]}"; do
         br run --resume "$name" "${inventories[@]}" --wait-for-hosts "$wait"; rc=$?
     fi
     note "$rc"
+    run_rc=$rc
     if [[ -z $(status_of "$name") ]]; then
         say "$name: no run was stored (exit $rc)"
         continue
@@ -135,7 +136,7 @@ for pb in "${playbooks[@]}"; do
     br report "$name" -f md -o "$out/$name.md"
     {
         echo
-        echo "## $name (exit $rc)"
+        echo "## $name (run: exit $run_rc)"
         echo
         echo "### Against the baseline"
         echo
