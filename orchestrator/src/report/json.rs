@@ -7,15 +7,15 @@ use serde_json::{json, Value as Json};
 
 pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
     let r = store.resolve_run(&run.to_string())?;
-    let hosts: Vec<Json> = store
-        .hosts(run)?
+    let host_rows = store.hosts(run)?;
+    // Hosts in inventory order (as the run listed them), each host's cells in plan order.
+    let order: Vec<String> = host_rows.iter().map(|h| h.name.clone()).collect();
+    let hosts: Vec<Json> = host_rows
         .into_iter()
         .map(|h| json!({"name": h.name, "status": h.status, "reason": h.reason, "facts": h.facts}))
         .collect();
     let samples = store.samples(run)?;
     let artifacts = store.artifacts(run)?;
-    // Hosts in inventory order (as the run listed them), each host's cells in plan order.
-    let order: Vec<String> = store.hosts(run)?.into_iter().map(|h| h.name).collect();
     let mut stored = store.cells(run)?;
     stored.sort_by_key(|c| (order.iter().position(|h| *h == c.host), c.id));
     let times = super::time::per_host(&order, &stored, &samples);

@@ -124,8 +124,7 @@ pub async fn close(ctx: Arc<RunContext>, host: String) {
         }
     }
     // A cell that failed in an earlier attempt (and was not tried again) still failed.
-    let cells = ctx.store.cells(ctx.run).unwrap_or_default();
-    let failed = slot.failed || cells.iter().any(|c| c.host == host && c.status == CellStatus::Failed);
+    let failed = slot.failed || ctx.store.has_failed_cell(ctx.run, &host).unwrap_or(false);
     if let Some((status, reason)) = policy::host_status(slot.down.as_ref(), ctx.interrupted(), failed) {
         let _ = ctx.store.set_host(ctx.run, &host, status, reason.as_deref());
     }

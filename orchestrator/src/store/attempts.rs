@@ -5,7 +5,7 @@
 
 use super::sql::Sql;
 use super::{cell_row, now, status_of, CellRow, Store, StoreError, CELL_COLUMNS};
-use crate::status::RunStatus;
+use crate::status::{CellStatus, RunStatus};
 use serde_json::Value as Json;
 
 /// A run as it was started: everything needed to plan it again.
@@ -146,6 +146,15 @@ impl Store {
         row.as_ref().map(cell_row).transpose()
     }
 
+    /// Whether a cell of `run` on `host` is stored as failed.
+    pub fn has_failed_cell(&self, run: i64, host: &str) -> Result<bool, StoreError> {
+        let row = self.db().query_one(
+            "SELECT 1 FROM cells WHERE run_id = ?1 AND host = ?2 AND status = ?3 LIMIT 1",
+            &[run.into(), host.into(), CellStatus::Failed.as_str().into()],
+        )?;
+        Ok(row.is_some())
+    }
+
     /// Repetitions 1..=`done` of a cell are recorded in full.
     pub fn set_reps_done(&self, cell: i64, done: u32) -> Result<(), StoreError> {
         self.db().execute("UPDATE cells SET reps_done = ?2 WHERE id = ?1", &[cell.into(), done.into()])?;
@@ -218,6 +227,9 @@ mod tests {
             assert_eq!(s.resolve_run("night").unwrap().status, RunStatus::Running, "{url}: running again");
             let other = s.cell_by_key(run, "h2", "0:n=1").unwrap().unwrap();
             assert_eq!(other.reps_done, Some(0), "{url}: none recorded is 0, not unknown");
+            assert!(!s.has_failed_cell(run, "h1").unwrap());
+            s.set_cell_status(other.id, CellStatus::Failed, Some("exit 1")).unwrap();
+            assert!(s.has_failed_cell(run, "h2").unwrap() && !s.has_failed_cell(run, "h1").unwrap(), "{url}");
             let found = s.cell_by_key(run, "h1", "0:n=1").unwrap().unwrap();
             assert_eq!((found.id, found.reps_done, found.status), (id, Some(1), CellStatus::Skipped));
             assert!(s.cell_by_key(run, "h3", "0:n=1").unwrap().is_none());
