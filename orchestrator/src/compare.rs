@@ -282,39 +282,20 @@ mod tests {
         let mut samples = Vec::new();
         for (i, m) in means.iter().enumerate() {
             cells.push(CellRow {
-                id: i as i64,
-                host: "h".into(),
-                play_index: 0,
-                play: "p".into(),
                 key: format!("0:c={i}"),
                 params: json!({"c": i}),
                 repeat: n as i64,
-                status: crate::status::CellStatus::Ok,
-                reason: None,
                 info: Some(
                     json!({"setup[0] filesystem@h": {"mkfs_command": "mkfs.ext4 -F", "mkfs_version": "1.47.0"}}),
                 ),
-                steps: None,
-                started: None,
-                finished: None,
-                reps_done: None,
+                ..crate::store::testing::cell_row(i as i64, "h")
             });
             for rep in 0..n {
+                let value = m * (1.0 + 0.02 * normal());
                 samples.push(SampleRow {
-                    cell_id: i as i64,
-                    step_index: 0,
-                    step: "read".into(),
-                    workload: "seq_read".into(),
-                    repetition: rep as i64 + 1,
-                    metric: "throughput".into(),
-                    value: m * (1.0 + 0.02 * normal()),
-                    unit: "MB/s".into(),
                     better: better.into(),
-                    dev_read_bytes: None,
-                    dev_write_bytes: None,
-                    info: None,
                     attempt: None,
-                    wall_s: None,
+                    ..crate::store::testing::sample_row(i as i64, rep as i64 + 1, "throughput", value)
                 });
             }
         }

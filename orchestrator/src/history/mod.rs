@@ -40,8 +40,8 @@ pub fn load(store: &Store, runs: &[RunRow]) -> Result<Vec<HistoryRun>, StoreErro
 /// one cell and the given samples of metric `m` (higher is better).
 #[cfg(test)]
 pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
-    use crate::status::{CellStatus, HostStatus, RunStatus};
-    use crate::store::{CellRow, HostRow, SampleRow};
+    use crate::status::{HostStatus, RunStatus};
+    use crate::store::{testing, CellRow, HostRow};
     nights
         .iter()
         .enumerate()
@@ -72,42 +72,9 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
             let facts =
                 serde_json::json!({"kernel": {"release": kernel}, "tools": [{"name": "fio", "version": "3.33"}]});
             let hosts = vec![HostRow { name: "h".into(), status: HostStatus::Ok, reason: None, facts: Some(facts) }];
-            let cell = CellRow {
-                id,
-                host: "h".into(),
-                play_index: 0,
-                play: "p".into(),
-                key: "0:".into(),
-                params: serde_json::json!({}),
-                repeat: values.len() as i64,
-                status: CellStatus::Ok,
-                reason: None,
-                info: None,
-                steps: None,
-                started: None,
-                finished: None,
-                reps_done: None,
-            };
-            let samples = values
-                .iter()
-                .enumerate()
-                .map(|(r, v)| SampleRow {
-                    cell_id: id,
-                    step_index: 0,
-                    step: "read".into(),
-                    workload: "seq_read".into(),
-                    repetition: r as i64 + 1,
-                    metric: "m".into(),
-                    value: *v,
-                    unit: "MB/s".into(),
-                    better: "higher".into(),
-                    dev_read_bytes: None,
-                    dev_write_bytes: None,
-                    info: None,
-                    attempt: Some(1),
-                    wall_s: None,
-                })
-                .collect();
+            let cell = CellRow { repeat: values.len() as i64, ..testing::cell_row(id, "h") };
+            let samples =
+                values.iter().enumerate().map(|(r, v)| testing::sample_row(id, r as i64 + 1, "m", *v)).collect();
             HistoryRun { row, record, data: RunData { hosts, cells: vec![cell], samples } }
         })
         .collect()

@@ -98,37 +98,15 @@ mod tests {
 
     #[test]
     fn a_steps_time_is_counted_once_however_many_metrics_it_gave() {
+        use crate::store::testing::{cell_row, sample_row};
         let cell = |id: i64, host: &str, from: &str, to: &str| CellRow {
-            id,
-            host: host.into(),
-            play_index: 0,
-            play: "p".into(),
-            key: format!("0:{id}"),
-            params: serde_json::json!({}),
-            repeat: 2,
-            status: crate::status::CellStatus::Ok,
-            reason: None,
-            info: None,
-            steps: None,
             started: Some(from.into()),
             finished: Some(to.into()),
-            reps_done: Some(2),
+            ..cell_row(id, host)
         };
         let sample = |cell_id: i64, rep: i64, metric: &str, wall: f64| SampleRow {
-            cell_id,
-            step_index: 0,
-            step: "w".into(),
-            workload: "seq_write".into(),
-            repetition: rep,
-            metric: metric.into(),
-            value: 1.0,
-            unit: "x".into(),
-            better: "higher".into(),
-            dev_read_bytes: None,
-            dev_write_bytes: None,
-            info: None,
-            attempt: Some(1),
             wall_s: Some(wall),
+            ..sample_row(cell_id, rep, metric, 1.0)
         };
         let cells = [
             cell(1, "a", "2026-12-01T00:00:00Z", "2026-12-01T00:00:10Z"),

@@ -234,20 +234,12 @@ mod tests {
 
     fn stored(c: &Cell) -> CellRow {
         CellRow {
-            id: 1,
-            host: c.host.clone(),
-            play_index: 0,
-            play: c.play_name.clone(),
             key: c.key.clone(),
+            play: c.play_name.clone(),
             params: serde_json::to_value(&c.params).unwrap(),
-            repeat: 1,
             status: CellStatus::Skipped,
-            reason: None,
-            info: None,
             steps: Some(c.steps_json()),
-            started: None,
-            finished: None,
-            reps_done: None,
+            ..crate::store::testing::cell_row(1, &c.host)
         }
     }
 

@@ -17,7 +17,7 @@ mod schema;
 mod sql;
 mod sqlite;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 mod transfer;
 mod value;
 

@@ -71,3 +71,43 @@ pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
         devices: vec![],
     }
 }
+
+/// A stored cell of run-less tests: ok, no parameters, steps or times.
+pub fn cell_row(id: i64, host: &str) -> super::CellRow {
+    super::CellRow {
+        id,
+        host: host.into(),
+        play_index: 0,
+        play: "p".into(),
+        key: format!("0:{id}"),
+        params: serde_json::json!({}),
+        repeat: 1,
+        status: crate::status::CellStatus::Ok,
+        reason: None,
+        info: None,
+        steps: None,
+        started: None,
+        finished: None,
+        reps_done: None,
+    }
+}
+
+/// A stored sample of step 0 (`read`, higher is better) of cell `cell_id`.
+pub fn sample_row(cell_id: i64, repetition: i64, metric: &str, value: f64) -> super::SampleRow {
+    super::SampleRow {
+        cell_id,
+        step_index: 0,
+        step: "read".into(),
+        workload: "seq_read".into(),
+        repetition,
+        metric: metric.into(),
+        value,
+        unit: "MB/s".into(),
+        better: "higher".into(),
+        dev_read_bytes: None,
+        dev_write_bytes: None,
+        info: None,
+        attempt: Some(1),
+        wall_s: None,
+    }
+}
