@@ -37,7 +37,8 @@ const BROWSER_OWN: [&str; 8] = [
 ];
 
 /// A proxy that answers nothing and remembers the first line of every
-/// request sent through it ("GET http://x/y HTTP/1.1", "CONNECT x:443").
+/// request sent through it ("GET http://x/y HTTP/1.1", "CONNECT x:443");
+/// a connection that sends nothing is not a request.
 struct Proxy {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
@@ -57,6 +58,11 @@ impl Proxy {
                     let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
                     let mut buf = [0u8; 1024];
                     let n = conn.read(&mut buf).unwrap_or(0);
+                    // Chromium opens spare connections to its proxy ahead of
+                    // need and may close them unused: no bytes, no request.
+                    if n == 0 {
+                        return;
+                    }
                     let text = String::from_utf8_lossy(&buf[..n]);
                     log.lock().unwrap().push(text.lines().next().unwrap_or("").to_string());
                 });
