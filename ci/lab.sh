@@ -50,6 +50,11 @@ hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   3145728
 soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000
 EOF
 )
+# Another table, for experiments (ci/bench-fanout.sh builds N disk-less hosts
+# this way): a file in the format above; disks '-' means none.
+if [[ -n ${BENCHRIG_LAB_HOSTS:-} ]]; then
+    HOST_TABLE=$(cat "$BENCHRIG_LAB_HOSTS") || { echo "lab: error: cannot read BENCHRIG_LAB_HOSTS=$BENCHRIG_LAB_HOSTS" >&2; exit 1; }
+fi
 
 LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
 BRIDGE=brlab0
@@ -83,6 +88,7 @@ load_hosts() {
         [[ -n $wiops ]] || die "incomplete HOST_TABLE line for '$name'"
         HOSTS+=("$name")
         H_IP[$name]=$ip H_ARCH[$name]=$arch H_CPU[$name]=$cpu H_MEM[$name]=$mem
+        [[ $disks == - ]] && disks=""
         H_SIZE[$name]=$size H_DISKS[$name]=${disks//,/ } H_ROT[$name]=$rot
         H_RBPS[$name]=$rbps H_WBPS[$name]=$wbps H_RIOPS[$name]=$riops H_WIOPS[$name]=$wiops
     done <<<"$HOST_TABLE"
@@ -215,12 +221,16 @@ bridge_filter_down() {
     while iptables -D "${IPT_RULE[@]}" 2>/dev/null; do :; done
 }
 
-# Every host must reach every other host's sshd (bridged traffic).
+# Every host must reach every other host's sshd (bridged traffic). Past a
+# few hosts, a ring (each reaches the next) shows the same filtering without
+# n² probes.
 check_mesh() {
-    local a b bad=0
-    for a in "${HOSTS[@]}"; do
-        for b in "${HOSTS[@]}"; do
-            [[ $a == "$b" ]] && continue
+    local a b i j n=${#HOSTS[@]} bad=0
+    for ((i = 0; i < n; i++)); do
+        for ((j = 0; j < n; j++)); do
+            ((i == j)) && continue
+            ((n > 8 && j != (i + 1) % n)) && continue
+            a=${HOSTS[i]} b=${HOSTS[j]}
             if ! ip netns exec "$(ns "$a")" timeout 5 bash -c "exec 3<>/dev/tcp/${H_IP[$b]}/22" 2>/dev/null; then
                 log "host $a cannot reach $b (${H_IP[$b]}:22) over $BRIDGE — check bridge netfilter / FORWARD policy"
                 bad=1
@@ -407,15 +417,22 @@ cg_mount_opts() {
         | tr ',' '\n' | grep -vxE 'rw|ro' | paste -sd,
 }
 
-start_sshd() {
-    local h=$1 d pid deadline
+declare -A SSHD_LAUNCHED   # host -> pid of the sshd launch_sshd started
+
+launch_sshd() {
+    local h=$1 d
     d=$(hdir "$h")
     mkdir -p /run/sshd   # privsep dir; /run is shared with the hosts
     rm -f "$d/sshd.pid"
     # setsid: own session, so nothing of the caller's terminal reaches it.
     # All output goes to the log so the caller's stdout is not held open.
     ip netns exec "$(ns "$h")" setsid "$d/start.sh" >>"$d/sshd.log" 2>&1 </dev/null &
-    pid=$!   # ip -> setsid -> start.sh -> sshd all exec, so this is sshd's pid
+    SSHD_LAUNCHED[$h]=$!   # ip -> setsid -> start.sh -> sshd all exec, so this is sshd's pid
+}
+
+await_sshd() {
+    local h=$1 d pid=${SSHD_LAUNCHED[$1]} deadline
+    d=$(hdir "$h")
     deadline=$((SECONDS + SSH_WAIT_SECONDS))
     until ssh_ok "$h"; do
         if ((SECONDS >= deadline)); then
@@ -433,11 +450,16 @@ start_sshd() {
     log "started sshd for $h (pid $(cat "$d/sshd.pid"))"
 }
 
+# Start every sshd that is not running, then wait for them all (a hundred
+# hosts start in seconds, not one after another).
 sshd_up() {
-    local h
+    local h started=()
     for h in "${HOSTS[@]}"; do
         write_host_files "$h"
-        sshd_pid "$h" >/dev/null || start_sshd "$h"
+        sshd_pid "$h" >/dev/null || { launch_sshd "$h"; started+=("$h"); }
+    done
+    for h in "${started[@]}"; do
+        await_sshd "$h"
     done
 }
 
