@@ -1,15 +1,18 @@
 //! Getting the right agent onto a host and started.
 //!
-//! One round trip learns the host's architecture, its $HOME and which of our
-//! agent builds it already has; the binary is uploaded only when its
-//! content-addressed name (`benchrig-agent-<sha256>`) is absent, written to a
-//! temporary name and renamed, so a half-written agent is never run. The
-//! sha256 the running agent reports about itself is checked in the handshake.
+//! One channel learns the host's architecture and $HOME and, when the host
+//! already has our build for it (content-addressed: `benchrig-agent-<sha256>`),
+//! becomes the agent: a host that has it costs one remote shell, not two.
+//! Otherwise the binary is uploaded, written to a temporary name and renamed
+//! so a half-written agent is never run, and started on a channel of its own.
+//! The sha256 the running agent reports about itself is checked in the
+//! handshake.
 
 use crate::session::transport::{sh_quote, RemoteProcess, Transport, TransportError};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use tokio::io::AsyncReadExt;
 
 /// (uname -m values, rust target) for every architecture we build an agent for.
 pub const ARCHES: &[(&[&str], &str)] = &[
@@ -149,47 +152,119 @@ fn remote_dir_expr(dir: &str) -> String {
     }
 }
 
-/// Make sure the host has the agent for its architecture.
-pub async fn ensure_agent(t: &dyn Transport, builds: &AgentBuilds, remote_dir: &str) -> Result<Deployed, DeployError> {
-    let d = remote_dir_expr(remote_dir);
-    let mut probe = format!("uname -m; printf '%s\\n' \"$HOME\"; d={d}; printf '%s\\n' \"$d\"");
+/// The first line the start script prints, before it execs the agent or
+/// exits: `<uname -m>\t<$HOME>\t<agent dir>\t<exec|absent>`.
+const PROBE_TAG: &str = "benchrig-probe";
+
+/// The script that probes the host and, if our build for its architecture
+/// is there, execs it.
+fn start_script(builds: &AgentBuilds, remote_dir: &str, become_user: Option<&str>) -> String {
+    let mut arms = String::new();
     for b in builds.all() {
-        probe.push_str(&format!("; [ -x \"$d/benchrig-agent-{0}\" ] && echo have {0}", b.sha256));
-    }
-    probe.push_str("; true");
-    let out = t.exec(&probe, None).await?;
-    if !out.success() {
-        return Err(DeployError::Remote(format!("probing the host failed: {}", out.stderr_text())));
-    }
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut lines = text.lines();
-    let arch = lines.next().unwrap_or_default().trim().to_string();
-    let home = lines.next().unwrap_or_default().trim().to_string();
-    let dir = lines.next().unwrap_or_default().trim().to_string();
-    let have: Vec<&str> = lines.filter_map(|l| l.strip_prefix("have ")).collect();
-    let build = builds.for_arch(&arch)?;
-    let remote_path = format!("{dir}/benchrig-agent-{}", build.sha256);
-    let uploaded = !have.contains(&build.sha256.as_str());
-    if uploaded {
-        let bytes = std::fs::read(&build.path)
-            .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", build.path.display())))?;
-        let q = sh_quote(&dir);
-        // A dropped connection gives `cat` a clean EOF: check the size
-        // before the file gets its content-addressed name.
-        let script = format!(
-            "set -e; umask 077; mkdir -p {q}; t={q}/.benchrig-agent-{sha}.$$; cat > \"$t\"; \
-             n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
-             chmod 755 \"$t\"; mv -f \"$t\" {final_}",
-            sha = build.sha256,
-            len = bytes.len(),
-            final_ = sh_quote(&remote_path)
-        );
-        let out = t.exec(&script, Some(bytes)).await?;
-        if !out.success() {
-            return Err(DeployError::Remote(format!("uploading the agent to {dir} failed: {}", out.stderr_text())));
+        if let Some((names, _)) = ARCHES.iter().find(|(_, t)| *t == b.triple) {
+            arms.push_str(&format!("{}) s={};; ", names.join("|"), b.sha256));
         }
     }
-    Ok(Deployed { arch, home, remote_dir: dir, remote_path, build, uploaded })
+    let agent = match become_user {
+        Some(user) => format!("sudo -n -u {} -- \"$a\" serve", sh_quote(user)),
+        None => "\"$a\" serve".into(),
+    };
+    format!(
+        "m=$(uname -m); d={d}; s=; case \"$m\" in {arms}esac; a=\"$d/benchrig-agent-$s\"; \
+         if [ -n \"$s\" ] && [ -x \"$a\" ]; then printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\n' \"$m\" \"$HOME\" \"$d\"; exec {agent}; fi; \
+         printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\tabsent\\n' \"$m\" \"$HOME\" \"$d\"",
+        d = remote_dir_expr(remote_dir),
+    )
+}
+
+/// What the probe line said.
+#[derive(Debug, PartialEq)]
+struct Probe {
+    arch: String,
+    home: String,
+    dir: String,
+    running: bool,
+}
+
+fn parse_probe(line: &str) -> Option<Probe> {
+    let mut f = line.trim_end_matches(['\r', '\n']).split('\t');
+    if f.next()? != PROBE_TAG {
+        return None;
+    }
+    let (arch, home, dir, state) = (f.next()?, f.next()?, f.next()?, f.next()?);
+    Some(Probe { arch: arch.into(), home: home.into(), dir: dir.into(), running: state == "exec" })
+}
+
+/// One line from the agent's stdout, byte by byte: what follows it is the
+/// agent's first frame and must stay unread.
+async fn read_line(r: &mut (dyn tokio::io::AsyncRead + Send + Unpin)) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < 4096 && r.read(&mut byte).await? == 1 {
+        if byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// Start the host's agent for its architecture, uploading it first when the
+/// host does not have it.
+pub async fn start(
+    t: &dyn Transport,
+    builds: &AgentBuilds,
+    remote_dir: &str,
+    become_user: Option<&str>,
+) -> Result<(Deployed, RemoteProcess), DeployError> {
+    let mut proc = t.spawn(&start_script(builds, remote_dir, become_user)).await?;
+    let line = read_line(proc.stdout.as_mut())
+        .await
+        .map_err(|e| DeployError::Remote(format!("probing the host failed: {e}")))?;
+    let Some(probe) = parse_probe(&line) else {
+        let mut err = Vec::new();
+        let _ = proc.stderr.read_to_end(&mut err).await;
+        let said = if line.is_empty() { String::from_utf8_lossy(&err).trim().to_string() } else { line };
+        return Err(DeployError::Remote(format!("probing the host failed: {said}")));
+    };
+    let build = builds.for_arch(&probe.arch)?;
+    let remote_path = format!("{}/benchrig-agent-{}", probe.dir, build.sha256);
+    let mut deployed =
+        Deployed { arch: probe.arch, home: probe.home, remote_dir: probe.dir, remote_path, build, uploaded: false };
+    if probe.running {
+        return Ok((deployed, proc));
+    }
+    proc.exit.wait().await;
+    upload(t, &deployed).await?;
+    deployed.uploaded = true;
+    let proc = start_agent(t, &deployed, become_user).await?;
+    Ok((deployed, proc))
+}
+
+/// Put the agent at its content-addressed name.
+async fn upload(t: &dyn Transport, d: &Deployed) -> Result<(), DeployError> {
+    let bytes = std::fs::read(&d.build.path)
+        .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", d.build.path.display())))?;
+    let q = sh_quote(&d.remote_dir);
+    // A dropped connection gives `cat` a clean EOF: check the size
+    // before the file gets its content-addressed name.
+    let script = format!(
+        "set -e; umask 077; mkdir -p {q}; t={q}/.benchrig-agent-{sha}.$$; cat > \"$t\"; \
+         n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
+         chmod 755 \"$t\"; mv -f \"$t\" {final_}",
+        sha = d.build.sha256,
+        len = bytes.len(),
+        final_ = sh_quote(&d.remote_path)
+    );
+    let out = t.exec(&script, Some(bytes)).await?;
+    if !out.success() {
+        return Err(DeployError::Remote(format!(
+            "uploading the agent to {} failed: {}",
+            d.remote_dir,
+            out.stderr_text()
+        )));
+    }
+    Ok(())
 }
 
 /// Remove an agent whose content is not what its name says, so the next
@@ -199,11 +274,7 @@ pub async fn discard_agent(t: &dyn Transport, d: &Deployed) {
 }
 
 /// Start the deployed agent, through `sudo -n` when the host asks to become another user.
-pub async fn start_agent(
-    t: &dyn Transport,
-    d: &Deployed,
-    become_user: Option<&str>,
-) -> Result<RemoteProcess, DeployError> {
+async fn start_agent(t: &dyn Transport, d: &Deployed, become_user: Option<&str>) -> Result<RemoteProcess, DeployError> {
     let agent = sh_quote(&d.remote_path);
     let script = match become_user {
         Some(user) => format!("exec sudo -n -u {} -- {agent} serve", sh_quote(user)),
@@ -228,6 +299,43 @@ mod tests {
     fn remote_dir_keeps_home_unquoted() {
         assert_eq!(remote_dir_expr("~/.cache/benchrig"), "\"$HOME\"/.cache/benchrig");
         assert_eq!(remote_dir_expr("/opt/b r"), "'/opt/b r'");
+    }
+
+    #[test]
+    fn the_probe_line_is_read_back() {
+        let p = parse_probe("benchrig-probe\ti686\t/root\t/root/.cache/benchrig\texec\n").unwrap();
+        assert_eq!(
+            p,
+            Probe { arch: "i686".into(), home: "/root".into(), dir: "/root/.cache/benchrig".into(), running: true }
+        );
+        assert!(!parse_probe("benchrig-probe\tx86_64\t/h\t/h/d\tabsent").unwrap().running);
+        assert_eq!(parse_probe("Welcome to the host!"), None);
+        assert_eq!(parse_probe("benchrig-probe\tx86_64"), None);
+    }
+
+    /// The script under a real `sh`: with our build for this machine in the
+    /// agent dir it execs it (here a stand-in that prints its arguments),
+    /// without it it says `absent` and exits.
+    #[tokio::test]
+    async fn the_start_script_execs_the_agent_it_finds_and_only_it() {
+        let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
+        let arch = String::from_utf8(arch.stdout).unwrap().trim().to_string();
+        let Some(triple) = triple_for(&arch) else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: "ab12".into() };
+        let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) };
+        let script = start_script(&builds, dir.path().to_str().unwrap(), None);
+        let run = || std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
+        let absent = String::from_utf8(run().stdout).unwrap();
+        let p = parse_probe(absent.lines().next().unwrap()).unwrap();
+        assert_eq!((p.arch.as_str(), p.running, p.dir.as_str()), (arch.as_str(), false, dir.path().to_str().unwrap()));
+        let agent = dir.path().join("benchrig-agent-ab12");
+        std::fs::write(&agent, "#!/bin/sh\necho \"agent $*\"\n").unwrap();
+        std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let out = String::from_utf8(run().stdout).unwrap();
+        let mut lines = out.lines();
+        assert!(parse_probe(lines.next().unwrap()).unwrap().running, "{out}");
+        assert_eq!(lines.next(), Some("agent serve"), "{out}");
     }
 
     #[test]

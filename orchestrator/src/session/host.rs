@@ -5,11 +5,12 @@ use crate::inventory::Vars;
 use crate::planner::scratch_devices;
 use crate::session::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
 use crate::session::deploy::{self, AgentBuilds, DeployError, Deployed};
+use crate::session::timeline::Timeline;
 use crate::session::transport::{self, ConnectionSpec, Transport, TransportError};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
 
 pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
@@ -49,6 +50,8 @@ pub struct HostSession {
     pub facts: Facts,
     /// Connect + deploy + handshake + facts.
     pub startup: Duration,
+    /// The same, stage by stage.
+    pub timeline: Timeline,
 }
 
 /// The wait before retry `attempt` (0 first): 1 s, 2 s, 4 s, then 8 s each.
@@ -95,15 +98,17 @@ impl HostSession {
         builds: &AgentBuilds,
         cancel: Option<watch::Receiver<bool>>,
     ) -> Result<HostSession, HostError> {
-        let t0 = Instant::now();
+        let mut timeline = Timeline::start();
         let spec = ConnectionSpec::from_vars(name, vars).map_err(HostError::Failed)?;
         let scratch = scratch_devices(name, vars).map_err(HostError::Failed)?;
         let transport = connect_retrying(name, &spec, cancel).await?;
+        timeline.mark("connect");
         let remote_dir = vars.get("benchrig_remote_dir").and_then(|v| v.as_str()).unwrap_or(DEFAULT_REMOTE_DIR);
         let started = async {
-            let deployed = deploy::ensure_agent(transport.as_ref(), builds, remote_dir).await?;
+            let (deployed, proc) =
+                deploy::start(transport.as_ref(), builds, remote_dir, spec.become_user.as_deref()).await?;
+            timeline.mark(if deployed.uploaded { "probe, upload, agent start" } else { "probe and agent start" });
             tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
-            let proc = deploy::start_agent(transport.as_ref(), &deployed, spec.become_user.as_deref()).await?;
             let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256).await {
                 Ok(a) => a,
                 Err(e) => {
@@ -113,22 +118,27 @@ impl HostSession {
                     return Err(HostError::Failed(e));
                 }
             };
+            timeline.mark("handshake");
             let config = SessionConfig {
                 work_dir: format!("{}/work", deployed.remote_dir),
                 scratch,
                 heartbeat_ms: HEARTBEAT_MS,
             };
             agent.request(Request::Configure(config), None, |_| {}).await?;
+            timeline.mark("configure");
             let facts = match agent.request(Request::Facts, None, |_| {}).await? {
                 Reply::Facts(f) => *f,
                 other => return Err(HostError::Failed(format!("unexpected answer to facts: {other:?}"))),
             };
+            timeline.mark("facts");
             Ok::<_, HostError>((deployed, agent, facts))
         }
         .await;
         match started {
             Ok((deployed, agent, facts)) => {
-                Ok(HostSession { name: name.to_string(), transport, agent, deployed, facts, startup: t0.elapsed() })
+                tracing::debug!(host = name, "start-up: {}", timeline.describe());
+                let startup = timeline.elapsed();
+                Ok(HostSession { name: name.to_string(), transport, agent, deployed, facts, startup, timeline })
             }
             Err(e) => {
                 transport.close().await;
