@@ -34,21 +34,29 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
             &std::path::Path::new("/lib/modules").join(uname.release().to_string_lossy().as_ref()),
         ),
         loadable_modules: view.proc_.join("modules").exists(),
-        tools: tools::KNOWN
-            .iter()
-            .filter_map(|(name, _)| {
-                let path = cmd::which(name)?;
-                // Versions cost a process each; the mkfs tools' go into every record.
-                let version = name.starts_with("mkfs.").then(|| tools::version(name)).flatten();
-                Some(Tool { name: name.to_string(), path: path.to_string_lossy().into_owned(), version })
-            })
-            .collect(),
+        tools: known_tools(),
         user: user(),
         agent,
         // The session sets it: gathering facts does not know the session.
         work_dir: String::new(),
         scratch: Vec::new(),
     }
+}
+
+/// The known tools on PATH; the mkfs tools' versions go into every record.
+fn known_tools() -> Vec<Tool> {
+    let found: Vec<(&str, std::path::PathBuf)> =
+        tools::KNOWN.iter().filter_map(|(name, _)| Some((*name, cmd::which(name)?))).collect();
+    let mkfs: Vec<(&str, std::path::PathBuf)> = found.iter().filter(|(n, _)| n.starts_with("mkfs.")).cloned().collect();
+    let mut versions = tools::versions(&mkfs, tools::cache_file().as_deref());
+    found
+        .into_iter()
+        .map(|(name, path)| Tool {
+            name: name.to_string(),
+            path: path.to_string_lossy().into_owned(),
+            version: versions.remove(name).flatten(),
+        })
+        .collect()
 }
 
 pub fn kernel_release() -> String {
