@@ -614,7 +614,10 @@ cmd_down() {
     # 5. Network: deleting a netns destroys its veth end and thereby the pair.
     for h in $(all_known_hosts); do
         [[ -e /run/netns/$(ns "$h") ]] && { ip netns del "$(ns "$h")" || rc=1; }
-        if ip link show "$VETH_PREFIX$h" >/dev/null 2>&1; then ip link del "$VETH_PREFIX$h" || rc=1; fi
+        # The pair may still be going away after the netns went: gone counts.
+        if ip link show "$VETH_PREFIX$h" >/dev/null 2>&1; then
+            ip link del "$VETH_PREFIX$h" 2>/dev/null || ! ip link show "$VETH_PREFIX$h" >/dev/null 2>&1 || rc=1
+        fi
     done
     if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" || rc=1; fi
     bridge_filter_down
