@@ -5,7 +5,7 @@ use crate::cli::FactsArgs;
 use crate::progress::Progress;
 use crate::report::limits_text;
 use crate::selection;
-use crate::session::open_sessions;
+use crate::session::{finish_all, open_sessions};
 use crate::store::Store;
 use benchrig_wire::facts::Facts;
 
@@ -15,7 +15,8 @@ pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
     let store = Store::open(&args.hosts.db.db)?;
     let results = open_sessions(&inv, &hosts, args.hosts.forks, progress).await;
     let mut json = serde_json::Map::new();
-    let mut closed = Vec::new();
+    let mut open = Vec::new();
+    let mut failed = Vec::new();
     for (h, r) in results {
         match r {
             Ok(s) => {
@@ -25,12 +26,13 @@ pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
                 } else {
                     out!("{}", human(&h, &s.describe(), &s.facts))?;
                 }
-                let facts = s.facts.clone();
-                closed.push((h, s.close().await.map(|_| facts)));
+                open.push((h, s));
             }
-            Err(e) => closed.push((h, Err(e))),
+            Err(e) => failed.push((h, Err(e))),
         }
     }
+    let mut closed = finish_all(open, |_| async { Ok(()) }).await;
+    closed.extend(failed);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
     }
