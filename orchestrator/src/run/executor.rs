@@ -6,6 +6,7 @@
 
 use super::policy;
 use crate::planner::{Cell, PlannedStep};
+use crate::playbook::Fresh;
 use crate::progress::Progress;
 use crate::session::agent_client::{AgentClient, RequestError};
 use crate::status::CellStatus;
@@ -213,7 +214,7 @@ impl CellRunner<'_> {
         // Setup once for these repetitions, or (fresh: repetition) before each,
         // for experiments whose measured step changes the setup (add a device).
         let rounds: Vec<std::ops::RangeInclusive<u32>> =
-            if cell.fresh_each_repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
+            if cell.fresh == Fresh::Repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
         let last = rounds.len().saturating_sub(1);
         for (i, reps) in rounds.into_iter().enumerate() {
             (outcome, enough) = self.setup_and_measure(cell, cell_id, reps).await;
