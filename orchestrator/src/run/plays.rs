@@ -87,7 +87,8 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
         ctx.progress.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
     let mut failed_here = false;
-    let (mut book, visits) = CellBook::new(&cells, play.cell_order, seed);
+    let (mut book, groups) = CellBook::new(&cells, play.cell_order, seed);
+    let visits: Vec<schedule::Visit> = groups.into_iter().flatten().collect();
     let bar = crate::progress::host_bar(&host, &play.name, visits.len());
     for visit in visits {
         bar.pb_inc(1);
@@ -163,8 +164,9 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         }
     };
     let total = cells.len();
-    let (mut book, visits) = CellBook::new(&cells, play.cell_order, play_seed(ctx, play));
-    for visit in visits {
+    // `fresh: round` is refused in role plays: every group is one visit.
+    let (mut book, groups) = CellBook::new(&cells, play.cell_order, play_seed(ctx, play));
+    for visit in groups.into_iter().flatten() {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
         let Some(opened) = book.open(ctx, &visit, cell) else { continue };
         let cell_id = opened.id;
