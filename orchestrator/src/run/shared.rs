@@ -44,10 +44,8 @@ impl CellRunner<'_> {
     /// again later (their setup cut off, or a cell before them failed).
     pub async fn run_shared(&self, members: &[Member<'_>]) -> Vec<(CellOutcome, bool)> {
         let Some(lead) = members.first() else { return Vec::new() };
-        self.progress.line(
-            &lead.cell.host,
-            format!("{} (one setup for this and the next {} cells: fresh: round)", lead.line, members.len() - 1),
-        );
+        self.progress
+            .line(&lead.cell.host, format!("{} (fresh: round: one setup for {} cells)", lead.line, members.len()));
         if lead.first {
             if let Err(bad) = self.start(lead.id) {
                 return vec![(self.finish(lead.id, bad), true)];
