@@ -789,6 +789,61 @@ fn seed_004_compressed_read_runs_reduced() {
     }
 }
 
+/// The UUID of a filesystem from its stored `dumpe2fs -h`.
+fn dumped_uuid(dump: &str) -> String {
+    let line = dump.lines().find(|l| l.starts_with("Filesystem UUID:")).unwrap_or_else(|| panic!("no UUID in {dump}"));
+    line.trim_start_matches("Filesystem UUID:").trim().to_string()
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn seed_004_compressed_read_makes_one_filesystem_per_round_with_fresh_round_and_one_per_visit_with_cell() {
+    // The playbook as shipped (`fresh: round` by default on its first play), small.
+    let small = ["reps=2", r#"{"sizes": ["64k"]}"#, "scale=0.25"];
+    let mut runs = Vec::new();
+    for fresh in ["round", "cell"] {
+        let policy = format!("fresh={fresh}");
+        let (b, run) = seed_playbook_runs("compressed-read.yml", "hdd", &[&small[..], &[policy.as_str()]].concat());
+        let s = b.store();
+        let cells: Vec<_> = s.cells(run).unwrap().into_iter().filter(|c| c.play_index == 0).collect();
+        let ok: Vec<_> = cells.iter().filter(|c| c.status == CellStatus::Ok).collect();
+        assert!(ok.len() >= 8, "the agent's own decoders' 8 cells at least: {cells:?}");
+        let samples = s.samples(run).unwrap();
+        for c in &ok {
+            let mut reps: Vec<i64> = samples.iter().filter(|x| x.cell_id == c.id).map(|x| x.repetition).collect();
+            reps.sort();
+            reps.dedup();
+            assert_eq!(reps, [1, 2], "cell {} has the samples of both repetitions", c.key);
+            assert_eq!(c.steps.as_ref().unwrap()["fresh"], fresh, "the policy is stored with the cell");
+        }
+        // One `dumpe2fs -h` is stored per mkfs, with the cell it was made for.
+        let dumps: Vec<_> = s
+            .artifacts(run)
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.name.ends_with("fs_dump") && cells.iter().any(|c| c.id == a.cell_id))
+            .collect();
+        let mut uuids: Vec<String> = dumps.iter().map(|a| dumped_uuid(&a.content)).collect();
+        uuids.sort();
+        uuids.dedup();
+        assert_eq!(uuids.len(), dumps.len(), "each dump is of its own mkfs");
+        if fresh == "round" {
+            assert_eq!(dumps.len(), 2, "one mkfs per round: every cell shares the ext4 setup");
+            for c in &ok {
+                let made_for = c.info.as_ref().unwrap()["fresh"]["setup_made_for"].as_str().unwrap();
+                assert!(cells.iter().any(|o| o.key == made_for), "{made_for}");
+            }
+        } else {
+            for c in &ok {
+                let mine = dumps.iter().filter(|a| a.cell_id == c.id).count();
+                assert_eq!(mine, 2, "one mkfs per visit: cell {}", c.key);
+            }
+        }
+        runs.push(ok.len());
+    }
+    assert_eq!(runs[0], runs[1], "the same cells ran either way");
+}
+
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn what_the_agent_writes_is_what_the_host_tools_read() {
