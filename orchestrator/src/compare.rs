@@ -73,6 +73,10 @@ pub struct Row {
     /// Which test the verdict rests on.
     pub test: &'static str,
     pub verdict: Verdict,
+    /// Shown beside the verdict, which it does not change: how the two
+    /// runs' setups were made differs (`fresh: cell → round`), which is
+    /// what comparing them may be about.
+    pub note: Option<String>,
 }
 
 type Key = (String, String, String, String, String);
@@ -123,6 +127,7 @@ impl Row {
             mwu_p: None,
             test: "-",
             verdict,
+            note: None,
         }
     }
 }
@@ -136,15 +141,17 @@ pub fn compare(base: &RunData, new: &RunData, opts: Options) -> Vec<Row> {
             continue;
         };
         let (bs, ns) = (Summary::of(&bm.values), Summary::of(&nm.values));
+        let note = fresh_change(base, bm.cell, new, nm.cell);
+        let with_note = |r: Row| Row { note: note.clone(), ..r };
         if let Some(why) = config_difference(base, bm.cell, new, nm.cell) {
-            rows.push(Row::new(key, bm, bs, ns, Verdict::NotComparable(why)));
+            rows.push(with_note(Row::new(key, bm, bs, ns, Verdict::NotComparable(why))));
             continue;
         }
         if bm.values.len() < 2 || nm.values.len() < 2 {
-            rows.push(Row::new(key, bm, bs, ns, Verdict::NotComparable("fewer than 2 samples".into())));
+            rows.push(with_note(Row::new(key, bm, bs, ns, Verdict::NotComparable("fewer than 2 samples".into()))));
             continue;
         }
-        let mut r = Row::new(key, bm, bs, ns, Verdict::Unchanged);
+        let mut r = with_note(Row::new(key, bm, bs, ns, Verdict::Unchanged));
         judge(&mut r, &bm.values, &nm.values, opts);
         rows.push(r);
     }
@@ -237,6 +244,18 @@ pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) 
         (Some(a), Some(b)) if a != b => Some(format!("{what} differs: {a} → {b}")),
         _ => None,
     })
+}
+
+/// "fresh: cell → round" when the two cells' setups were made fresh
+/// differently; nothing when they were not, or one was stored before the
+/// policy was (unknown is not a difference).
+fn fresh_change(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
+    let policy = |run: &RunData, id: i64| {
+        let c = run.cells.iter().find(|c| c.id == id)?;
+        c.steps.as_ref()?.get("fresh")?.as_str().map(str::to_string)
+    };
+    let (b, n) = (policy(base, bcell)?, policy(new, ncell)?);
+    (b != n).then(|| format!("fresh: {b} → {n}"))
 }
 
 /// A value the cell's setup steps recorded (the first that has it).
@@ -373,6 +392,22 @@ mod tests {
         let rows =
             compare(&run(1, &[1.0, 2.0], 3, "k", "higher"), &run(1, &[1.0], 3, "k", "higher"), Options::default());
         assert_eq!(rows[1].verdict, Verdict::NotComparable("not in NEW".into()));
+    }
+
+    #[test]
+    fn another_fresh_policy_is_judged_and_noted() {
+        let with = |seed: u64, mean: f64, fresh: Option<&str>| {
+            let mut r = run(seed, &[mean], 5, "6.18", "higher");
+            r.cells[0].steps = fresh.map(|f| json!({"fresh": f}));
+            r
+        };
+        let rows = compare(&with(1, 100.0, Some("cell")), &with(2, 80.0, Some("round")), Options::default());
+        assert_eq!(rows[0].verdict, Verdict::Regressed, "comparing the policies is the point");
+        assert_eq!(rows[0].note.as_deref(), Some("fresh: cell → round"));
+        let rows = compare(&with(1, 100.0, Some("round")), &with(2, 100.0, Some("round")), Options::default());
+        assert_eq!(rows[0].note, None);
+        let rows = compare(&with(1, 100.0, None), &with(2, 100.0, Some("round")), Options::default());
+        assert_eq!(rows[0].note, None, "stored before the policy was: unknown, not a difference");
     }
 
     #[test]

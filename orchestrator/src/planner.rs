@@ -9,7 +9,7 @@ use crate::capacity;
 use crate::diagnostic::{did_you_mean, ConfigError};
 use crate::inventory::{Inventory, Vars};
 use crate::matrix::{self, Point};
-use crate::playbook::{Assign, Fresh, Play, Step};
+use crate::playbook::{Assign, Fresh, Play, Step, UnknownFresh};
 use crate::profiles;
 use crate::template::Templates;
 use benchrig_wire::facts::{Facts, KNOWN_TOOLS};
@@ -37,8 +37,8 @@ pub struct Cell {
     pub teardown: Vec<PlannedStep>,
     /// Known before running: this host cannot make the cell (and why).
     pub unsupported: Option<String>,
-    /// Setup and teardown around every repetition, not once per cell.
-    pub fresh_each_repetition: bool,
+    /// How often its setup is made fresh (`fresh:` rendered for this cell).
+    pub fresh: Fresh,
     /// The scratch devices its steps name, as the inventory gave them: so
     /// `--resume` can tell that a cell would now land on another device.
     pub devices: Vec<CellDevice>,
@@ -108,6 +108,19 @@ fn repeat_policy(node: &crate::yaml::Node, ctx: &Json, t: &Templates) -> Result<
     Ok((max, RepeatPolicy { min: if ci_pct.is_some() { min } else { max }, ci_pct, metrics, warmup }))
 }
 
+/// `fresh` rendered for a cell: a policy this play can run (`Play::fresh_fits`).
+fn fresh_policy(play: &Play, ctx: &Json, t: &Templates) -> Result<Fresh, ConfigError> {
+    let Some(node) = &play.fresh else { return Ok(Fresh::Cell) };
+    let v = t.render(&node.to_json(), ctx).map_err(|e| e.at(&node.loc))?;
+    let text = v.as_str().map(str::trim).unwrap_or_default();
+    let fresh: Fresh = text.parse().map_err(|_| {
+        let shown = if v.is_string() { text.to_string() } else { v.to_string() };
+        node.error(UnknownFresh(shown).to_string()).with_hint(did_you_mean(text, &Fresh::NAMES))
+    })?;
+    play.fresh_fits(fresh)?;
+    Ok(fresh)
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PlannedStep {
     pub name: String,
@@ -151,6 +164,23 @@ impl Cell {
             "benchmark": self.benchmark,
             "teardown": self.teardown,
             "devices": self.devices,
+            "fresh": self.fresh,
+        })
+    }
+
+    /// What a `fresh: round` cell's setup is, to tell which cells may share
+    /// one: its setup and teardown steps as rendered (action arguments with
+    /// device, profile, mkfs argv and mount options, and the host of each
+    /// step), never their names. `None`: this cell never shares.
+    pub fn shared_setup(&self) -> Option<Json> {
+        (self.fresh == Fresh::Round).then(|| {
+            let rendered = |steps: &[PlannedStep]| -> Vec<Json> {
+                steps
+                    .iter()
+                    .map(|s| json!([s.host, s.action, s.ignore_errors, s.timeout.map(|d| d.as_secs_f64())]))
+                    .collect()
+            };
+            json!({"setup": rendered(&self.setup), "teardown": rendered(&self.teardown)})
         })
     }
 
@@ -379,6 +409,7 @@ impl<'a> PlayCtx<'a> {
                 None => (1, RepeatPolicy::fixed(1)),
                 Some(node) => repeat_policy(node, &cell_ctx[0], t)?,
             };
+            let fresh = fresh_policy(play, &cell_ctx[0], t)?;
             let mut unsupported = None;
             let mut steps = |list: &[Step]| -> Result<Vec<PlannedStep>, ConfigError> {
                 let mut out = Vec::new();
@@ -431,7 +462,7 @@ impl<'a> PlayCtx<'a> {
                 benchmark,
                 teardown,
                 unsupported,
-                fresh_each_repetition: play.fresh == Fresh::Repetition,
+                fresh,
                 devices,
             });
         }
@@ -877,5 +908,69 @@ mod tests {
         assert_eq!(one("{max: 6, warmup: 2}"), (6, p(6, None, &[], 2)), "no target: all of them");
         let e = plan(&pb("{min: 5, max: 3, ci_pct: 1}"), Vars::new(), None).unwrap_err();
         assert!(e.message.contains("more than `repeat.max`"), "{e}");
+    }
+
+    /// PB with a templated `fresh` (and the given cell order).
+    fn with_fresh(order: &str) -> String {
+        PB.replace(
+            "  repeat:",
+            &format!("  fresh: \"{{{{ fresh | default('round') }}}}\"\n  cell_order: {order}\n  repeat:"),
+        )
+    }
+
+    fn extra(k: &str, v: Json) -> Vars {
+        let mut e = Vars::new();
+        e.insert(k.into(), v);
+        e
+    }
+
+    #[test]
+    fn fresh_is_rendered_per_cell_and_stored_with_its_steps() {
+        let cells = plan(&with_fresh("interleaved"), Vars::new(), None).unwrap();
+        assert!(cells.iter().all(|c| c.fresh == Fresh::Round));
+        assert_eq!(cells[0].steps_json()["fresh"], "round");
+        let cells = plan(&with_fresh("interleaved"), extra("fresh", json!("cell")), None).unwrap();
+        assert!(cells.iter().all(|c| c.fresh == Fresh::Cell), "-e fresh=cell");
+        assert_eq!(plan(PB, Vars::new(), None).unwrap()[0].steps_json()["fresh"], "cell", "no key: cell");
+        // Sequential has no rounds: fine unless the policy renders as `round`.
+        let cells = plan(&with_fresh("sequential"), extra("fresh", json!("repetition")), None).unwrap();
+        assert!(cells.iter().all(|c| c.fresh == Fresh::Repetition));
+    }
+
+    #[test]
+    fn a_rendered_fresh_that_is_no_policy_or_does_not_fit_is_a_located_error() {
+        let e = plan(&with_fresh("interleaved"), extra("fresh", json!("rounds")), None).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line, e.col), ("pb.yml", 9, 10), "{e}");
+        assert!(e.message.contains("not `rounds`"), "{e}");
+        assert_eq!(e.hint.as_deref(), Some("did you mean `round`?"));
+        let e = plan(&with_fresh("interleaved"), extra("fresh", json!(3)), None).unwrap_err();
+        assert!(e.message.contains("not `3`"), "{e}");
+        let e = plan(&with_fresh("sequential"), Vars::new(), None).unwrap_err();
+        assert_eq!((e.line, e.col), (9, 10), "{e}");
+        assert!(e.message.contains("has no rounds"), "{e}");
+    }
+
+    #[test]
+    fn cells_share_a_setup_only_when_its_rendered_steps_are_identical() {
+        let cells = plan(&with_fresh("interleaved"), Vars::new(), None).unwrap();
+        let key = |i: usize| cells[i].shared_setup().unwrap();
+        // fs=ext4 bs=4k and fs=ext4 bs=1M: one ext4 setup; fs=xfs bs=1M: another.
+        assert_eq!(key(0), key(1));
+        assert_ne!(key(0), key(2));
+        // A step's name is not what it does.
+        let mut renamed = cells[1].clone();
+        renamed.setup[0].name = "make it".into();
+        assert_eq!(renamed.shared_setup(), cells[0].shared_setup());
+        // Other mount options (same device and mkfs) are another setup, as is another teardown.
+        let mut remounted = cells[1].clone();
+        let Action::Filesystem(f) = &mut remounted.setup[0].action else { panic!() };
+        f.profile.mount_options = vec!["noatime".into()];
+        assert_ne!(remounted.shared_setup(), cells[0].shared_setup());
+        let mut other_teardown = cells[1].clone();
+        other_teardown.teardown.clear();
+        assert_ne!(other_teardown.shared_setup(), cells[0].shared_setup());
+        // `fresh: cell` never shares.
+        let cells = plan(&with_fresh("interleaved"), extra("fresh", json!("cell")), None).unwrap();
+        assert!(cells.iter().all(|c| c.shared_setup().is_none()));
     }
 }

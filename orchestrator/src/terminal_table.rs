@@ -68,6 +68,12 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
         }
     }
     let mut out = table(&header, &rows);
+    for play in &plays {
+        let steps = cells.iter().filter(|c| c.play == *play).map(|c| c.steps.as_ref());
+        if let Some(line) = crate::report::fresh_line(steps) {
+            out += &format!("play `{play}`: {line}\n");
+        }
+    }
     let times = crate::report::time::per_host(&hosts, &cells, &samples);
     if !times.is_empty() {
         out += "time per host (busy from its first cell to its last):\n";

@@ -29,6 +29,8 @@ const CASES: &[(&str, &str)] = &[
     ("ini-huge-range.ini", "a host range too large to expand"),
     ("matrix-too-large.yml", "a matrix product too large to build"),
     ("deep-nesting.yml", "YAML nested deeper than the limit"),
+    ("fresh-unknown.yml", "a `fresh` that is no policy, with a near miss"),
+    ("fresh-round-sequential.yml", "a templated `fresh: round` with `cell_order: sequential` (no rounds)"),
 ];
 
 fn run(file: &str) -> (Option<i32>, String) {

@@ -789,6 +789,61 @@ fn seed_004_compressed_read_runs_reduced() {
     }
 }
 
+/// The UUID of a filesystem from its stored `dumpe2fs -h`.
+fn dumped_uuid(dump: &str) -> String {
+    let line = dump.lines().find(|l| l.starts_with("Filesystem UUID:")).unwrap_or_else(|| panic!("no UUID in {dump}"));
+    line.trim_start_matches("Filesystem UUID:").trim().to_string()
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn seed_004_compressed_read_makes_one_filesystem_per_round_with_fresh_round_and_one_per_visit_with_cell() {
+    // The playbook as shipped (`fresh: round` by default on its first play), small.
+    let small = ["reps=2", r#"{"sizes": ["64k"]}"#, "scale=0.25"];
+    let mut runs = Vec::new();
+    for fresh in ["round", "cell"] {
+        let policy = format!("fresh={fresh}");
+        let (b, run) = seed_playbook_runs("compressed-read.yml", "hdd", &[&small[..], &[policy.as_str()]].concat());
+        let s = b.store();
+        let cells: Vec<_> = s.cells(run).unwrap().into_iter().filter(|c| c.play_index == 0).collect();
+        let ok: Vec<_> = cells.iter().filter(|c| c.status == CellStatus::Ok).collect();
+        assert!(ok.len() >= 8, "the agent's own decoders' 8 cells at least: {cells:?}");
+        let samples = s.samples(run).unwrap();
+        for c in &ok {
+            let mut reps: Vec<i64> = samples.iter().filter(|x| x.cell_id == c.id).map(|x| x.repetition).collect();
+            reps.sort();
+            reps.dedup();
+            assert_eq!(reps, [1, 2], "cell {} has the samples of both repetitions", c.key);
+            assert_eq!(c.steps.as_ref().unwrap()["fresh"], fresh, "the policy is stored with the cell");
+        }
+        // One `dumpe2fs -h` is stored per mkfs, with the cell it was made for.
+        let dumps: Vec<_> = s
+            .artifacts(run)
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.name.ends_with("fs_dump") && cells.iter().any(|c| c.id == a.cell_id))
+            .collect();
+        let mut uuids: Vec<String> = dumps.iter().map(|a| dumped_uuid(&a.content)).collect();
+        uuids.sort();
+        uuids.dedup();
+        assert_eq!(uuids.len(), dumps.len(), "each dump is of its own mkfs");
+        if fresh == "round" {
+            assert_eq!(dumps.len(), 2, "one mkfs per round: every cell shares the ext4 setup");
+            for c in &ok {
+                let made_for = c.info.as_ref().unwrap()["fresh"]["setup_made_for"].as_str().unwrap();
+                assert!(cells.iter().any(|o| o.key == made_for), "{made_for}");
+            }
+        } else {
+            for c in &ok {
+                let mine = dumps.iter().filter(|a| a.cell_id == c.id).count();
+                assert_eq!(mine, 2, "one mkfs per visit: cell {}", c.key);
+            }
+        }
+        runs.push(ok.len());
+    }
+    assert_eq!(runs[0], runs[1], "the same cells ran either way");
+}
+
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn what_the_agent_writes_is_what_the_host_tools_read() {
@@ -1053,6 +1108,75 @@ fn a_failed_cell_runs_again_on_resume_only_with_retry_failed() {
     let retried_cell = cells.iter().find(|c| c.params["broken"] == 1).unwrap();
     assert_eq!(after[&retried_cell.id], 2, "two repetitions of one metric (time)");
     assert_eq!(s.resolve_run("flaky").unwrap().status, RunStatus::Ok);
+}
+
+/// Run tests/data/fresh/shared.yml here with `-e` pairs; its exit code and
+/// the setup/teardown log it wrote, a line each.
+fn run_shared_setups(b: &Bench, name: &str, extra: &[(&str, &str)]) -> (Option<i32>, Vec<String>) {
+    let pb = repo().join("orchestrator/tests/data/fresh/shared.yml");
+    let log = b.dir.path().join(format!("{name}.log"));
+    let log_var = format!("log={}", log.display());
+    let mut args = vec!["run", pb.to_str().unwrap(), "--name", name, "-e", &log_var];
+    let pairs: Vec<String> = extra.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for p in &pairs {
+        args.extend(["-e", p]);
+    }
+    let out = b.run(&args);
+    let lines = std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_string).collect();
+    (out.status.code(), lines)
+}
+
+#[test]
+#[ignore = "needs the agent builds (ci/test.sh)"]
+fn fresh_round_makes_one_setup_per_round_for_the_cells_with_identical_setups() {
+    let b = Bench::new();
+    let s = b.store();
+    // Six cells (left and right, three each), two rounds: one setup per visit...
+    let (code, log) = run_shared_setups(&b, "per-cell", &[("fresh", "cell")]);
+    assert_eq!(code, Some(0));
+    assert_eq!(log.iter().filter(|l| l.starts_with("up")).count(), 12, "{log:?}");
+    // ... or one per round and setup: left's three cells, then right's.
+    let (code, log) = run_shared_setups(&b, "per-round", &[]);
+    assert_eq!(code, Some(0));
+    let round = ["up left", "down left", "up right", "down right"];
+    assert_eq!(log, [round, round].concat(), "one setup and one teardown per group");
+    let run = s.resolve_run("per-round").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    let samples = s.samples(run).unwrap();
+    for c in &cells {
+        assert_eq!(c.status, CellStatus::Ok, "{c:?}");
+        let mut reps: Vec<i64> =
+            samples.iter().filter(|x| x.cell_id == c.id && x.metric == "speed").map(|x| x.repetition).collect();
+        reps.sort();
+        assert_eq!(reps, [1, 2], "every cell has its samples: {}", c.key);
+        assert_eq!(c.steps.as_ref().unwrap()["fresh"], "round");
+        let made_for = c.info.as_ref().unwrap()["fresh"]["setup_made_for"].as_str().unwrap().to_string();
+        let first_of_its_place = cells.iter().find(|o| o.params["place"] == c.params["place"]).unwrap();
+        assert_eq!(made_for, first_of_its_place.key, "left's cells on left's setup, right's on right's");
+        assert!(
+            c.info.as_ref().unwrap().get("setup[0] make@localhost").is_some(),
+            "the setup's info is with every cell"
+        );
+    }
+    // The policy is shown with the results, and beside a comparison's verdicts.
+    let shown = stdout(&b.run(&["show", "per-round"]));
+    assert!(shown.contains("play `shared`: fresh: round"), "{shown}");
+    let md = stdout(&b.run(&["report", "per-round", "-f", "md"]));
+    assert!(md.contains("fresh: round"), "{md}");
+    assert!(!stdout(&b.run(&["show", "per-cell"])).contains("fresh:"), "the default goes unsaid");
+    let compared = stdout(&b.run(&["compare", "per-cell", "per-round"]));
+    assert!(compared.contains("(fresh: cell → round)"), "{compared}");
+
+    // A failed measured step ends its cell; the cells after it run on a new setup.
+    let (code, log) = run_shared_setups(&b, "one-fails", &[("fail", "2")]);
+    assert_eq!(code, Some(2), "a failed cell makes exit code 2");
+    let first = ["up left", "down left", "up left", "down left", "up right", "down right", "up right", "down right"];
+    assert_eq!(log, [&first[..], &round[..]].concat(), "n=2 fails, n=3 on a new setup; round 2 without n=2");
+    let run = s.resolve_run("one-fails").unwrap().id;
+    for c in s.cells(run).unwrap() {
+        let want = if c.params["n"] == 2 { CellStatus::Failed } else { CellStatus::Ok };
+        assert_eq!(c.status, want, "{c:?}");
+    }
 }
 
 #[test]

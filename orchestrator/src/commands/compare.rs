@@ -96,6 +96,10 @@ fn cells(r: &Row) -> Vec<String> {
         Verdict::NotComparable(why) => format!("not comparable: {why}"),
         v => v.word().to_string(),
     };
+    let verdict = match &r.note {
+        Some(note) => format!("{verdict} ({note})"),
+        None => verdict,
+    };
     vec![
         r.host.clone(),
         r.play.clone(),

@@ -6,7 +6,7 @@ use crate::diagnostic::ConfigError;
 use crate::exit_code;
 use crate::extra_vars;
 use crate::planner::{self, HostInput};
-use crate::playbook::TagFilter;
+use crate::playbook::{Fresh, TagFilter};
 use crate::run::{self, check::needs_facts};
 use crate::store::Store;
 use crate::template::Templates;
@@ -112,7 +112,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                                     }
                                 })
                                 .collect();
-                        let note = c.unsupported.clone().map(|u| format!("unsupported: {u}")).unwrap_or_default();
+                        let fresh = (c.fresh != Fresh::Cell).then(|| format!("fresh: {}", c.fresh.as_str()));
+                        let unsupported = c.unsupported.as_ref().map(|u| format!("unsupported: {u}"));
+                        let note = fresh.into_iter().chain(unsupported).collect::<Vec<_>>().join("; ");
                         rows.push(vec![
                             c.host.clone(),
                             play.name.clone(),

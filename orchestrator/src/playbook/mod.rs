@@ -8,7 +8,7 @@
 mod parse;
 mod tags;
 
-use crate::diagnostic::Loc;
+use crate::diagnostic::{ConfigError, Loc};
 use crate::yaml::Node;
 use benchrig_wire::steps::FsProfile;
 
@@ -58,7 +58,9 @@ pub struct Play {
     /// that runs on each host on its own.
     pub roles: Vec<String>,
     pub assign: Assign,
-    pub fresh: Fresh,
+    /// `cell`, `round`, `repetition`, or a template giving one (rendered per
+    /// cell, like `repeat`); `None` is `cell`.
+    pub fresh: Option<Node>,
     pub setup: Vec<Step>,
     pub before_each: Vec<Step>,
     pub benchmark: Vec<Step>,
@@ -77,7 +79,8 @@ pub enum Batch {
 /// so slow drift (a warming disk, a filling SSD, a neighbour's cron job)
 /// spreads over all cells instead of passing for a difference between
 /// them; shuffled does the same in a random order per round from a recorded
-/// seed. Each visit has its own setup and teardown. Sequential runs each
+/// seed. Each visit has its own setup and teardown (unless `fresh: round`
+/// shares one among a round's identical setups). Sequential runs each
 /// cell's repetitions back to back on one setup, for a setup too costly to
 /// repeat.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,14 +102,69 @@ pub struct Matrix {
     pub include: Vec<Node>,
 }
 
-/// How often a cell's setup runs within one visit (see [`CellOrder`]):
-/// once (the default), or before every repetition, when the measured step
-/// itself changes what setup made (adding a device to a volume).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How often a cell's setup (and teardown) runs: once per visit (`cell`,
+/// the default), once per round for the visits of a round whose rendered
+/// setup and teardown are identical (`round`: a filesystem made once for
+/// every cell of the round that would make the same one), or before every
+/// repetition (`repetition`: the measured step itself changes what setup
+/// made, adding a device to a volume).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Fresh {
     #[default]
     Cell,
+    Round,
     Repetition,
+}
+
+/// A `fresh:` value that is none of the policies.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`fresh` is `cell` (a setup per visit), `round` (one per round for identical setups) or `repetition` (one before each), not `{0}`")]
+pub struct UnknownFresh(pub String);
+
+impl Fresh {
+    pub const NAMES: [&'static str; 3] = ["cell", "round", "repetition"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fresh::Cell => "cell",
+            Fresh::Round => "round",
+            Fresh::Repetition => "repetition",
+        }
+    }
+}
+
+impl Play {
+    /// Whether this play can run its cells with `fresh`: sharing a setup
+    /// needs rounds (an interleaved or shuffled order) and cells that run
+    /// on one host each (a role play's cells span hosts).
+    pub fn fresh_fits(&self, fresh: Fresh) -> Result<(), ConfigError> {
+        let Some(at) = self.fresh.as_ref().filter(|_| fresh == Fresh::Round) else { return Ok(()) };
+        if self.cell_order == CellOrder::Sequential {
+            return Err(at
+                .error("`fresh: round` shares a setup among the cells of a round, and `cell_order: sequential` has no rounds")
+                .with_hint("use `cell_order: interleaved` (the default) or `shuffled`, or `fresh: cell`"));
+        }
+        if !self.roles.is_empty() {
+            return Err(at
+                .error("`fresh: round` is for plays without roles: a role play's cells span several hosts")
+                .with_hint("use `fresh: cell` (the default) here"));
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Fresh {
+    type Err = UnknownFresh;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cell" => Ok(Fresh::Cell),
+            "round" => Ok(Fresh::Round),
+            "repetition" => Ok(Fresh::Repetition),
+            other => Err(UnknownFresh(other.to_string())),
+        }
+    }
 }
 
 /// Which assignments of hosts to roles a play runs.

@@ -88,7 +88,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         repeat: None,
         roles: Vec::new(),
         assign: Assign::All,
-        fresh: Fresh::Cell,
+        fresh: None,
         setup: Vec::new(),
         before_each: Vec::new(),
         benchmark: Vec::new(),
@@ -142,13 +142,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
             "matrix" => p.matrix = matrix(v)?,
             "repeat" => p.repeat = Some(repeat(v)?),
             "roles" => p.roles = roles(v)?,
-            "fresh" => {
-                p.fresh = match v.as_str() {
-                    Some("cell") => Fresh::Cell,
-                    Some("repetition") => Fresh::Repetition,
-                    _ => return Err(v.error("`fresh` is `cell` (setup once per cell) or `repetition` (before each)")),
-                }
-            }
+            "fresh" => p.fresh = Some(fresh(v)?),
             "assign" => {
                 p.assign = match v.as_str() {
                     Some("all") => Assign::All,
@@ -167,6 +161,10 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         p.become_user = Some(become_user.unwrap_or_else(|| "root".into()));
     }
     p.cell_order = cell_order(order, seed, node)?;
+    // A literal policy is checked here; a template once rendered, per cell.
+    if let Some(f) = p.fresh.as_ref().and_then(|v| v.as_str()).and_then(|s| s.parse::<Fresh>().ok()) {
+        p.fresh_fits(f)?;
+    }
     for f in &vars_files {
         p.vars.extend(vars_file(f, dir)?);
     }
@@ -254,6 +252,22 @@ fn repeat(v: &Node) -> Result<Node, ConfigError> {
             Ok(v.clone())
         }
         _ => count(v, "`repeat`", 1).map(|()| v.clone()),
+    }
+}
+
+/// `fresh: cell | round | repetition`, or a template giving one (checked
+/// when the planner renders it for a cell).
+fn fresh(v: &Node) -> Result<Node, ConfigError> {
+    match &v.value {
+        Value::Str(s) if Templates::is_template(s) => Ok(v.clone()),
+        Value::Str(s) => match s.parse::<Fresh>() {
+            Ok(_) => Ok(v.clone()),
+            Err(e) => Err(v.error(e.to_string()).with_hint(did_you_mean(s, &Fresh::NAMES))),
+        },
+        _ => Err(v.error(format!(
+            "`fresh` is `cell`, `round` or `repetition` (or a template giving one), found {}",
+            v.type_name()
+        ))),
     }
 }
 
@@ -680,6 +694,29 @@ mod tests {
             (s.tags.clone(), s.ignore_errors, s.timeout, s.when.len()),
             (vec!["a".to_string()], true, Some(30), 1)
         );
+    }
+
+    #[test]
+    fn fresh_is_a_policy_or_a_template_and_round_needs_rounds() {
+        let play = |extra: &str| format!("- hosts: all\n{extra}  benchmark:\n    - noop:\n");
+        let fresh = |extra: &str| parse("f.yml", &play(extra)).unwrap().plays[0].fresh.as_ref().map(|n| n.to_json());
+        assert_eq!(fresh(""), None, "no key: `cell`");
+        assert_eq!(fresh("  fresh: round\n"), Some(serde_json::json!("round")));
+        assert_eq!(fresh("  fresh: repetition\n  cell_order: sequential\n"), Some(serde_json::json!("repetition")));
+        let t = "  fresh: \"{{ fresh | default('round') }}\"\n  cell_order: sequential\n";
+        assert!(fresh(t).is_some(), "a template is checked once rendered, per cell");
+        let e = err(&play("  fresh: rounds\n"));
+        assert_eq!((e.line, e.col), (2, 10));
+        assert!(e.message.contains("not `rounds`"), "{e}");
+        assert_eq!(e.hint.as_deref(), Some("did you mean `round`?"));
+        let e = err(&play("  fresh: [cell]\n"));
+        assert!(e.message.contains("found a list") || e.message.contains("found"), "{e}");
+        let e = err(&play("  fresh: round\n  cell_order: sequential\n"));
+        assert_eq!((e.line, e.col), (2, 10), "points at the policy: {e}");
+        assert!(e.message.contains("`cell_order: sequential` has no rounds"), "{e}");
+        let e = err(&play("  roles: [server, client]\n  fresh: round\n"));
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("plays without roles"), "{e}");
     }
 
     #[test]

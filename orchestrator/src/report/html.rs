@@ -8,7 +8,7 @@
 
 use super::charts::{self, Mean};
 use super::limits_text;
-use super::md::{by_kind, plays, table_rows, text, warnings};
+use super::md::{by_kind, cell_steps, plays, table_rows, text, warnings};
 use super::page::{self, esc};
 use super::shape::Shape;
 use benchrig_wire::facts::{Facts, Limits};
@@ -38,6 +38,9 @@ pub fn render(model: &Json) -> String {
     for play in &plays {
         let mine: Vec<&Json> = cells.iter().filter(|c| c["play"] == *play).collect();
         out += &format!("<h3>{}</h3>\n", esc(play));
+        if let Some(line) = super::fresh_line(cell_steps(&cells, play)) {
+            out += &format!("<p class=\"meta\">{}</p>\n", esc(&line));
+        }
         out += &table(&mine);
     }
     let warnings = warnings(model);

@@ -18,10 +18,11 @@ pub fn render(model: &Json) -> String {
     );
     let cells = model["cells"].as_array().cloned().unwrap_or_default();
     for play in plays(&cells) {
-        out += &format!(
-            "\n### {}\n\n| host | cell | step | metric | n | mean | ±CI95 | unit | status |\n|---|---|---|---|--:|--:|--:|---|---|\n",
-            esc(play)
-        );
+        out += &format!("\n### {}\n", esc(play));
+        if let Some(line) = super::fresh_line(cell_steps(&cells, play)) {
+            out += &format!("\n{}\n", esc(&line));
+        }
+        out += "\n| host | cell | step | metric | n | mean | ±CI95 | unit | status |\n|---|---|---|---|--:|--:|--:|---|---|\n";
         for r in table_rows(cells.iter().filter(|c| c["play"] == play)) {
             let row = [&r.host, &r.cell, &r.step, &r.metric, &r.n, &r.mean, &r.ci, &r.unit, &r.status];
             out += &format!("| {} |\n", row.map(|x| esc(x)).join(" | "));
@@ -95,6 +96,20 @@ pub fn table_rows<'a>(cells: impl Iterator<Item = &'a Json>) -> Vec<TableRow> {
 
 pub fn text(v: &Json) -> &str {
     v.as_str().unwrap_or_default()
+}
+
+/// The stored steps of each cell of `play`, once a cell (the model has an
+/// entry per cell and measured step).
+pub fn cell_steps<'a>(cells: &'a [Json], play: &str) -> Vec<Option<&'a Json>> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for c in cells.iter().filter(|c| c["play"] == play) {
+        if !seen.contains(&&c["cell_id"]) {
+            seen.push(&c["cell_id"]);
+            out.push(Some(&c["steps"]));
+        }
+    }
+    out
 }
 
 /// The plays of a report's cells, in order.

@@ -42,6 +42,36 @@ pub fn attempt_lines(attempts: &Json) -> Vec<String> {
         .collect()
 }
 
+/// A play's `fresh` policy in one line, when it is not the default
+/// ("fresh: round: a round's cells with identical setups share one"), from
+/// its cells' stored steps; none when all are `cell` or were stored before
+/// the policy was.
+pub fn fresh_line<'a>(steps: impl IntoIterator<Item = Option<&'a Json>>) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for policy in steps.into_iter().flatten().filter_map(|s| s.get("fresh")?.as_str()) {
+        match counts.iter_mut().find(|(p, _)| *p == policy) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((policy, 1)),
+        }
+    }
+    if counts.iter().all(|(p, _)| *p == "cell") {
+        return None;
+    }
+    let meaning = |p: &str| match p {
+        "round" => "a round's cells with identical setups share one",
+        "repetition" => "a setup before every repetition",
+        _ => "a setup per visit",
+    };
+    Some(match counts.as_slice() {
+        [(p, _)] => format!("fresh: {p}: {}", meaning(p)),
+        many => {
+            let each: Vec<String> =
+                many.iter().map(|(p, n)| format!("{p} for {n} cell{}", if *n == 1 { "" } else { "s" })).collect();
+            format!("fresh: {}", each.join(", "))
+        }
+    })
+}
+
 /// What a host's limits leave of it, in one line: "memory 512 MiB, CPU
 /// quota 0.12 → effective 512 MiB, 0.12 CPU", or "none".
 pub fn limits_text(l: &Limits) -> String {
@@ -60,4 +90,29 @@ pub fn limits_text(l: &Limits) -> String {
         return format!("none{swap}");
     }
     format!("{} → effective {}, {} CPU", parts.join(", "), mem(l.effective_memory_bytes), cpus(l.effective_cpus))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_fresh_line_is_shown_only_for_another_policy_than_cell() {
+        let steps = |p: &[Option<&str>]| -> Vec<Json> {
+            p.iter().map(|f| f.map_or(json!({"setup": []}), |f| json!({"fresh": f}))).collect()
+        };
+        let line = |p: &[Option<&str>]| fresh_line(steps(p).iter().map(Some));
+        assert_eq!(line(&[Some("cell"), Some("cell")]), None);
+        assert_eq!(line(&[None, None]), None, "stored before the policy was");
+        assert_eq!(line(&[]), None);
+        assert_eq!(
+            line(&[Some("round"), Some("round")]).as_deref(),
+            Some("fresh: round: a round's cells with identical setups share one")
+        );
+        assert_eq!(
+            line(&[Some("round"), Some("cell"), Some("round")]).as_deref(),
+            Some("fresh: round for 2 cells, cell for 1 cell")
+        );
+    }
 }

@@ -75,10 +75,12 @@ fn remaining(reps: RangeInclusive<u32>, done: u32) -> Option<RangeInclusive<u32>
 }
 
 impl CellBook {
-    /// The book for a host's (or a role play's) cells, and the visits to run them in.
-    pub fn new(cells: &[Cell], order: CellOrder, seed: u64) -> (Self, Vec<schedule::Visit>) {
+    /// The book for a host's (or a role play's) cells, and the visits to
+    /// run them in, grouped by the setup they share (`fresh: round`).
+    pub fn new(cells: &[Cell], order: CellOrder, seed: u64) -> (Self, Vec<schedule::Group>) {
         let repeats: Vec<u32> = cells.iter().map(|c| c.repeat).collect();
-        let visits = schedule::visits(&repeats, order, seed);
+        let setups: Vec<Option<serde_json::Value>> = cells.iter().map(Cell::shared_setup).collect();
+        let visits = schedule::visits(&repeats, &schedule::classes(&setups), order, seed);
         let n = cells.len();
         let schedule = match order {
             CellOrder::Sequential => serde_json::json!({"cell_order": "sequential"}),

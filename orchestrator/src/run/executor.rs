@@ -2,10 +2,13 @@
 //! (one host, or one per role): setup, then for each repetition the `before_each` steps and
 //! the measured `benchmark` steps (every sample stored as it arrives), and
 //! the teardown, which runs whatever happened before it unless a host itself
-//! is gone. Each step goes to the agent of its host.
+//! is gone. Each step goes to the agent of its host. The setup runs once
+//! per visit, or before every repetition (`fresh: repetition`); several
+//! cells' visits on one setup (`fresh: round`) are `shared`'s.
 
 use super::policy;
 use crate::planner::{Cell, PlannedStep};
+use crate::playbook::Fresh;
 use crate::progress::Progress;
 use crate::session::agent_client::{AgentClient, RequestError};
 use crate::status::CellStatus;
@@ -53,6 +56,25 @@ impl CellOutcome {
             CellOutcome::HostLost { host, reason } => Some(format!("host {host} unreachable: {reason}")),
             CellOutcome::Failed(r) | CellOutcome::Unsupported(r) | CellOutcome::Skipped(r) => Some(r.clone()),
         }
+    }
+}
+
+/// What a setup's steps recorded, by step (`setup[0] filesystem@hdd`).
+pub(super) type SetupRecord = Vec<(String, serde_json::Map<String, serde_json::Value>)>;
+
+/// The host an outcome lost, if it lost one.
+pub(super) fn lost_host(outcome: &CellOutcome) -> Option<String> {
+    match outcome {
+        CellOutcome::HostLost { host, .. } => Some(host.clone()),
+        _ => None,
+    }
+}
+
+/// A teardown's failure `bad` over how a visit went: it counts when the
+/// visit was ok, and a lost host always counts.
+pub(super) fn absorb(outcome: &mut CellOutcome, bad: CellOutcome) {
+    if matches!(outcome, CellOutcome::Ok) || matches!(bad, CellOutcome::HostLost { .. }) {
+        *outcome = bad;
     }
 }
 
@@ -197,8 +219,21 @@ impl CellRunner<'_> {
                 return (self.finish(cell_id, bad), true);
             }
         }
+        let (outcome, enough) = self.visit(cell, cell_id, reps.clone()).await;
+        self.conclude(cell, cell_id, &reps, outcome, enough)
+    }
+
+    /// How a visit of `reps` leaves its cell: going on (ok, with visits to
+    /// come and not enough yet), or ended with its status recorded.
+    pub(super) fn conclude(
+        &self,
+        cell: &Cell,
+        cell_id: i64,
+        reps: &std::ops::RangeInclusive<u32>,
+        outcome: CellOutcome,
+        enough: bool,
+    ) -> (CellOutcome, bool) {
         let last = *reps.end() >= cell.repeat;
-        let (outcome, enough) = self.visit(cell, cell_id, reps).await;
         if matches!(outcome, CellOutcome::Ok) && !last && !enough {
             return (outcome, false);
         }
@@ -213,7 +248,7 @@ impl CellRunner<'_> {
         // Setup once for these repetitions, or (fresh: repetition) before each,
         // for experiments whose measured step changes the setup (add a device).
         let rounds: Vec<std::ops::RangeInclusive<u32>> =
-            if cell.fresh_each_repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
+            if cell.fresh == Fresh::Repetition { reps.map(|r| r..=r).collect() } else { vec![reps] };
         let last = rounds.len().saturating_sub(1);
         for (i, reps) in rounds.into_iter().enumerate() {
             (outcome, enough) = self.setup_and_measure(cell, cell_id, reps).await;
@@ -232,49 +267,71 @@ impl CellRunner<'_> {
     /// The play's teardown, then a release of whatever is still set up on
     /// each host of the cell, so the next starts on a fresh filesystem.
     async fn teardown(&self, cell: &Cell, cell_id: i64, outcome: &mut CellOutcome) {
+        let lost: Vec<String> = lost_host(outcome).into_iter().collect();
+        if let Some(bad) = self.tear_down(cell, &[cell_id], lost, &cell.describe()).await {
+            absorb(outcome, bad);
+        }
+    }
+
+    /// The teardown steps of `cell` and the release, each step's info
+    /// recorded with every cell of `ids` (those that ran on this setup);
+    /// steps on a host in `lost` are passed over (it cannot tear down).
+    /// The failure that counts, if any: the first, or a lost host.
+    pub(super) async fn tear_down(
+        &self,
+        cell: &Cell,
+        ids: &[i64],
+        mut lost: Vec<String>,
+        what: &str,
+    ) -> Option<CellOutcome> {
         let release_all: Vec<PlannedStep> = self
             .agents
             .iter()
             .map(|(h, _)| PlannedStep::internal("release", Action::Unmount(UnmountArgs { device: None }), h))
             .collect();
+        let mut worst: Option<CellOutcome> = None;
         for (i, s) in cell.teardown.iter().chain(&release_all).enumerate() {
             // A host that is gone cannot tear down; the others still do.
-            if matches!(&outcome, CellOutcome::HostLost { host, .. } if *host == s.host) {
+            if lost.contains(&s.host) {
                 continue;
             }
             match self.step(cell, s, false).await {
                 Ok(out) => {
-                    let _ =
-                        self.store.add_cell_info(cell_id, &format!("teardown[{i}] {}@{}", s.name, s.host), &out.info);
+                    for id in ids {
+                        let _ =
+                            self.store.add_cell_info(*id, &format!("teardown[{i}] {}@{}", s.name, s.host), &out.info);
+                    }
                 }
                 Err(bad) => {
                     let Some(bad) = self.tolerate(s, bad) else { continue };
-                    self.progress.line(
-                        &s.host,
-                        format!("teardown of {} failed: {}", cell.describe(), bad.reason().unwrap_or_default()),
-                    );
-                    if matches!(outcome, CellOutcome::Ok) || matches!(bad, CellOutcome::HostLost { .. }) {
-                        *outcome = bad;
+                    self.progress
+                        .line(&s.host, format!("teardown of {what} failed: {}", bad.reason().unwrap_or_default()));
+                    lost.extend(lost_host(&bad));
+                    match &mut worst {
+                        None => worst = Some(bad),
+                        Some(w) => absorb(w, bad),
                     }
                 }
             }
         }
+        worst
     }
 
     /// What a setup step said, with the cell: long text (a filesystem's
-    /// dump) as an artifact, the rest as the cell's info.
+    /// dump) as an artifact, the rest as the cell's info (returned).
     fn record_setup(
         &self,
         cell_id: i64,
         step: &str,
         mut info: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<(), crate::store::StoreError> {
+    ) -> Result<serde_json::Map<String, serde_json::Value>, crate::store::StoreError> {
         for key in ARTIFACT_KEYS {
             if let Some(serde_json::Value::String(text)) = info.remove(*key) {
                 self.store.add_artifact(cell_id, &format!("{step}: {key}"), &text)?;
             }
         }
-        self.store.add_cell_info(cell_id, step, &info)
+        self.store.add_cell_info(cell_id, step, &info)?;
+        Ok(info)
     }
 
     /// Setup, the warm-up repetitions, then the recorded ones. The flag
@@ -285,24 +342,47 @@ impl CellRunner<'_> {
         cell_id: i64,
         reps: std::ops::RangeInclusive<u32>,
     ) -> (CellOutcome, bool) {
+        match self.setup(cell, cell_id).await {
+            Ok(_) => self.measure(cell, cell_id, reps).await,
+            Err(bad) => (bad, false),
+        }
+    }
+
+    /// The play's setup for `cell`, each step's info recorded with it as it
+    /// comes; that info (without artifacts) by step, for cells that share
+    /// this setup.
+    pub(super) async fn setup(&self, cell: &Cell, cell_id: i64) -> Result<SetupRecord, CellOutcome> {
+        let mut made = Vec::new();
         for (i, s) in cell.setup.iter().enumerate() {
             if self.interrupted() {
-                return (CellOutcome::Skipped(policy::INTERRUPTED.into()), false);
+                return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
             match self.step(cell, s, true).await {
                 Ok(out) => {
-                    if let Err(e) = self.record_setup(cell_id, &format!("setup[{i}] {}@{}", s.name, s.host), out.info) {
-                        return (store_failed(e), false);
-                    }
+                    let key = format!("setup[{i}] {}@{}", s.name, s.host);
+                    let info = self.record_setup(cell_id, &key, out.info).map_err(store_failed)?;
+                    made.push((key, info));
                 }
                 Err(bad) => {
                     if let Some(bad) = self.tolerate(s, bad) {
-                        return (bad, false);
+                        return Err(bad);
                     }
                 }
             }
         }
-        // Warm-up on every fresh setup: measured, shown, never recorded.
+        Ok(made)
+    }
+
+    /// On a setup made: the warm-up repetitions, then the recorded ones.
+    /// The flag says the cell's policy is satisfied.
+    pub(super) async fn measure(
+        &self,
+        cell: &Cell,
+        cell_id: i64,
+        reps: std::ops::RangeInclusive<u32>,
+    ) -> (CellOutcome, bool) {
+        // Warm-up opens every visit (and, with `fresh: repetition`, follows
+        // every setup): measured, shown, never recorded.
         for _ in 0..cell.policy.warmup {
             if let Err(bad) = self.repetition(cell, cell_id, None).await {
                 return (bad, false);

@@ -1,7 +1,8 @@
 //! `benchrig run`, the run stage: check everything (`check`), open every
 //! host's slot (`slots::connect`, bounded by --forks), run the plays in
 //! order (`plays`), each cell's visits through the `executor` in the order
-//! `schedule` gives, with the cells' bookkeeping in `cells` and every
+//! `schedule` gives (a round's visits on one identical setup through
+//! `shared`), with the cells' bookkeeping in `cells` and every
 //! decision about what runs and what a run ends as in `policy`; store as
 //! results arrive, close every slot, and end with the table and an exit code.
 
@@ -15,6 +16,7 @@ pub mod policy;
 mod recovery;
 pub mod resume;
 pub mod schedule;
+mod shared;
 mod slots;
 
 pub use check::{check, Checked};

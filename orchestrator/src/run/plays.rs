@@ -3,12 +3,13 @@
 //! play's `cell_order`; a role play cell by cell, each across the hosts of
 //! one assignment of hosts to roles.
 
-use super::cells::{record_cells, CellBook};
+use super::cells::{record_cells, CellBook, Opened};
 use super::context::RunContext;
 use super::context::Slot;
 use super::executor::CellRunner;
 use super::policy::{self, Down};
 use super::schedule;
+use super::shared::Member;
 use super::slots::settle;
 use crate::planner::{self, HostInput};
 use crate::playbook::{self, CellOrder};
@@ -87,48 +88,71 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
         ctx.progress.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
     let mut failed_here = false;
-    let (mut book, visits) = CellBook::new(&cells, play.cell_order, seed);
-    let bar = crate::progress::host_bar(&host, &play.name, visits.len());
-    for visit in visits {
-        bar.pb_inc(1);
-        let (n, cell) = (visit.cell, &cells[visit.cell]);
-        bar.pb_set_message(&cell.describe());
-        let Some(opened) = book.open(&ctx, &visit, cell) else { continue };
-        let cell_id = opened.id;
-        let down = slot.down.as_ref().map(|d| (host.as_str(), d));
-        if let Some((status, why)) =
-            policy::skip_reason(down, ctx.interrupted(), ctx.halted(), cell.unsupported.as_deref())
-        {
-            let _ = ctx.store.set_cell_status(cell_id, status, Some(&why));
-            if status == CellStatus::Unsupported {
-                ctx.progress.line(&host, format!("cell {}/{total} {}: unsupported: {why}", n + 1, cell.describe()));
+    let (mut book, groups) = CellBook::new(&cells, play.cell_order, seed);
+    let bar = crate::progress::host_bar(&host, &play.name, groups.iter().map(Vec::len).sum());
+    for group in groups {
+        // The visits of this group that still run (one, or with `fresh:
+        // round` every cell of a round with this setup).
+        let mut members: Vec<(usize, Opened)> = Vec::new();
+        for visit in &group {
+            bar.pb_inc(1);
+            let cell = &cells[visit.cell];
+            bar.pb_set_message(&cell.describe());
+            if let Some(opened) = book.open(&ctx, visit, cell) {
+                members.push((visit.cell, opened));
             }
-            book.end(n);
-            continue;
         }
-        ctx.progress.line(
-            &host,
-            format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&opened.reps, cell)),
-        );
-        let (outcome, ended) = {
-            let session = slot.session.as_ref().expect("checked by skip_reason");
-            let runner = CellRunner {
-                agents: vec![(host.as_str(), &session.agent)],
-                store: &ctx.store,
-                progress: ctx.progress,
-                cancel: ctx.cancel.clone(),
-                attempt: ctx.attempt,
+        // A shared setup may hand back the visits after a failure: they run
+        // on a new setup (or are skipped, if the host is gone or a stop came).
+        while !members.is_empty() {
+            let mut runnable = skip_what_cannot_run(&ctx, &host, slot, &cells, &mut book, members);
+            if runnable.is_empty() {
+                break;
+            }
+            let line = |n: usize, o: &Opened| {
+                let cell = &cells[n];
+                format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&o.reps, cell))
             };
-            runner.run_visit(cell, cell_id, opened.first, opened.reps).await
-        };
-        if ended {
-            book.end(n);
-        }
-        failed_here |= outcome.is_failure();
-        settle(&ctx, outcome, &mut [(&host, slot)]).await;
-        let failure = failed_here.then(|| format!("a cell failed on {host}"));
-        if let Some(why) = policy::fatal_stop(&play.name, play.any_errors_fatal, failure) {
-            ctx.halt(why);
+            let results = {
+                let session = slot.session.as_ref().expect("checked by skip_reason");
+                let runner = CellRunner {
+                    agents: vec![(host.as_str(), &session.agent)],
+                    store: &ctx.store,
+                    progress: ctx.progress,
+                    cancel: ctx.cancel.clone(),
+                    attempt: ctx.attempt,
+                };
+                if let [(n, opened)] = runnable.as_slice() {
+                    ctx.progress.line(&host, line(*n, opened));
+                    vec![runner.run_visit(&cells[*n], opened.id, opened.first, opened.reps.clone()).await]
+                } else {
+                    let shared: Vec<Member> = runnable
+                        .iter()
+                        .map(|(n, o)| Member {
+                            cell: &cells[*n],
+                            id: o.id,
+                            first: o.first,
+                            reps: o.reps.clone(),
+                            line: line(*n, o),
+                        })
+                        .collect();
+                    runner.run_shared(&shared).await
+                }
+            };
+            let ran = results.len();
+            for ((n, _), (outcome, ended)) in runnable.iter().zip(results) {
+                if ended {
+                    book.end(*n);
+                }
+                failed_here |= outcome.is_failure();
+                settle(&ctx, outcome, &mut [(&host, slot)]).await;
+                let failure = failed_here.then(|| format!("a cell failed on {host}"));
+                if let Some(why) = policy::fatal_stop(&play.name, play.any_errors_fatal, failure) {
+                    ctx.halt(why);
+                }
+            }
+            // Handed back: not started, so their next run is still their first.
+            members = runnable.split_off(ran);
         }
     }
     book.skip_unended(&ctx, &cells);
@@ -136,6 +160,35 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
         (slot.failed, failed_here) = (true, true);
     }
     failed_here
+}
+
+/// The visits of `members` that can run now; the others (the host down, an
+/// interrupt, a stop, a cell unsupported here) are stored with why and end.
+fn skip_what_cannot_run(
+    ctx: &RunContext,
+    host: &str,
+    slot: &Slot,
+    cells: &[planner::Cell],
+    book: &mut CellBook,
+    members: Vec<(usize, Opened)>,
+) -> Vec<(usize, Opened)> {
+    let mut runnable = Vec::new();
+    for (n, opened) in members {
+        let cell = &cells[n];
+        let down = slot.down.as_ref().map(|d| (host, d));
+        match policy::skip_reason(down, ctx.interrupted(), ctx.halted(), cell.unsupported.as_deref()) {
+            Some((status, why)) => {
+                let _ = ctx.store.set_cell_status(opened.id, status, Some(&why));
+                if status == CellStatus::Unsupported {
+                    let total = cells.len();
+                    ctx.progress.line(host, format!("cell {}/{total} {}: unsupported: {why}", n + 1, cell.describe()));
+                }
+                book.end(n);
+            }
+            None => runnable.push((n, opened)),
+        }
+    }
+    runnable
 }
 
 /// A play with roles: every cell spans the hosts of one assignment; each
@@ -163,8 +216,9 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
         }
     };
     let total = cells.len();
-    let (mut book, visits) = CellBook::new(&cells, play.cell_order, play_seed(ctx, play));
-    for visit in visits {
+    // `fresh: round` is refused in role plays: every group is one visit.
+    let (mut book, groups) = CellBook::new(&cells, play.cell_order, play_seed(ctx, play));
+    for visit in groups.into_iter().flatten() {
         let (n, cell) = (visit.cell, &cells[visit.cell]);
         let Some(opened) = book.open(ctx, &visit, cell) else { continue };
         let cell_id = opened.id;

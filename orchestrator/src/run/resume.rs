@@ -170,7 +170,12 @@ pub fn difference(stored: &CellRow, cell: &Cell) -> Option<String> {
     }
     // Runs stored before steps were have nothing more to compare.
     let before = stored.steps.as_ref()?;
-    let now = cell.steps_json();
+    let mut now = cell.steps_json();
+    // Stored before `fresh` was: it was a literal then, in the stored
+    // playbook text this plan comes from, so it cannot have changed.
+    if before.get("fresh").is_none() {
+        now.as_object_mut().map(|m| m.remove("fresh"));
+    }
     let (path, was, is) = first_difference(before, &now, String::new())?;
     let shown = |v: Option<&Json>| v.map_or("nothing".to_string(), Json::to_string);
     if let Some(rest) = path.strip_prefix("devices[") {
@@ -268,6 +273,17 @@ mod tests {
             difference(&other, &cell("/dev/loop3", "64M")).unwrap(),
             "parameters were {\"fs\":\"xfs\"}, now {\"fs\":\"ext4\"}"
         );
+    }
+
+    #[test]
+    fn a_changed_fresh_policy_is_a_difference_unless_the_run_predates_it() {
+        let mut c = cell("/dev/loop3", "64M");
+        let was = stored(&c);
+        c.fresh = crate::playbook::Fresh::Round;
+        assert_eq!(difference(&was, &c).unwrap(), "fresh was \"cell\", now \"round\"");
+        let mut old = stored(&cell("/dev/loop3", "64M"));
+        old.steps.as_mut().unwrap().as_object_mut().unwrap().remove("fresh");
+        assert_eq!(difference(&old, &c), None, "stored before the policy was: nothing to compare");
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
         benchmark: vec![],
         teardown: vec![],
         unsupported: None,
-        fresh_each_repetition: false,
+        fresh: crate::playbook::Fresh::Cell,
         devices: vec![],
     }
 }
