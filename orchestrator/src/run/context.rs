@@ -68,6 +68,9 @@ pub struct Slot {
     /// The facts the run stored for it, for a host not connected in this
     /// attempt (an idle host still plans its part of a role play).
     pub stored_facts: Option<Facts>,
+    /// Its first connection was attempted (by the run's start, or by its
+    /// first play when that came first).
+    pub connect_tried: bool,
 }
 
 impl Slot {

@@ -202,14 +202,26 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     // Plays run in order, as in Ansible; within a play, hosts in parallel
     // (a role play's cells one after another, each across its hosts).
     let hosts: Vec<String> = ctx.checked.hosts.keys().cloned().collect();
-    join_all(hosts.iter().map(|h| slots::connect(ctx.clone(), h.clone()))).await;
+    // Every host connects at once; a plain first play starts on each host as
+    // soon as that host is up (`run_plain_play` connects it if it gets there
+    // first), so the fast hosts' cells run while the slow ones handshake.
+    // Later plays, and role plays, which span hosts, wait for all.
+    let mut connecting: Vec<_> = hosts.iter().map(|h| tokio::spawn(slots::connect(ctx.clone(), h.clone()))).collect();
     for (pi, play) in ctx.checked.playbook.plays.iter().enumerate() {
+        if pi > 0 || !play.roles.is_empty() {
+            for t in connecting.drain(..) {
+                let _ = t.await;
+            }
+        }
         let play_hosts = ctx.checked.hosts_of_play(pi);
         if play.roles.is_empty() {
             plays::run_plain_play_in_batches(&ctx, pi, &play_hosts).await;
         } else {
             plays::run_role_play(&ctx, pi, &play_hosts).await;
         }
+    }
+    for t in connecting {
+        let _ = t.await;
     }
     recovery::recover_lost_hosts(&ctx).await;
     join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;

@@ -68,6 +68,7 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
     let _permit = ctx.forks.acquire().await;
     let mut guard = ctx.slots[&host].lock().await;
     let slot = &mut *guard;
+    super::slots::connect_slot(&ctx, &host, slot).await;
     if matches!(slot.down, Some(Down::Quarantined(_))) || slot.idle {
         return false; // quarantined: its cells are stored as skipped when it is closed
     }

@@ -19,20 +19,29 @@ use std::sync::Arc;
 pub async fn connect(ctx: Arc<RunContext>, host: String) {
     let _permit = ctx.forks.acquire().await;
     let mut slot = ctx.slots[&host].lock().await;
+    connect_slot(&ctx, &host, &mut slot).await;
+}
+
+/// The first connection of a host whose slot the caller holds (with a
+/// `--forks` permit); nothing when it was tried already.
+pub async fn connect_slot(ctx: &RunContext, host: &str, slot: &mut Slot) {
+    if std::mem::replace(&mut slot.connect_tried, true) {
+        return;
+    }
     if slot.down.is_some() || slot.idle {
         return; // quarantined, or nothing left to resume: left out
     }
     if ctx.interrupted() {
         slot.down = Some(Down::Interrupted);
-        let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Skipped, Some(policy::INTERRUPTED));
+        let _ = ctx.store.set_host(ctx.run, host, HostStatus::Skipped, Some(policy::INTERRUPTED));
         return;
     }
-    let _ = ctx.store.set_host(ctx.run, &host, HostStatus::Running, None);
-    let vars = ctx.checked.connection_vars(&host);
-    match HostSession::open(&host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
+    let _ = ctx.store.set_host(ctx.run, host, HostStatus::Running, None);
+    let vars = ctx.checked.connection_vars(host);
+    match HostSession::open(host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
         Ok(s) => {
             ctx.progress.line(
-                &host,
+                host,
                 format!(
                     "{} · {} · kernel {} · agent {} ({:.1} s)",
                     s.describe(),
@@ -42,11 +51,11 @@ pub async fn connect(ctx: Arc<RunContext>, host: String) {
                     s.startup.as_secs_f64()
                 ),
             );
-            let _ = ctx.store.set_host_facts(Some(ctx.run), &host, &s.facts);
+            let _ = ctx.store.set_host_facts(Some(ctx.run), host, &s.facts);
             slot.session = Some(s);
         }
         Err(e) => {
-            ctx.progress.line(&host, e.to_string());
+            ctx.progress.line(host, e.to_string());
             slot.down = Some(match e {
                 HostError::Unreachable(_) => Down::Unreachable(e.to_string()),
                 _ => Down::Failed(e.to_string()),
