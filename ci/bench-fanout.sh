@@ -233,6 +233,7 @@ done
 echo
 echo "fan-out: median wall seconds of $ROUNDS alternated rounds (min–max); $(nproc) cores, $(uname -r)"
 echo "f001 is i686 at 12% of a core; the others unlimited; every sshd on this machine"
+echo "benchrig: $BENCHRIG ($("$BENCHRIG" --version)); $(ssh -V 2>&1); $("$VENV/bin/ansible" --version | head -n1); pyinfra $("$VENV/bin/pyinfra" --version 2>&1 | sed 's/^pyinfra: //')"
 python3 - "$results" "${SIZES[*]}" "${KEXES[*]}" <<'EOF'
 import statistics, sys
 from collections import defaultdict

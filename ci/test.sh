@@ -101,3 +101,10 @@ ci/postgres.sh down
 ci/lab.sh down
 ci/lab.sh down >/dev/null   # idempotent
 nothing_left "the lab" "nothing left behind" lab_leftovers
+
+step "fan-out benchmark, small: 3 and 16 hosts, one round (figures, not a pass/fail test; docs/perf.md has the full run)"
+# The debug build the tests used (a release build would cost minutes here):
+# its figures are a debug build's.
+BENCHRIG=$PWD/target/debug/benchrig ROUNDS=1 ci/bench-fanout.sh 3 16
+fanout_leftovers() { BENCHRIG_LAB_DIR=/var/tmp/benchrig-fanout lab_leftovers; }
+nothing_left "the fan-out hosts" "nothing left behind" fanout_leftovers
