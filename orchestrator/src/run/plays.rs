@@ -90,6 +90,11 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
     }
     let mut failed_here = false;
     let (mut book, groups) = CellBook::new(&cells, play.cell_order, seed);
+    if let Some(s) = &slot.session {
+        // The last mark of the start-up timeline (`-vv`): from the start of
+        // the host's connection to its play's first cell.
+        tracing::debug!(host = %host, "play `{}`: first cell {:.0} ms after the connection began", play.name, s.timeline.elapsed().as_secs_f64() * 1e3);
+    }
     let bar = crate::progress::host_bar(&host, &play.name, groups.iter().map(Vec::len).sum());
     for group in groups {
         // The visits of this group that still run (one, or with `fresh:
