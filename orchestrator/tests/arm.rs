@@ -36,7 +36,7 @@ fn on_arm(cmd: &str) -> String {
 }
 
 fn agent_build(triple: &str) -> std::path::PathBuf {
-    repo().join(format!("target/{triple}/release/benchrig-agent"))
+    repo().join(format!("target/{triple}/agent/benchrig-agent"))
 }
 
 fn sha256_file(path: &std::path::Path) -> String {

@@ -26,8 +26,8 @@ fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
     assert_eq!(hosts, ["old", "fast1", "fast2", "hdd", "soc"]);
     assert_eq!(facts["old"]["arch"], "i686");
     assert_eq!(facts["fast1"]["arch"], "x86_64");
-    let i686 = sha256_file(&repo().join("target/i686-unknown-linux-musl/release/benchrig-agent"));
-    let x64 = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/release/benchrig-agent"));
+    let i686 = sha256_file(&repo().join("target/i686-unknown-linux-musl/agent/benchrig-agent"));
+    let x64 = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/agent/benchrig-agent"));
     assert_eq!(facts["old"]["agent"]["sha256"], i686.as_str());
     assert_eq!(facts["fast2"]["agent"]["sha256"], x64.as_str());
     // The old host's limits are visible in its facts (exactly: see the next test).
@@ -85,7 +85,7 @@ fn facts_report_the_limits_each_lab_host_really_has() {
 fn a_second_session_does_not_upload_the_agent_again() {
     let b = Bench::new();
     let inv = lab_inventory();
-    let sha = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/release/benchrig-agent"));
+    let sha = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/agent/benchrig-agent"));
     // fast1's home is the lab's hosts/fast1/home, visible from here.
     let agent = format!("/var/tmp/benchrig-lab/hosts/fast1/home/.cache/benchrig/benchrig-agent-{sha}");
     let inode = || sh(&format!("stat -c '%i %Y' {agent}"));

@@ -108,7 +108,11 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     let builds = AgentBuilds::discover();
     let needs_agent = checked.hosts.keys().any(|h| ConnectionSpec::from_vars(h, &checked.connection_vars(h)).is_ok());
     if needs_agent && builds.all().is_empty() {
-        anyhow::bail!("no benchrig-agent builds found; build them with `{}`", crate::session::deploy::BUILD_COMMAND);
+        anyhow::bail!(
+            "no benchrig-agent builds found (looked for {}); build them with `{}`",
+            builds.searched("<triple>"),
+            crate::session::deploy::BUILD_COMMAND
+        );
     }
     let needed: Vec<String> = checked.hosts.keys().filter(|h| !begun.idle.contains(*h)).cloned().collect();
     if let (Some(run), true) = (begun.resumed, needed.is_empty()) {

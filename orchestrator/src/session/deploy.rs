@@ -23,11 +23,15 @@ pub const ARCHES: &[(&[&str], &str)] = &[
 
 pub const BUILD_COMMAND: &str = "ci/build-agents.sh";
 
+/// The cargo profile `BUILD_COMMAND` builds the agents with (Cargo.toml:
+/// small, static), which is also the directory cargo puts them in.
+pub const AGENT_PROFILE: &str = "agent";
+
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
     #[error(transparent)]
     Transport(#[from] TransportError),
-    #[error("no benchrig-agent build for {arch} ({triple}); looked in {searched}. Build the agents with `{BUILD_COMMAND}` (or `cargo build -p benchrig-agent --release --target {triple}`)")]
+    #[error("no benchrig-agent build for {arch} ({triple}); looked for {searched}. Build the agents with `{BUILD_COMMAND}` (or `cargo build -p benchrig-agent --profile {AGENT_PROFILE} --target {triple}`)")]
     MissingBuild { arch: String, triple: String, searched: String },
     #[error("host architecture `{0}` has no agent build (supported: x86_64, i686, aarch64)")]
     UnknownArch(String),
@@ -44,7 +48,10 @@ pub struct AgentBuild {
 
 /// Where agent builds are found: `$BENCHRIG_AGENT_DIR/<triple>/`, then
 /// `agents/<triple>/` beside the benchrig binary, then cargo's
-/// `target/<triple>/release/` of this workspace.
+/// `target/<triple>/agent/` (the `agent` profile's directory) of the target
+/// directory the benchrig binary is in and of this workspace. Not
+/// `target/<triple>/release/`, where agents were built before they had their
+/// own profile: one left there is as old as that change.
 pub struct AgentBuilds {
     dirs: Vec<PathBuf>,
     found: OnceLock<Vec<AgentBuild>>,
@@ -63,7 +70,12 @@ impl AgentBuilds {
                 dirs.push(target.to_path_buf());
             }
         }
-        dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        if let Some(workspace) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() {
+            dirs.push(workspace.join("target"));
+        }
+        // The binary is usually in this workspace's target/: look there once.
+        let mut seen = std::collections::HashSet::new();
+        dirs.retain(|d| seen.insert(d.clone()));
         AgentBuilds { dirs, found: OnceLock::new() }
     }
 
@@ -71,9 +83,15 @@ impl AgentBuilds {
         self.dirs
             .iter()
             .flat_map(|d| {
-                [d.join(triple).join("benchrig-agent"), d.join(triple).join("release").join("benchrig-agent")]
+                [d.join(triple).join("benchrig-agent"), d.join(triple).join(AGENT_PROFILE).join("benchrig-agent")]
             })
             .collect()
+    }
+
+    /// Every path where an agent build for `triple` is looked for, in order,
+    /// for a message saying none was found.
+    pub fn searched(&self, triple: &str) -> String {
+        self.candidates(triple).iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     }
 
     /// Every build present, hashed once.
@@ -96,7 +114,7 @@ impl AgentBuilds {
         self.all().iter().find(|b| b.triple == triple).cloned().ok_or_else(|| DeployError::MissingBuild {
             arch: arch.to_string(),
             triple: triple.to_string(),
-            searched: self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            searched: self.searched(triple),
         })
     }
 }
@@ -339,9 +357,28 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_build_names_the_command() {
+    fn a_missing_build_names_where_it_goes_and_the_command() {
         let b = AgentBuilds { dirs: vec!["/nonexistent".into()], found: OnceLock::new() };
         let e = b.for_arch("aarch64").unwrap_err().to_string();
-        assert!(e.contains("aarch64-unknown-linux-musl") && e.contains(BUILD_COMMAND), "{e}");
+        assert!(e.contains("/nonexistent/aarch64-unknown-linux-musl/agent/benchrig-agent"), "{e}");
+        assert!(e.contains(BUILD_COMMAND), "{e}");
+        assert!(e.contains("cargo build -p benchrig-agent --profile agent --target aarch64-unknown-linux-musl"), "{e}");
+    }
+
+    #[test]
+    fn builds_are_found_in_the_agent_profiles_directory_not_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |sub: &str| {
+            let p = dir.path().join("x86_64-unknown-linux-musl").join(sub);
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("benchrig-agent"), sub).unwrap();
+        };
+        put("release");
+        let b = AgentBuilds { dirs: vec![dir.path().into()], found: OnceLock::new() };
+        assert!(b.all().is_empty(), "an agent built with the old release profile is not picked up");
+        put("agent");
+        let b = AgentBuilds { dirs: vec![dir.path().into()], found: OnceLock::new() };
+        let found = b.for_arch("x86_64").unwrap();
+        assert_eq!(found.path, dir.path().join("x86_64-unknown-linux-musl/agent/benchrig-agent"));
     }
 }
