@@ -92,8 +92,10 @@ struct Metric {
 /// Metrics by (host, play, cell parameters, step, metric).
 fn index(run: &RunData) -> IndexMap<Key, Metric> {
     let mut out: IndexMap<Key, Metric> = IndexMap::new();
+    // A sample's cell by id, not by a scan of the cells for every sample.
+    let cell_of: std::collections::HashMap<i64, _> = run.cells.iter().rev().map(|c| (c.id, c)).collect();
     for s in &run.samples {
-        let Some(c) = run.cells.iter().find(|c| c.id == s.cell_id) else { continue };
+        let Some(&c) = cell_of.get(&s.cell_id) else { continue };
         let key = (c.host.clone(), c.play.clone(), describe_params(&c.params), s.step.clone(), s.metric.clone());
         out.entry(key)
             .or_insert_with(|| Metric {

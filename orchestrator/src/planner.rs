@@ -16,6 +16,7 @@ use benchrig_wire::facts::{Facts, KNOWN_TOOLS};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::{Action, FilesystemArgs, FsProfile};
 use serde_json::{json, Value as Json};
+use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 pub struct Cell {
@@ -193,6 +194,16 @@ impl Cell {
     }
 }
 
+/// Templates for planning on `inventory`: its `groups` (every group's
+/// hosts, the same on every host) built and converted once and seen by every
+/// host's templates, rather than copied into each host's context, which made
+/// planning every host quadratic in hosts.
+pub fn templates(inventory: &Inventory) -> Templates {
+    let mut shared = serde_json::Map::new();
+    shared.insert("groups".into(), inventory.groups_var());
+    Templates::with_shared(shared)
+}
+
 /// What the planner knows about one host.
 pub struct HostInput<'a> {
     pub inventory: &'a Inventory,
@@ -238,7 +249,13 @@ pub fn host_context(
     t: &Templates,
 ) -> Result<Json, ConfigError> {
     let mut ctx = input.inventory.host_vars(input.host);
-    ctx.insert("groups".into(), input.inventory.groups_var());
+    if t.shares("groups") {
+        // `t` holds it (`templates`); a host variable of that name must not
+        // hide it, as the magic variable set here would have overwritten it.
+        ctx.shift_remove("groups");
+    } else {
+        ctx.insert("groups".into(), input.inventory.groups_var());
+    }
     if let Some(f) = input.facts {
         ctx.insert("facts".into(), json!(f));
     }
@@ -258,7 +275,7 @@ pub fn host_context(
 /// The cells of a play on one host (a play without roles).
 pub fn plan_play(play: &Play, play_index: usize, input: &HostInput, t: &Templates) -> Result<Vec<Cell>, ConfigError> {
     let facts: Vec<(&str, &Facts)> = input.facts.map(|f| (input.host, f)).into_iter().collect();
-    let ctx = PlayCtx { play, play_index, inventory: input.inventory, extra_vars: input.extra_vars, facts: &facts, t };
+    let ctx = PlayCtx::new(play, play_index, input.inventory, input.extra_vars, &facts, t);
     ctx.cells(&[(None, input.host)])
 }
 
@@ -290,7 +307,7 @@ pub fn plan_role_play(
     if play.assign == Assign::First {
         assignments.truncate(1);
     }
-    let ctx = PlayCtx { play, play_index, inventory, extra_vars, facts, t };
+    let ctx = PlayCtx::new(play, play_index, inventory, extra_vars, facts, t);
     let mut cells = Vec::new();
     for a in assignments {
         let pairs: Vec<(Option<&str>, &str)> =
@@ -323,8 +340,11 @@ struct PlayCtx<'a> {
     inventory: &'a Inventory,
     extra_vars: &'a Vars,
     /// Known facts by host (none before hosts are reached).
-    facts: &'a [(&'a str, &'a Facts)],
+    facts: HashMap<&'a str, &'a Facts>,
     t: &'a Templates,
+    /// `hostvars`, built for the first host that needs it: every host's
+    /// variables, the same for every cell and host of this plan.
+    hostvars: std::cell::OnceCell<Json>,
 }
 
 /// One host's part in a cell: its template context and scratch devices.
@@ -337,8 +357,38 @@ struct Member<'a> {
 }
 
 impl<'a> PlayCtx<'a> {
+    fn new(
+        play: &'a Play,
+        play_index: usize,
+        inventory: &'a Inventory,
+        extra_vars: &'a Vars,
+        facts: &[(&'a str, &'a Facts)],
+        t: &'a Templates,
+    ) -> Self {
+        // The first a host is listed with, as a scan of the list finds.
+        let mut by_host = HashMap::new();
+        for &(h, f) in facts {
+            by_host.entry(h).or_insert(f);
+        }
+        PlayCtx { play, play_index, inventory, extra_vars, facts: by_host, t, hostvars: Default::default() }
+    }
+
     fn facts_of(&self, host: &str) -> Option<&'a Facts> {
-        self.facts.iter().find(|(h, _)| *h == host).map(|(_, f)| *f)
+        self.facts.get(host).copied()
+    }
+
+    /// As Ansible's hostvars: every host's variables, and its facts once known.
+    fn hostvars(&self) -> &Json {
+        self.hostvars.get_or_init(|| {
+            let all = self.inventory.hosts.keys().map(|h| {
+                let mut v = self.inventory.host_vars(h);
+                if let Some(f) = self.facts_of(h) {
+                    v.insert("facts".into(), json!(f));
+                }
+                (h.to_string(), Json::Object(v))
+            });
+            Json::Object(all.collect())
+        })
     }
 
     /// Cells for one assignment of hosts (one host and no role, for a plain play).
@@ -359,20 +409,7 @@ impl<'a> PlayCtx<'a> {
                 play_level.insert("roles".into(), Json::Object(roles.clone()));
             }
             if play.uses_hostvars {
-                // As Ansible's hostvars: every host's variables, and its facts once known.
-                let hostvars: serde_json::Map<String, Json> = self
-                    .inventory
-                    .hosts
-                    .keys()
-                    .map(|h| {
-                        let mut v = self.inventory.host_vars(h);
-                        if let Some(f) = self.facts_of(h) {
-                            v.insert("facts".into(), json!(f));
-                        }
-                        (h.to_string(), Json::Object(v))
-                    })
-                    .collect();
-                play_level.insert("hostvars".into(), Json::Object(hostvars));
+                play_level.insert("hostvars".into(), self.hostvars().clone());
             }
             let ctx = host_context(play, &input, &play_level, t)?;
             hosts.push(Member { role, host, ctx, scratch, facts: input.facts });
@@ -666,7 +703,7 @@ mod tests {
         let pb = playbook::parse("pb.yml", pb).unwrap();
         let inv = inv();
         let input = HostInput { inventory: &inv, host: "h1", extra_vars: &extra, facts };
-        plan_play(&pb.plays[0], 0, &input, &Templates::new())
+        plan_play(&pb.plays[0], 0, &input, &templates(&inv))
     }
 
     #[test]
@@ -772,7 +809,7 @@ mod tests {
         )
         .unwrap();
         let hosts = vec!["h1".to_string(), "h2".to_string()];
-        let cells = plan_role_play(&pb.plays[0], 0, &inv, &hosts, &Vars::new(), &[], &Templates::new()).unwrap();
+        let cells = plan_role_play(&pb.plays[0], 0, &inv, &hosts, &Vars::new(), &[], &templates(&inv)).unwrap();
         let shown: Vec<String> = cells.iter().map(|c| format!("{} @{}", c.describe(), c.host)).collect();
         assert_eq!(
             shown,
@@ -795,7 +832,7 @@ mod tests {
         let hosts_of: Vec<&str> = c.teardown.iter().map(|s| s.host.as_str()).collect();
         assert_eq!(hosts_of, ["h1", "h2"]);
         // Two roles need two hosts.
-        let e = plan_role_play(&pb.plays[0], 0, &inv, &hosts[..1], &Vars::new(), &[], &Templates::new()).unwrap_err();
+        let e = plan_role_play(&pb.plays[0], 0, &inv, &hosts[..1], &Vars::new(), &[], &templates(&inv)).unwrap_err();
         assert!(e.message.contains("only 1 host"), "{e}");
     }
 
@@ -884,6 +921,32 @@ mod tests {
         let cells = plan(pb, Vars::new(), None).unwrap();
         let Action::SeqWrite(w) = &cells[0].benchmark[0].action else { panic!() };
         assert_eq!(w.size.0, 8 << 20);
+    }
+
+    #[test]
+    fn groups_shared_by_templates_mean_what_groups_in_each_context_meant() {
+        // A host variable named `groups` is hidden by the magic variable, a
+        // play variable of that name hides it, either way.
+        let mut inv = inv();
+        inv.ensure_host("h1").vars.insert("groups".into(), json!({"lab": []}));
+        let plan_with = |pb: &str, t: &Templates| {
+            let pb = playbook::parse("pb.yml", pb).unwrap();
+            let input = HostInput { inventory: &inv, host: "h1", extra_vars: &Vars::new(), facts: None };
+            let cells = plan_play(&pb.plays[0], 0, &input, t).map_err(|e| e.message)?;
+            Ok::<_, String>(
+                cells.iter().map(|c| format!("{} {:?}", c.describe(), c.benchmark[0].action)).collect::<Vec<_>>(),
+            )
+        };
+        let magic = "- hosts: all\n  matrix: {n: \"{{ groups.lab }}\"}\n  benchmark:\n    - {noop: , when: \"'h1' in groups.lab\"}\n";
+        let own = "- hosts: all\n  vars: {groups: {lab: [x, y]}}\n  matrix: {n: \"{{ groups.lab }}\"}\n  benchmark: [{noop: }]\n";
+        let typo = "- hosts: all\n  matrix: {n: \"{{ groups.nope }}\"}\n  benchmark: [{noop: }]\n";
+        for pb in [magic, own, typo] {
+            let (shared, copied) = (plan_with(pb, &templates(&inv)), plan_with(pb, &Templates::new()));
+            assert_eq!(shared, copied, "{pb}");
+        }
+        assert_eq!(plan_with(magic, &templates(&inv)).unwrap()[0], "n=h1 Noop(NoArgs)");
+        assert_eq!(plan_with(own, &templates(&inv)).unwrap().len(), 2);
+        assert!(plan_with(typo, &templates(&inv)).unwrap_err().contains("`groups.nope`"));
     }
 
     #[test]

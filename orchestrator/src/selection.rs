@@ -1,6 +1,7 @@
 //! Which inventory, which hosts: shared by every command that touches hosts.
 
 use crate::inventory::{embedded_localhost, pattern, Inventory};
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 /// The `-i` sources, or this machine when there are none.
@@ -16,7 +17,7 @@ pub fn load_inventory(sources: &[PathBuf]) -> anyhow::Result<Inventory> {
 pub fn select(inv: &Inventory, pattern: &str, limit: Option<&str>) -> anyhow::Result<Vec<String>> {
     let mut hosts = pattern::select(inv, pattern)?;
     if let Some(l) = limit {
-        let allowed = pattern::limit(inv, l)?;
+        let allowed: HashSet<String> = pattern::limit(inv, l)?.into_iter().collect();
         hosts.retain(|h| allowed.contains(h));
     }
     Ok(hosts)

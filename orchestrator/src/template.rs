@@ -12,6 +12,11 @@ use serde_json::Value as Json;
 
 pub struct Templates {
     env: Environment<'static>,
+    /// Variables every context sees unless it sets its own, converted for
+    /// minijinja once (`planner::templates`: the inventory's `groups`, the
+    /// same on every host). In each context they were converted again at
+    /// every render, which made planning quadratic in hosts.
+    shared: serde_json::Map<String, Json>,
 }
 
 /// Why a template did not render.
@@ -55,7 +60,16 @@ impl Default for Templates {
 
 impl Templates {
     pub fn new() -> Self {
+        Self::with_shared(serde_json::Map::new())
+    }
+
+    /// Templates whose every context also sees `shared` (below the
+    /// context's own variables of the same name).
+    pub fn with_shared(shared: serde_json::Map<String, Json>) -> Self {
         let mut env = Environment::new();
+        for (name, value) in &shared {
+            env.add_global(name.clone(), Value::from(Serde(value)));
+        }
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_fuel(Some(FUEL));
         env.add_filter("to_json", |v: Value| -> Result<String, minijinja::Error> {
@@ -145,7 +159,12 @@ impl Templates {
             }
             Ok(Value::from(Serde(out)))
         });
-        Templates { env }
+        Templates { env, shared }
+    }
+
+    /// Whether every context sees `name` without holding it.
+    pub fn shares(&self, name: &str) -> bool {
+        self.shared.contains_key(name)
     }
 
     pub fn is_template(s: &str) -> bool {
@@ -219,8 +238,10 @@ impl Templates {
         let mut missing: Vec<String> = used
             .into_iter()
             .filter(|name| {
-                let mut cur = Some(ctx);
-                for part in name.split('.') {
+                let mut parts = name.split('.');
+                let first = parts.next().unwrap_or_default();
+                let mut cur = ctx.get(first).or_else(|| self.shared.get(first));
+                for part in parts {
                     cur = cur.and_then(|c| c.get(part));
                 }
                 cur.is_none()
@@ -306,6 +327,21 @@ mod tests {
         assert_eq!(t().render_str("{{ n * 2 }}", &ctx).unwrap(), json!(6));
         assert_eq!(t().render_str("{{ d[0].name }}", &ctx).unwrap(), json!("hdd0"));
         assert_eq!(t().render_str("n={{ n }}", &ctx).unwrap(), json!("n=3"));
+    }
+
+    #[test]
+    fn shared_variables_are_seen_everywhere_below_the_context() {
+        let shared = json!({"groups": {"lab": ["h1", "h2"]}}).as_object().cloned().unwrap();
+        let t = Templates::with_shared(shared);
+        assert!(t.shares("groups") && !Templates::new().shares("groups"));
+        let ctx = json!({"n": 1});
+        assert_eq!(t.render_str("{{ groups.lab }}", &ctx).unwrap(), json!(["h1", "h2"]));
+        assert_eq!(t.render_str("{{ groups.lab | length }} hosts", &ctx).unwrap(), json!("2 hosts"));
+        assert!(t.condition("'h2' in groups['lab']", &ctx).unwrap());
+        let own = json!({"groups": {"lab": ["mine"]}});
+        assert_eq!(t.render_str("{{ groups.lab }}", &own).unwrap(), json!(["mine"]), "the context's own wins");
+        let e = t.render_str("{{ groups.lab[0] ~ groups.nope }}", &ctx).unwrap_err();
+        assert_eq!(e.to_string(), "undefined variable `groups.nope` in `{{ groups.lab[0] ~ groups.nope }}`");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::stats::Summary;
 use crate::status::CellStatus;
 use crate::store::{CellRow, SampleRow, Store, StoreError};
 use indexmap::IndexMap;
+use std::collections::HashMap;
 
 /// (cell, step index, step, metric, unit) → values in repetition order.
 pub type Grouped = IndexMap<(i64, i64, String, String, String), Vec<f64>>;
@@ -23,9 +24,15 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
     let mut cells = store.cells(run)?;
     // Hosts in the order the run listed them (inventory order), cells in plan order.
     let hosts: Vec<String> = store.hosts(run)?.into_iter().map(|h| h.name).collect();
-    cells.sort_by_key(|c| (hosts.iter().position(|h| *h == c.host), c.id));
+    let position = crate::report::host_positions(&hosts);
+    cells.sort_by_key(|c| (position.get(c.host.as_str()).copied(), c.id));
     let samples = store.samples(run)?;
     let grouped = group(&samples);
+    // Each cell's groups, in `grouped`'s order: one pass, not one per cell.
+    let mut groups_of: HashMap<i64, Vec<_>> = HashMap::new();
+    for (k, values) in &grouped {
+        groups_of.entry(k.0).or_default().push((k, values));
+    }
     let plays: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.play.as_str()).collect();
     let with_play = plays.len() > 1;
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -44,7 +51,7 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
             r.extend(rest);
             rows.push(r);
         };
-        let mine: Vec<_> = grouped.iter().filter(|(k, _)| k.0 == c.id).collect();
+        let mine = groups_of.remove(&c.id).unwrap_or_default();
         if mine.is_empty() {
             lead(
                 &mut rows,

@@ -6,6 +6,7 @@ use crate::exit_code;
 use crate::inventory::Inventory;
 use crate::selection;
 use serde_json::{json, Map, Value as Json};
+use std::collections::HashSet;
 
 pub fn run(args: InventoryArgs) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.inventory)?;
@@ -46,12 +47,13 @@ pub fn list(inv: &Inventory, hosts: &[String]) -> Json {
         .collect();
     // `profile` names the JSON encoding of values; ansible-core 2.19 prints it.
     out.insert("_meta".into(), json!({ "hostvars": hostvars, "profile": "inventory_legacy" }));
+    let selected: HashSet<&String> = hosts.iter().collect();
     for (name, g) in &inv.groups {
         let mut entry = Map::new();
         if !g.children.is_empty() {
             entry.insert("children".into(), json!(g.children));
         }
-        let kept: Vec<&String> = g.hosts.iter().filter(|h| hosts.contains(h)).collect();
+        let kept: Vec<&String> = g.hosts.iter().filter(|h| selected.contains(h)).collect();
         if !kept.is_empty() && name != "all" {
             entry.insert("hosts".into(), json!(kept));
         }

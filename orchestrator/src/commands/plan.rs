@@ -9,9 +9,9 @@ use crate::planner::{self, HostInput};
 use crate::playbook::{Fresh, TagFilter};
 use crate::run::{self, check::needs_facts};
 use crate::store::Store;
-use crate::template::Templates;
 use crate::terminal_table::table;
 use benchrig_wire::facts::Facts;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// `--syntax-check`, `--list-hosts`, `--list-tasks` (for `run` as for
@@ -70,11 +70,12 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     // looked for: `plan` has never opened a PostgreSQL URL.
     let db = &pa.hosts.db.db;
     let store = db.sqlite_path().is_some_and(|p| p.exists()).then(|| Store::open(db)).transpose()?;
-    let t = Templates::new();
+    let t = &checked.templates;
     let cached: Vec<(String, Facts)> =
         checked.hosts.keys().filter_map(|h| Some((h.clone(), store.as_ref()?.cached_facts(h).ok()??))).collect();
     let facts: Vec<(&str, &Facts)> = cached.iter().map(|(h, f)| (h.as_str(), f)).collect();
-    let facts_of = |h: &str| facts.iter().find(|(x, _)| *x == h).map(|(_, f)| *f);
+    let facts_by_host: HashMap<&str, &Facts> = facts.iter().copied().collect();
+    let facts_of = |h: &str| facts_by_host.get(h).copied();
     let mut rows = Vec::new();
     let mut total = 0;
     for (pi, play) in checked.playbook.plays.iter().enumerate() {
@@ -86,12 +87,12 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                 .map(|h| {
                     let input =
                         HostInput { inventory: &checked.inventory, host: h, extra_vars: &extra, facts: facts_of(h) };
-                    (h.clone(), planner::plan_play(play, pi, &input, &t))
+                    (h.clone(), planner::plan_play(play, pi, &input, t))
                 })
                 .collect()
         } else {
             let label = hosts.join(",");
-            vec![(label, planner::plan_role_play(play, pi, &checked.inventory, &hosts, &extra, &facts, &t))]
+            vec![(label, planner::plan_role_play(play, pi, &checked.inventory, &hosts, &extra, &facts, t))]
         };
         for (host, result) in planned {
             match result {

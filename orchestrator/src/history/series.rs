@@ -71,8 +71,10 @@ type Gathered = (String, String, Vec<(usize, i64, Vec<f64>)>);
 pub fn build(runs: &[HistoryRun]) -> Vec<Series> {
     let mut out: IndexMap<SeriesKey, Gathered> = IndexMap::new();
     for (ri, run) in runs.iter().enumerate() {
+        // A sample's cell by id, not by a scan of the cells for every sample.
+        let cell_of: std::collections::HashMap<i64, _> = run.data.cells.iter().rev().map(|c| (c.id, c)).collect();
         for s in &run.data.samples {
-            let Some(c) = run.data.cells.iter().find(|c| c.id == s.cell_id) else { continue };
+            let Some(&c) = cell_of.get(&s.cell_id) else { continue };
             let key = SeriesKey {
                 host: c.host.clone(),
                 play: c.play.clone(),

@@ -13,8 +13,9 @@ mod yaml11;
 mod yaml_format;
 
 use crate::diagnostic::ConfigError;
-use indexmap::IndexMap;
+use indexmap::{IndexMap, IndexSet};
 use serde_json::{Map, Value as Json};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use localhost::embedded_localhost;
@@ -23,7 +24,7 @@ pub type Vars = Map<String, Json>;
 
 /// The most hosts an inventory may have. Far past any lab; without it a few
 /// lines of large ranges (`a[0:9999]`, `b[0:9999]`, ...) made millions of
-/// hosts, and grouping them is quadratic.
+/// hosts, each as costly to plan as a real one.
 pub const MAX_HOSTS: usize = 10_000;
 
 impl Inventory {
@@ -55,9 +56,13 @@ pub struct Group {
     pub vars: Vars,
     /// `group_vars/<name>` beside the inventory.
     pub file_vars: Vars,
-    pub hosts: Vec<String>,
-    pub children: Vec<String>,
-    pub parents: Vec<String>,
+    /// Sets, in the order the sources named them: a host or group named
+    /// again is found in constant time, not by a scan of the group. Changed
+    /// only through [`Inventory::add_host_to_group`] and
+    /// [`Inventory::add_child`], which keep the inventory's indexes.
+    pub hosts: IndexSet<String>,
+    pub children: IndexSet<String>,
+    pub parents: IndexSet<String>,
     /// `ansible_group_priority`: orders groups of one depth (higher wins).
     /// Ansible keeps it out of the variables, so do we.
     pub priority: i64,
@@ -69,9 +74,9 @@ impl Default for Group {
             name: String::new(),
             vars: Vars::new(),
             file_vars: Vars::new(),
-            hosts: vec![],
-            children: vec![],
-            parents: vec![],
+            hosts: IndexSet::new(),
+            children: IndexSet::new(),
+            parents: IndexSet::new(),
             priority: 1,
         }
     }
@@ -87,6 +92,9 @@ pub struct Inventory {
     /// What Ansible warns about and skips while reading the sources (a YAML
     /// group that is no mapping, an unexpected key), located; logged as found.
     pub warnings: Vec<ConfigError>,
+    /// Host → the groups that list it directly, so a host's groups are not
+    /// found by scanning every group (which made grouping quadratic).
+    direct_groups: HashMap<String, IndexSet<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -207,22 +215,15 @@ impl Inventory {
 
     pub fn add_host_to_group(&mut self, group: &str, host: &str) {
         self.ensure_host(host);
-        let g = self.ensure_group(group);
-        if !g.hosts.iter().any(|h| h == host) {
-            g.hosts.push(host.to_string());
+        if self.ensure_group(group).hosts.insert(host.to_string()) {
+            self.direct_groups.entry(host.to_string()).or_default().insert(group.to_string());
         }
     }
 
     pub fn add_child(&mut self, parent: &str, child: &str) {
         self.ensure_group(child);
-        let p = self.ensure_group(parent);
-        if !p.children.iter().any(|c| c == child) {
-            p.children.push(child.to_string());
-        }
-        let c = self.ensure_group(child);
-        if !c.parents.iter().any(|p| p == parent) {
-            c.parents.push(parent.to_string());
-        }
+        self.ensure_group(parent).children.insert(child.to_string());
+        self.ensure_group(child).parents.insert(parent.to_string());
     }
 
     /// Ansible's implicit structure: top-level groups are children of `all`;
@@ -235,13 +236,15 @@ impl Inventory {
             }
         }
         let hosts: Vec<String> = self.hosts.keys().cloned().collect();
+        let mut drop_from_ungrouped = HashSet::new();
         for h in &hosts {
-            let in_group = |name: &str| self.groups.get(name).is_some_and(|g| g.hosts.contains(h));
-            let grouped = self.groups.values().any(|g| g.name != "all" && g.name != "ungrouped" && g.hosts.contains(h));
-            if in_group("ungrouped") {
+            let direct = self.direct_groups.get(h);
+            let in_ungrouped = direct.is_some_and(|gs| gs.contains("ungrouped"));
+            let grouped = direct.is_some_and(|gs| gs.iter().any(|g| g != "all" && g != "ungrouped"));
+            if in_ungrouped {
                 // Named under `ungrouped` and in a real group: Ansible drops the former.
                 if grouped {
-                    self.ensure_group("ungrouped").hosts.retain(|x| x != h);
+                    drop_from_ungrouped.insert(h.clone());
                 }
             } else if !grouped {
                 // Ansible's `add_child('ungrouped', name)` takes a group before a
@@ -254,6 +257,15 @@ impl Inventory {
                 }
             }
         }
+        // Once, not a scan of `ungrouped` per host; the order of the rest stays.
+        if !drop_from_ungrouped.is_empty() {
+            self.ensure_group("ungrouped").hosts.retain(|h| !drop_from_ungrouped.contains(h));
+            for h in &drop_from_ungrouped {
+                if let Some(gs) = self.direct_groups.get_mut(h) {
+                    gs.shift_remove("ungrouped");
+                }
+            }
+        }
     }
 
     /// A group may not be its own ancestor; Ansible refuses that inventory
@@ -263,7 +275,7 @@ impl Inventory {
             inv: &'a Inventory,
             g: &'a str,
             path: &mut Vec<&'a str>,
-            done: &mut Vec<&'a str>,
+            done: &mut HashSet<&'a str>,
         ) -> Option<String> {
             if let Some(i) = path.iter().position(|p| *p == g) {
                 let mut lp: Vec<&str> = path[i..].to_vec();
@@ -280,10 +292,10 @@ impl Inventory {
                 }
             }
             path.pop();
-            done.push(g);
+            done.insert(g);
             None
         }
-        let mut done = Vec::new();
+        let mut done = HashSet::new();
         for g in self.groups.keys() {
             if let Some(lp) = walk(self, g, &mut Vec::new(), &mut done) {
                 return Err(InventoryError::Source {
@@ -295,19 +307,26 @@ impl Inventory {
         Ok(())
     }
 
-    /// Every group a host belongs to, directly or through a parent.
+    /// Every group a host belongs to, directly or through a parent: a walk
+    /// up from the groups that list it, taken in the inventory's group order.
     pub fn groups_of(&self, host: &str) -> Vec<String> {
+        let mut direct: Vec<usize> = self
+            .direct_groups
+            .get(host)
+            .map(|gs| gs.iter().filter_map(|g| self.groups.get_index_of(g)).collect())
+            .unwrap_or_default();
+        direct.sort_unstable();
+        let mut stack: Vec<&str> = direct.iter().map(|&i| self.groups[i].name.as_str()).collect();
         let mut out: Vec<String> = Vec::new();
-        let mut stack: Vec<String> =
-            self.groups.values().filter(|g| g.hosts.iter().any(|h| h == host)).map(|g| g.name.clone()).collect();
+        let mut seen: HashSet<&str> = HashSet::new();
         while let Some(g) = stack.pop() {
-            if out.contains(&g) {
+            if !seen.insert(g) {
                 continue;
             }
-            if let Some(group) = self.groups.get(&g) {
-                stack.extend(group.parents.iter().cloned());
+            if let Some(group) = self.groups.get(g) {
+                stack.extend(group.parents.iter().map(String::as_str));
             }
-            out.push(g);
+            out.push(g.to_string());
         }
         if self.hosts.contains_key(host) && !out.iter().any(|g| g == "all") {
             out.push("all".into());
@@ -338,14 +357,13 @@ impl Inventory {
     pub fn hosts_of_group(&self, group: &str) -> Vec<String> {
         let Some(start) = self.groups.get(group) else { return vec![] };
         let mut order: Vec<&Group> = vec![start];
-        let mut seen: Vec<&str> = vec![group];
+        let mut seen: HashSet<&str> = HashSet::from([group]);
         let mut level: Vec<&Group> = vec![start];
         while !level.is_empty() {
             let mut next = Vec::new();
             for g in level {
                 for c in g.children.iter().filter_map(|c| self.groups.get(c)) {
-                    if !seen.contains(&c.name.as_str()) {
-                        seen.push(&c.name);
+                    if seen.insert(&c.name) {
                         order.push(c);
                         next.push(c);
                     }
@@ -353,13 +371,9 @@ impl Inventory {
             }
             level = next;
         }
-        let mut hosts: Vec<String> = Vec::new();
-        for h in order.iter().flat_map(|g| &g.hosts) {
-            if !hosts.contains(h) {
-                hosts.push(h.clone());
-            }
-        }
-        hosts
+        // First occurrence wins, as a scan of the list so far did.
+        let hosts: IndexSet<&String> = order.iter().flat_map(|g| &g.hosts).collect();
+        hosts.into_iter().cloned().collect()
     }
 
     /// A host's variables with Ansible's precedence (later wins):
@@ -420,6 +434,164 @@ mod tests {
         yaml_format::load(&mut inv, "t.yml", text).unwrap();
         inv.finish();
         inv
+    }
+
+    /// Inventories to hold the indexed lookups against the scans they
+    /// replaced: every case of tests/inventory_corpus/ (with the patterns it
+    /// lists), and inventories whose hosts join groups in a shuffled order,
+    /// groups of the same depth, `ungrouped` named by hand, hosts named like
+    /// groups.
+    pub(crate) fn inventories_to_compare() -> Vec<(String, Inventory, Vec<String>)> {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inventory_corpus");
+        let mut out = Vec::new();
+        let mut cases: Vec<PathBuf> = std::fs::read_dir(&corpus).unwrap().map(|e| e.unwrap().path()).collect();
+        cases.sort();
+        for dir in cases.into_iter().filter(|d| d.is_dir()) {
+            let mut sources: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("inventory"))
+                .collect();
+            sources.sort();
+            let patterns = std::fs::read_to_string(dir.join("patterns.txt")).unwrap_or_default();
+            let patterns = patterns.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect();
+            let inv = Inventory::load(&sources).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            out.push((dir.display().to_string(), inv, patterns));
+        }
+        // xorshift: the same "random" inventories on every run.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let patterns: Vec<String> = [
+            "all",
+            "ungrouped",
+            "g1:g2",
+            "g2:g1",
+            "g1:&g2",
+            "g*:!g3",
+            "h1*",
+            "~h[0-9]$",
+            "g2[1:3]",
+            "g4[-1]",
+            "!g4",
+            "g5,h3,g1",
+            "&g0",
+            "g0:h7:g0",
+            "*",
+            "g3:!h2",
+        ]
+        .map(String::from)
+        .to_vec();
+        for case in 0..40 {
+            let mut inv = Inventory::empty();
+            let groups: Vec<String> = (0..8).map(|g| format!("g{g}")).collect();
+            for _ in 0..next(10) {
+                let (p, c) = (next(8), next(8));
+                // Parents before children in the list, so no loop.
+                if p < c {
+                    inv.add_child(&groups[p], &groups[c]);
+                }
+            }
+            for _ in 0..next(60) + 5 {
+                let h = format!("h{}", next(25));
+                match next(10) {
+                    0 => inv.add_host_to_group("ungrouped", &h),
+                    1 => inv.add_host_to_group("all", &h),
+                    2 => inv.add_host_to_group(&h, "g1"), // a host named like a group, or a group named like a host
+                    _ => inv.add_host_to_group(&groups[next(8)], &h),
+                }
+            }
+            for g in &groups {
+                if next(3) == 0 {
+                    inv.ensure_group(g).priority = next(3) as i64;
+                }
+            }
+            inv.finish();
+            out.push((format!("shuffled {case}"), inv, patterns.clone()));
+        }
+        out
+    }
+
+    /// `groups_of` as it was: a scan of every group for the host.
+    fn groups_of_by_scan(inv: &Inventory, host: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut stack: Vec<String> =
+            inv.groups.values().filter(|g| g.hosts.iter().any(|h| h == host)).map(|g| g.name.clone()).collect();
+        while let Some(g) = stack.pop() {
+            if out.contains(&g) {
+                continue;
+            }
+            if let Some(group) = inv.groups.get(&g) {
+                stack.extend(group.parents.iter().cloned());
+            }
+            out.push(g);
+        }
+        if inv.hosts.contains_key(host) && !out.iter().any(|g| g == "all") {
+            out.push("all".into());
+        }
+        out
+    }
+
+    /// `hosts_of_group` as it was: lists, scanned for what they hold.
+    fn hosts_of_group_by_scan(inv: &Inventory, group: &str) -> Vec<String> {
+        let Some(start) = inv.groups.get(group) else { return vec![] };
+        let mut order: Vec<&Group> = vec![start];
+        let mut seen: Vec<&str> = vec![group];
+        let mut level: Vec<&Group> = vec![start];
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for g in level {
+                for c in g.children.iter().filter_map(|c| inv.groups.get(c)) {
+                    if !seen.contains(&c.name.as_str()) {
+                        seen.push(&c.name);
+                        order.push(c);
+                        next.push(c);
+                    }
+                }
+            }
+            level = next;
+        }
+        let mut hosts: Vec<String> = Vec::new();
+        for h in order.iter().flat_map(|g| &g.hosts) {
+            if !hosts.contains(h) {
+                hosts.push(h.clone());
+            }
+        }
+        hosts
+    }
+
+    #[test]
+    fn indexed_grouping_gives_what_the_scans_gave_in_the_same_order() {
+        for (name, inv, _) in inventories_to_compare() {
+            for h in inv.hosts.keys() {
+                assert_eq!(inv.groups_of(h), groups_of_by_scan(&inv, h), "{name}: groups of {h}");
+                assert_eq!(inv.host_vars(h), inv.clone().host_vars(h), "{name}: a clone keeps the index");
+            }
+            for g in inv.groups.keys() {
+                assert_eq!(inv.hosts_of_group(g), hosts_of_group_by_scan(&inv, g), "{name}: hosts of {g}");
+            }
+            assert_eq!(inv.groups_of("no such host"), Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn ten_thousand_hosts_are_grouped_and_selected_in_linear_time() {
+        // Quadratic, this took minutes in a debug build; linear, well under a
+        // second. No timing is asserted (a loaded machine must not fail it):
+        // a regression shows as a test that takes minutes.
+        let text: String = (0..100).map(|g| format!("[g{g}]\nh{g}x[0:99]\n[lab:children]\ng{g}\n")).collect();
+        let inv = Inventory::parse_str("big.ini", &text).unwrap();
+        assert_eq!(inv.hosts.len(), 10_000);
+        let all = pattern::select(&inv, "all").unwrap();
+        assert_eq!((all.len(), all[0].as_str(), all[9_999].as_str()), (10_000, "h0x0", "h99x99"));
+        assert_eq!(pattern::select(&inv, "lab:!g0:&all").unwrap().len(), 9_900);
+        assert_eq!(inv.groups_var()["lab"].as_array().unwrap().len(), 10_000);
+        let groups = inv.hosts.keys().map(|h| inv.groups_of(h).len()).sum::<usize>();
+        assert_eq!(groups, 10_000 * 3, "its group, lab, all");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! `web[1:3]`), and `@file` in a limit (one pattern a line).
 
 use super::Inventory;
+use indexmap::IndexSet;
 use regex::Regex;
+use std::collections::HashSet;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PatternError {
@@ -53,27 +55,29 @@ fn evaluate(inv: &Inventory, terms: &[String]) -> Result<Vec<String>, PatternErr
     }
     ordered.extend(terms.iter().filter(|t| kind(t) == 1));
     ordered.extend(terms.iter().filter(|t| kind(t) == 2));
-    let mut hosts: Vec<String> = Vec::new();
+    // Each host once, where it first came: a set in insertion order, whose
+    // `retain` keeps that order, so selecting stays linear in hosts.
+    let mut hosts: IndexSet<String> = IndexSet::new();
     for t in ordered {
         // A term naming a host is that host, even when a group has the name too.
         if inv.hosts.contains_key(t.as_str()) {
-            hosts.push(t.clone());
+            hosts.insert(t.clone());
             continue;
         }
         let that = match_one(inv, &t[if kind(t) == 0 { 0 } else { 1 }..])?;
         match kind(t) {
-            1 => hosts.retain(|h| that.contains(h)),
-            2 => hosts.retain(|h| !that.contains(h)),
-            _ => hosts.extend(that.into_iter().filter(|h| !hosts.contains(h)).collect::<Vec<_>>()),
+            1 => {
+                let that: HashSet<&String> = that.iter().collect();
+                hosts.retain(|h| that.contains(h));
+            }
+            2 => {
+                let that: HashSet<&String> = that.iter().collect();
+                hosts.retain(|h| !that.contains(h));
+            }
+            _ => hosts.extend(that),
         }
     }
-    let mut unique: Vec<String> = Vec::new();
-    for h in hosts {
-        if !unique.contains(&h) {
-            unique.push(h);
-        }
-    }
-    Ok(unique)
+    Ok(hosts.into_iter().collect())
 }
 
 /// Ansible's `split_host_pattern`: commas if there are any; else one term if
@@ -287,6 +291,54 @@ mod tests {
         assert_eq!(select(&inv, "fast[5]"), Err(PatternError::Subscript("fast[5]".into())));
         assert!(select(&inv, "nothing").unwrap().is_empty());
         assert!(matches!(select(&inv, "~("), Err(PatternError::Regex(..))));
+    }
+
+    /// `evaluate` as it was: lists, scanned for what they hold.
+    fn evaluate_by_scan(inv: &Inventory, terms: &[String]) -> Result<Vec<String>, PatternError> {
+        let kind = |t: &String| match t.chars().next() {
+            Some('&') => 1,
+            Some('!') => 2,
+            _ => 0,
+        };
+        let mut ordered: Vec<&String> = terms.iter().filter(|t| kind(t) == 0).collect();
+        let all = "all".to_string();
+        if ordered.is_empty() {
+            ordered.push(&all);
+        }
+        ordered.extend(terms.iter().filter(|t| kind(t) == 1));
+        ordered.extend(terms.iter().filter(|t| kind(t) == 2));
+        let mut hosts: Vec<String> = Vec::new();
+        for t in ordered {
+            if inv.hosts.contains_key(t.as_str()) {
+                hosts.push(t.clone());
+                continue;
+            }
+            let that = match_one(inv, &t[if kind(t) == 0 { 0 } else { 1 }..])?;
+            match kind(t) {
+                1 => hosts.retain(|h| that.contains(h)),
+                2 => hosts.retain(|h| !that.contains(h)),
+                _ => hosts.extend(that.into_iter().filter(|h| !hosts.contains(h)).collect::<Vec<_>>()),
+            }
+        }
+        let mut unique: Vec<String> = Vec::new();
+        for h in hosts {
+            if !unique.contains(&h) {
+                unique.push(h);
+            }
+        }
+        Ok(unique)
+    }
+
+    #[test]
+    fn selecting_through_sets_gives_what_the_scans_gave_in_the_same_order() {
+        let mut compared = 0;
+        for (name, inv, patterns) in crate::inventory::tests::inventories_to_compare() {
+            for p in patterns.iter().filter(|p| !p.contains('@')) {
+                assert_eq!(select(&inv, p), evaluate_by_scan(&inv, &split(p)), "{name}: `{p}`");
+                compared += 1;
+            }
+        }
+        assert!(compared > 500, "only {compared} patterns compared");
     }
 
     #[test]

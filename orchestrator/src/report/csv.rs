@@ -28,8 +28,10 @@ pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
     ];
     let row_err = |e: csv::Error| StoreError::Export(e.to_string());
     w.write_record(header).map_err(row_err)?;
+    // A sample's cell by id, not by a scan of the cells for every sample.
+    let cell_of: std::collections::HashMap<i64, _> = cells.iter().rev().map(|c| (c.id, c)).collect();
     for s in store.samples(run)? {
-        let Some(c) = cells.iter().find(|c| c.id == s.cell_id) else { continue };
+        let Some(&c) = cell_of.get(&s.cell_id) else { continue };
         let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
         w.write_record([
             run.to_string(),

@@ -4,6 +4,7 @@
 use crate::stats::Summary;
 use crate::store::{Store, StoreError};
 use serde_json::{json, Value as Json};
+use std::collections::HashMap;
 
 pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
     let r = store.resolve_run(&run.to_string())?;
@@ -17,11 +18,21 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
     let samples = store.samples(run)?;
     let artifacts = store.artifacts(run)?;
     let mut stored = store.cells(run)?;
-    stored.sort_by_key(|c| (order.iter().position(|h| *h == c.host), c.id));
+    let position = super::host_positions(&order);
+    stored.sort_by_key(|c| (position.get(c.host.as_str()).copied(), c.id));
     let times = super::time::per_host(&order, &stored, &samples);
+    // Each cell's samples and artifacts in stored order: one pass, not one per cell.
+    let mut samples_of: HashMap<i64, Vec<_>> = HashMap::new();
+    for s in &samples {
+        samples_of.entry(s.cell_id).or_default().push(s);
+    }
+    let mut artifacts_of: HashMap<i64, Vec<Json>> = HashMap::new();
+    for a in &artifacts {
+        artifacts_of.entry(a.cell_id).or_default().push(json!({"name": a.name, "content": a.content}));
+    }
     let mut cells = Vec::new();
     for c in stored {
-        let mine: Vec<_> = samples.iter().filter(|s| s.cell_id == c.id).collect();
+        let mine = samples_of.remove(&c.id).unwrap_or_default();
         let mut steps: Vec<(i64, String, String)> = Vec::new();
         for s in &mine {
             if !steps.iter().any(|(i, _, _)| *i == s.step_index) {
@@ -32,7 +43,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
             json!({
                 "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
                 "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
-                "artifacts": artifacts.iter().filter(|a| a.cell_id == c.id).map(|a| json!({"name": a.name, "content": a.content})).collect::<Vec<_>>(),
+                "artifacts": artifacts_of.get(&c.id).cloned().unwrap_or_default(),
                 "metrics": metrics,
             })
         };

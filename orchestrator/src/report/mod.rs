@@ -16,6 +16,17 @@ pub mod time;
 use crate::human::{cpus, mem};
 use benchrig_wire::facts::Limits;
 use serde_json::Value as Json;
+use std::collections::HashMap;
+
+/// Where each host is in `hosts` (its first place), to sort a run's cells
+/// by without a scan of the hosts for every cell.
+pub fn host_positions(hosts: &[String]) -> HashMap<&str, usize> {
+    let mut at = HashMap::new();
+    for (i, h) in hosts.iter().enumerate() {
+        at.entry(h.as_str()).or_insert(i);
+    }
+    at
+}
 
 /// A line per attempt at a run ("attempt 2: 2026-12-01T14:50:03Z to
 /// 2026-12-01T14:52:10Z by ci@lab pid 4242 on old: ok"), from the JSON

@@ -6,7 +6,7 @@
 //! what a faster tool can win back without bending a result.
 
 use crate::store::{CellRow, SampleRow};
-use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -49,10 +49,27 @@ fn union_len(mut spans: Vec<(f64, f64)>) -> f64 {
 
 /// Each host of `hosts` (in that order) that ran a cell.
 pub fn per_host(hosts: &[String], cells: &[CellRow], samples: &[SampleRow]) -> Vec<HostTime> {
+    // One pass over the cells and one over the samples, not one per host.
+    let mut cells_of: HashMap<&str, Vec<&CellRow>> = HashMap::new();
+    for c in cells {
+        cells_of.entry(c.host.as_str()).or_default().push(c);
+    }
+    let host_of: HashMap<i64, &str> = cells.iter().map(|c| (c.id, c.host.as_str())).collect();
+    // Each measured step's wall time once, in sample order, by host.
+    let mut walls: HashMap<&str, Vec<f64>> = HashMap::new();
+    let mut seen = HashSet::new();
+    for s in samples {
+        let Some(h) = host_of.get(&s.cell_id) else { continue };
+        if seen.insert((s.cell_id, s.step_index, s.repetition)) {
+            if let Some(w) = s.wall_s {
+                walls.entry(h).or_default().push(w);
+            }
+        }
+    }
     hosts
         .iter()
         .filter_map(|h| {
-            let mine: Vec<&CellRow> = cells.iter().filter(|c| &c.host == h).collect();
+            let mine = cells_of.get(h.as_str()).map(Vec::as_slice).unwrap_or_default();
             let spans: Vec<(f64, f64)> = mine
                 .iter()
                 .filter_map(|c| Some((at(c.started.as_deref()?)?, at(c.finished.as_deref()?)?)))
@@ -61,13 +78,7 @@ pub fn per_host(hosts: &[String], cells: &[CellRow], samples: &[SampleRow]) -> V
             if spans.is_empty() {
                 return None;
             }
-            let ids: BTreeSet<i64> = mine.iter().map(|c| c.id).collect();
-            let mut seen = BTreeSet::new();
-            let measured_s = samples
-                .iter()
-                .filter(|s| ids.contains(&s.cell_id) && seen.insert((s.cell_id, s.step_index, s.repetition)))
-                .filter_map(|s| s.wall_s)
-                .sum();
+            let measured_s = walls.get(h.as_str()).into_iter().flatten().sum();
             Some(HostTime { host: h.clone(), busy_s: union_len(spans), measured_s })
         })
         .collect()

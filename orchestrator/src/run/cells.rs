@@ -13,7 +13,6 @@ use super::schedule;
 use crate::planner::{self, Cell, HostInput};
 use crate::playbook::CellOrder;
 use crate::status::CellStatus;
-use crate::template::Templates;
 use std::ops::RangeInclusive;
 
 pub struct CellBook {
@@ -213,7 +212,7 @@ pub fn record_cells(ctx: &RunContext, host: &str, pi: usize, slot: &Slot, status
         return; // a role cell is recorded on the host that measures it
     }
     let input = HostInput { inventory: &ctx.checked.inventory, host, extra_vars: &ctx.extra, facts: slot.facts() };
-    for cell in planner::plan_play(play, pi, &input, &Templates::new()).unwrap_or_default() {
+    for cell in planner::plan_play(play, pi, &input, &ctx.checked.templates).unwrap_or_default() {
         // What this attempt (or an earlier one) settled stays as it is.
         if let Some(Placed::New(id) | Placed::Resumed { id, .. }) = place(ctx, &cell, false) {
             let _ = ctx.store.set_cell_status(id, status, Some(reason));

@@ -18,6 +18,9 @@ pub struct Checked {
     pub inventory: Inventory,
     /// Host → indexes of the plays it takes part in, in inventory order.
     pub hosts: IndexMap<String, Vec<usize>>,
+    /// Templates for this inventory (`planner::templates`): what every plan
+    /// of the run renders with.
+    pub templates: Templates,
 }
 
 impl Checked {
@@ -80,7 +83,7 @@ pub fn check_playbook(
     }
     // Hosts run in inventory order whatever the play order.
     hosts.sort_by_cached_key(|h, _| inv.hosts.get_index_of(h));
-    let t = Templates::new();
+    let t = planner::templates(&inv);
     for (h, plays) in &hosts {
         let vars = inv.host_vars(h);
         planner::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
@@ -93,13 +96,13 @@ pub fn check_playbook(
             }
         }
     }
-    let checked = Checked { playbook: pb, inventory: inv, hosts };
+    let checked = Checked { playbook: pb, inventory: inv, hosts, templates: t };
     for h in checked.hosts.keys() {
         ConnectionSpec::from_vars(h, &checked.connection_vars(h)).map_err(anyhow::Error::msg)?;
     }
     for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
         let hosts = checked.hosts_of_play(pi);
-        if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &t) {
+        if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &checked.templates) {
             if !needs_facts(&e) {
                 return Err(e.into());
             }

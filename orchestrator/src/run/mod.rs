@@ -32,7 +32,7 @@ use crate::store::{NewRun, Store};
 use benchrig_wire::facts::Facts;
 use context::RunContext;
 use context::Slot;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex, Semaphore};
@@ -174,15 +174,24 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         }
     });
 
+    // Looked up per host: indexes, not a scan of every host for each (the
+    // first of each, as a scan finds it).
+    let mut aside: HashMap<&str, &String> = HashMap::new();
+    for (q, why) in &held.quarantined {
+        aside.entry(q.as_str()).or_insert(why);
+    }
+    let mut stored_facts: HashMap<&str, &Facts> = HashMap::new();
+    for (h, f) in &begun.facts {
+        stored_facts.entry(h.as_str()).or_insert(f);
+    }
     let slots = checked
         .hosts
         .keys()
         .map(|h| {
-            let aside = held.quarantined.iter().find(|(q, _)| q == h);
             let slot = Slot {
-                down: aside.map(|(_, why)| policy::Down::Quarantined(why.clone())),
+                down: aside.get(h.as_str()).map(|why| policy::Down::Quarantined((*why).clone())),
                 idle: begun.idle.contains(h),
-                stored_facts: begun.facts.iter().find(|(x, _)| x == h).map(|(_, f)| f.clone()),
+                stored_facts: stored_facts.get(h.as_str()).map(|f| (*f).clone()),
                 ..Slot::default()
             };
             (h.clone(), Mutex::new(slot))

@@ -15,7 +15,6 @@ use crate::planner::{self, HostInput};
 use crate::playbook::{self, CellOrder};
 use crate::session::agent_client::AgentClient;
 use crate::status::CellStatus;
-use crate::template::Templates;
 use std::sync::Arc;
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
@@ -73,10 +72,10 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
         return false; // quarantined: its cells are stored as skipped when it is closed
     }
     let play = &ctx.checked.playbook.plays[pi];
-    let t = Templates::new();
+    let t = &ctx.checked.templates;
     let facts = slot.session.as_ref().map(|s| &s.facts);
     let input = HostInput { inventory: &ctx.checked.inventory, host: &host, extra_vars: &ctx.extra, facts };
-    let cells = match planner::plan_play(play, pi, &input, &t) {
+    let cells = match planner::plan_play(play, pi, &input, t) {
         Ok(c) => c,
         Err(e) => {
             ctx.progress.line(&host, format!("play `{}` cannot be planned: {e}", play.name));
@@ -208,8 +207,8 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
     }
     let facts: Vec<(&str, &benchrig_wire::facts::Facts)> =
         guards.iter().filter_map(|(h, g)| Some((h.as_str(), g.facts()?))).collect();
-    let t = Templates::new();
-    let planned = planner::plan_role_play(play, pi, &ctx.checked.inventory, hosts, &ctx.extra, &facts, &t);
+    let t = &ctx.checked.templates;
+    let planned = planner::plan_role_play(play, pi, &ctx.checked.inventory, hosts, &ctx.extra, &facts, t);
     drop(facts);
     let cells = match planned {
         Ok(c) => c,

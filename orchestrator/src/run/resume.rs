@@ -12,10 +12,9 @@ use crate::planner::{self, Cell, HostInput};
 use crate::playbook::{self, TagFilter};
 use crate::status::HostStatus;
 use crate::store::{CellRow, RunRecord, Store};
-use crate::template::Templates;
 use benchrig_wire::facts::Facts;
 use serde_json::{json, Value as Json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// Why a run cannot be resumed as stored.
@@ -80,11 +79,12 @@ pub fn prepare(store: &Store, spec: &str, inventory: &[PathBuf], retry_failed: b
     let run = record.id;
     let stored_hosts = store.hosts(run)?;
     let names: Vec<&str> = stored_hosts.iter().map(|h| h.name.as_str()).collect();
+    let stored: HashSet<&str> = names.iter().copied().collect();
     if let Some(gone) = names.iter().find(|h| !checked.hosts.contains_key(**h)) {
         let why = format!("host `{gone}` was in it and is not selected by today's inventory");
         return Err(ResumeRefused::Hosts { run, why }.into());
     }
-    if let Some(new) = checked.hosts.keys().find(|h| !names.contains(&h.as_str())) {
+    if let Some(new) = checked.hosts.keys().find(|h| !stored.contains(h.as_str())) {
         let why = format!("host `{new}` is selected today and was not in it");
         return Err(ResumeRefused::Hosts { run, why }.into());
     }
@@ -125,8 +125,18 @@ fn step_hosts(c: &CellRow) -> impl Iterator<Item = &str> {
 /// Today's plan of every host with something left, with the facts each
 /// had in the run, against the cells the run stored.
 fn compare_plans(p: &Prepared, cells: &[CellRow]) -> Result<(), ResumeRefused> {
-    let t = Templates::new();
-    let facts_of = |h: &str| p.facts.iter().find(|(x, _)| x == h).map(|(_, f)| f);
+    let t = &p.checked.templates;
+    // Indexes rather than a scan per host and per cell (both grow with the
+    // hosts); the first of each, as a scan finds it.
+    let mut facts_by_host: HashMap<&str, &Facts> = HashMap::new();
+    for (h, f) in &p.facts {
+        facts_by_host.entry(h.as_str()).or_insert(f);
+    }
+    let facts_of = |h: &str| facts_by_host.get(h).copied();
+    let mut stored_cells: HashMap<(&str, &str), &CellRow> = HashMap::new();
+    for c in cells {
+        stored_cells.entry((c.host.as_str(), c.key.as_str())).or_insert(c);
+    }
     for (pi, play) in p.checked.playbook.plays.iter().enumerate() {
         let hosts = p.checked.hosts_of_play(pi);
         let planned: Vec<Cell> = if play.roles.is_empty() {
@@ -135,23 +145,24 @@ fn compare_plans(p: &Prepared, cells: &[CellRow]) -> Result<(), ResumeRefused> {
                 let input =
                     HostInput { inventory: &p.checked.inventory, host: h, extra_vars: &p.extra, facts: facts_of(h) };
                 // A plan that needs facts the run never got is checked once they are in.
-                all.extend(planner::plan_play(play, pi, &input, &t).unwrap_or_default());
+                all.extend(planner::plan_play(play, pi, &input, t).unwrap_or_default());
             }
             all
         } else {
             let facts: Vec<(&str, &Facts)> = p.facts.iter().map(|(h, f)| (h.as_str(), f)).collect();
-            planner::plan_role_play(play, pi, &p.checked.inventory, &hosts, &p.extra, &facts, &t).unwrap_or_default()
+            planner::plan_role_play(play, pi, &p.checked.inventory, &hosts, &p.extra, &facts, t).unwrap_or_default()
         };
         for cell in &planned {
-            let stored = cells.iter().find(|c| c.host == cell.host && c.key == cell.key);
+            let stored = stored_cells.get(&(cell.host.as_str(), cell.key.as_str()));
             if let Some(what) = stored.and_then(|s| difference(s, cell)) {
                 let (host, cell) = (cell.host.clone(), cell.describe());
                 return Err(ResumeRefused::Cell { run: p.record.id, host, cell, what });
             }
         }
         let planned_here = |c: &&CellRow| c.play_index == pi as i64 && !p.idle.contains(&c.host);
+        let planned_keys: HashSet<(&str, &str)> = planned.iter().map(|x| (x.host.as_str(), x.key.as_str())).collect();
         for c in cells.iter().filter(planned_here) {
-            if !planned.iter().any(|x| x.host == c.host && x.key == c.key) && !planned.is_empty() {
+            if !planned_keys.contains(&(c.host.as_str(), c.key.as_str())) && !planned.is_empty() {
                 let cell = crate::matrix::describe(&serde_json::from_value(c.params.clone()).unwrap_or_default());
                 let what = "today's plan has no such cell".to_string();
                 return Err(ResumeRefused::Cell { run: p.record.id, host: c.host.clone(), cell, what });
@@ -234,7 +245,7 @@ mod tests {
         .unwrap();
         let checked = check_playbook(pb, &[inv], None, &Vars::new(), &TagFilter::default()).unwrap();
         let input = HostInput { inventory: &checked.inventory, host: "a", extra_vars: &Vars::new(), facts: None };
-        planner::plan_play(&checked.playbook.plays[0], 0, &input, &Templates::new()).unwrap().remove(0)
+        planner::plan_play(&checked.playbook.plays[0], 0, &input, &checked.templates).unwrap().remove(0)
     }
 
     fn stored(c: &Cell) -> CellRow {
