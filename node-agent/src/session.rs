@@ -157,42 +157,49 @@ fn handle(
     }
 }
 
-/// Proof of life at a steady rate, from its own thread so a long step does not silence it.
+/// Proof of life at a steady rate, from its own thread so a long step does
+/// not silence it. The thread waits on a channel, not in short sleeps: it
+/// costs no wake-ups between beats and ends the moment it is told to (the
+/// session's end used to wait out a 50 ms nap on every host).
 struct Heartbeat {
     interval_ms: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
+    wake: mpsc::Sender<()>,
     handle: thread::JoinHandle<()>,
 }
 
 impl Heartbeat {
     fn start(out: Outbox) -> Self {
         let interval_ms = Arc::new(AtomicU64::new(benchrig_wire::messages::HEARTBEAT_MS));
-        let stop = Arc::new(AtomicBool::new(false));
+        let (wake, woken) = mpsc::channel::<()>();
         let handle = {
-            let (interval_ms, stop) = (interval_ms.clone(), stop.clone());
+            let interval_ms = interval_ms.clone();
             thread::spawn(move || {
                 let mut seq = 0;
-                let mut slept = 0;
-                while !stop.load(Ordering::SeqCst) {
-                    thread::sleep(Duration::from_millis(50));
-                    slept += 50;
-                    if slept >= interval_ms.load(Ordering::SeqCst) {
-                        slept = 0;
-                        seq += 1;
-                        out.send(&AgentMsg::Heartbeat { seq });
+                loop {
+                    let interval = Duration::from_millis(interval_ms.load(Ordering::SeqCst));
+                    match woken.recv_timeout(interval) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            seq += 1;
+                            out.send(&AgentMsg::Heartbeat { seq });
+                        }
+                        // A new interval: wait again with it.
+                        Ok(()) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
                     }
                 }
             })
         };
-        Heartbeat { interval_ms, stop, handle }
+        Heartbeat { interval_ms, wake, handle }
     }
 
     fn set_interval(&self, ms: u64) {
         self.interval_ms.store(ms.max(100), Ordering::SeqCst);
+        let _ = self.wake.send(());
     }
 
     fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = self.handle.join();
+        let Heartbeat { wake, handle, .. } = self;
+        drop(wake);
+        let _ = handle.join();
     }
 }
