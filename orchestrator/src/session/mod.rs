@@ -39,13 +39,7 @@ pub async fn open_sessions(
             })
         })
         .collect();
-    let mut out = Vec::new();
-    for t in tasks {
-        if let Ok(r) = t.await {
-            out.push(r);
-        }
-    }
-    out
+    in_order(tasks).await
 }
 
 /// Run `work` on every open session at once and close each after it,
@@ -71,6 +65,11 @@ where
             })
         })
         .collect();
+    in_order(tasks).await
+}
+
+/// The tasks' results in the order given (a task that panicked is left out).
+async fn in_order<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
     let mut out = Vec::new();
     for t in tasks {
         if let Ok(r) = t.await {
