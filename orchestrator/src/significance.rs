@@ -30,8 +30,41 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Test> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
-    let (va, vb) = (var(a) / a.len() as f64, var(b) / b.len() as f64);
-    let diff = mean(a) - mean(b);
+    welch_of(Moments { n: a.len(), mean: mean(a), var: var(a) }, Moments { n: b.len(), mean: mean(b), var: var(b) })
+}
+
+/// A set of samples as Welch's test needs it: count, mean, sample variance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moments {
+    pub n: usize,
+    pub mean: f64,
+    pub var: f64,
+}
+
+impl Moments {
+    /// The samples of several sets taken together, from each set's moments
+    /// (the law of total variance): what `welch` needs when only summaries
+    /// are kept. None without samples.
+    pub fn pooled(parts: &[Moments]) -> Option<Moments> {
+        let n: usize = parts.iter().map(|m| m.n).sum();
+        if n == 0 {
+            return None;
+        }
+        let mean = parts.iter().map(|m| m.n as f64 * m.mean).sum::<f64>() / n as f64;
+        let within: f64 = parts.iter().map(|m| m.n.saturating_sub(1) as f64 * m.var).sum();
+        let between: f64 = parts.iter().map(|m| m.n as f64 * (m.mean - mean).powi(2)).sum();
+        let var = if n > 1 { (within + between) / (n - 1) as f64 } else { 0.0 };
+        Some(Moments { n, mean, var })
+    }
+}
+
+/// Welch's t-test from each side's moments; needs two samples on each side.
+pub fn welch_of(a: Moments, b: Moments) -> Option<Test> {
+    if a.n < 2 || b.n < 2 {
+        return None;
+    }
+    let (va, vb) = (a.var / a.n as f64, b.var / b.n as f64);
+    let diff = a.mean - b.mean;
     let se = (va + vb).sqrt();
     if se == 0.0 {
         // No spread at all: identical means are the same, others certainly differ.
@@ -42,7 +75,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Test> {
         });
     }
     let t = diff / se;
-    let df = (va + vb).powi(2) / (va.powi(2) / (a.len() - 1) as f64 + vb.powi(2) / (b.len() - 1) as f64);
+    let df = (va + vb).powi(2) / (va.powi(2) / (a.n - 1) as f64 + vb.powi(2) / (b.n - 1) as f64);
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     Some(Test { statistic: t, p: (2.0 * dist.sf(t.abs())).min(1.0) })
 }
@@ -163,6 +196,22 @@ mod tests {
         assert_eq!(welch(&[1.0, 1.0], &[1.0, 1.0]).unwrap().p, 1.0);
         assert_eq!(welch(&[1.0, 1.0], &[2.0, 2.0]).unwrap().p, 0.0);
         assert!(welch(&[1.0], &[2.0, 3.0]).is_none());
+    }
+
+    /// Pooling the moments of parts is the same as the moments of all
+    /// their samples, so Welch on pooled summaries is Welch on the samples.
+    #[test]
+    fn pooled_moments_are_those_of_all_the_samples() {
+        let parts = [vec![433.0, 433.1, 355.0], vec![433.5, 433.3], vec![355.1]];
+        let m = |v: &[f64]| Moments { n: v.len(), mean: mean(v), var: if v.len() > 1 { var(v) } else { 0.0 } };
+        let all: Vec<f64> = parts.concat();
+        let pooled = Moments::pooled(&parts.iter().map(|p| m(p)).collect::<Vec<_>>()).unwrap();
+        assert_eq!(pooled.n, all.len());
+        assert!(close(pooled.mean, mean(&all), 1e-12) && close(pooled.var, var(&all), 1e-9), "{pooled:?}");
+        let other = [431.4, 356.0, 356.7];
+        let (p, w) = (welch_of(pooled, m(&other)).unwrap(), welch(&all, &other).unwrap());
+        assert!(close(p.statistic, w.statistic, 1e-9) && close(p.p, w.p, 1e-9), "{p:?} {w:?}");
+        assert_eq!(Moments::pooled(&[]), None);
     }
 
     #[test]
