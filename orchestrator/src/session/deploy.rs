@@ -183,10 +183,7 @@ fn start_script(builds: &AgentBuilds, remote_dir: &str, become_user: Option<&str
             arms.push_str(&format!("{}) s={};; ", names.join("|"), b.sha256));
         }
     }
-    let agent = match become_user {
-        Some(user) => format!("sudo -n -u {} -- \"$a\" serve", sh_quote(user)),
-        None => "\"$a\" serve".into(),
-    };
+    let agent = serve_command("\"$a\"", become_user);
     format!(
         "m=$(uname -m); d={d}; s=; case \"$m\" in {arms}esac; a=\"$d/benchrig-agent-$s\"; \
          if [ -n \"$s\" ] && [ -x \"$a\" ]; then printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\n' \"$m\" \"$HOME\" \"$d\"; exec {agent}; fi; \
@@ -293,12 +290,17 @@ pub async fn discard_agent(t: &dyn Transport, d: &Deployed) {
 
 /// Start the deployed agent, through `sudo -n` when the host asks to become another user.
 async fn start_agent(t: &dyn Transport, d: &Deployed, become_user: Option<&str>) -> Result<RemoteProcess, DeployError> {
-    let agent = sh_quote(&d.remote_path);
-    let script = match become_user {
-        Some(user) => format!("exec sudo -n -u {} -- {agent} serve", sh_quote(user)),
-        None => format!("exec {agent} serve"),
-    };
+    let script = format!("exec {}", serve_command(&sh_quote(&d.remote_path), become_user));
     Ok(t.spawn(&script).await?)
+}
+
+/// The agent at `agent` (a shell word) serving, as the host's own user or
+/// through `sudo -n` as `become_user`: one spelling for both ways it starts.
+fn serve_command(agent: &str, become_user: Option<&str>) -> String {
+    match become_user {
+        Some(user) => format!("sudo -n -u {} -- {agent} serve", sh_quote(user)),
+        None => format!("{agent} serve"),
+    }
 }
 
 #[cfg(test)]
@@ -317,6 +319,14 @@ mod tests {
     fn remote_dir_keeps_home_unquoted() {
         assert_eq!(remote_dir_expr("~/.cache/benchrig"), "\"$HOME\"/.cache/benchrig");
         assert_eq!(remote_dir_expr("/opt/b r"), "'/opt/b r'");
+    }
+
+    #[test]
+    fn the_agent_serves_as_the_user_or_through_sudo() {
+        assert_eq!(serve_command("'/h/a b'", None), "'/h/a b' serve");
+        assert_eq!(serve_command("\"$a\"", Some("bench")), "sudo -n -u bench -- \"$a\" serve");
+        let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![]) };
+        assert!(start_script(&builds, "/d", Some("bench")).contains("exec sudo -n -u bench -- \"$a\" serve; fi"));
     }
 
     #[test]
