@@ -56,8 +56,10 @@ fn hello_first_then_one_answer_per_request() {
     let work = tempfile::tempdir().unwrap();
     let cfg =
         SessionConfig { work_dir: work.path().join("w").display().to_string(), scratch: vec![], heartbeat_ms: 100 };
-    let step =
-        |id, action| Envelope { id, request: Request::Run(StepRequest { cell: "c".into(), name: "s".into(), action }) };
+    let step = |id, action| Envelope {
+        id,
+        request: Request::Run(StepRequest { cell: "c".into(), name: "s".into(), action, monitor: None }),
+    };
     let msgs = run(&[
         Envelope { id: 1, request: Request::Configure(cfg) },
         Envelope { id: 2, request: Request::Ping },
@@ -90,7 +92,12 @@ fn a_device_not_in_the_session_list_is_refused() {
         Envelope { id: 1, request: Request::Configure(cfg) },
         Envelope {
             id: 2,
-            request: Request::Run(StepRequest { cell: "c".into(), name: "fs".into(), action: Action::Filesystem(fs) }),
+            request: Request::Run(StepRequest {
+                cell: "c".into(),
+                name: "fs".into(),
+                action: Action::Filesystem(fs),
+                monitor: None,
+            }),
         },
         Envelope { id: 3, request: Request::Shutdown },
     ]);
@@ -101,7 +108,12 @@ fn a_device_not_in_the_session_list_is_refused() {
 #[test]
 fn a_closed_channel_ends_the_session_and_still_answers_what_was_queued() {
     // No Shutdown at all: EOF alone must end serve() (the test would hang otherwise).
-    let noop = Request::Run(StepRequest { cell: "c".into(), name: "n".into(), action: Action::Noop(NoArgs {}) });
+    let noop = Request::Run(StepRequest {
+        cell: "c".into(),
+        name: "n".into(),
+        action: Action::Noop(NoArgs {}),
+        monitor: None,
+    });
     let msgs = run(&[Envelope { id: 1, request: Request::Ping }, Envelope { id: 2, request: noop }]);
     assert_eq!(reply_of(&msgs, 1), Event::Result { reply: Reply::Pong });
     // Answered either way (done before EOF was seen, or cancelled after): never dropped.

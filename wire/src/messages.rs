@@ -66,6 +66,10 @@ pub struct StepRequest {
     pub name: String,
     #[serde(flatten)]
     pub action: Action,
+    /// Watch the host while the step's timed region runs (measured steps
+    /// only; an action ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<crate::monitor::MonitorConfig>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -193,6 +197,7 @@ mod tests {
                 cell: "c1".into(),
                 name: "read".into(),
                 action: Action::SeqRead(args),
+                monitor: Some(crate::monitor::MonitorConfig { interval_ms: 1000 }),
             }),
         };
         let s = serde_json::to_string(&e).unwrap();

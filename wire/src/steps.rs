@@ -147,6 +147,9 @@ pub struct StepOutput {
     pub usage: Option<Usage>,
     #[serde(default)]
     pub info: serde_json::Map<String, serde_json::Value>,
+    /// What the monitors saw during the timed region, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitors: Option<crate::monitor::MonitorSeries>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -49,8 +49,12 @@ pub async fn run(args: PingArgs, progress: Progress) -> anyhow::Result<i32> {
                 Ok(d) => pings.push(d),
                 Err(e) => failure = Some(e),
             }
-            let step =
-                Request::Run(StepRequest { cell: "ping".into(), name: "noop".into(), action: Action::Noop(NoArgs {}) });
+            let step = Request::Run(StepRequest {
+                cell: "ping".into(),
+                name: "noop".into(),
+                action: Action::Noop(NoArgs {}),
+                monitor: None,
+            });
             let t = Instant::now();
             match s.agent.request(step, None, |_| {}).await {
                 Ok(_) => noops.push(t.elapsed()),

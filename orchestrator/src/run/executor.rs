@@ -112,8 +112,12 @@ fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
 impl CellRunner<'_> {
     /// Send one step to its host's agent; a failure comes back classified.
     async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, CellOutcome> {
-        let req =
-            Request::Run(StepRequest { cell: cell.key.clone(), name: step.name.clone(), action: step.action.clone() });
+        let req = Request::Run(StepRequest {
+            cell: cell.key.clone(),
+            name: step.name.clone(),
+            action: step.action.clone(),
+            monitor: None,
+        });
         let host = step.host.as_str();
         let Some(agent) = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a) else {
             return Err(CellOutcome::HostLost {

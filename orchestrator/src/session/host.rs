@@ -159,6 +159,7 @@ impl HostSession {
             cell: "cleanup".into(),
             name: "cleanup".into(),
             action: Action::Cleanup(NoArgs {}),
+            monitor: None,
         });
         match self.agent.request(req, None, |_| {}).await? {
             Reply::Step(out) => {

@@ -182,6 +182,7 @@ mod tests {
             metrics: vec![Metric { name: "m".into(), value: 1.0, unit: "s".into(), better: Better::Lower }],
             usage: None,
             info: Default::default(),
+            monitors: None,
         };
         let step = StepRef { index, name: "w", workload: "exec", repetition: rep, attempt };
         s.add_samples(cell, &step, &out).unwrap();

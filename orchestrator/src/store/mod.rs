@@ -483,6 +483,7 @@ mod tests {
                 }],
             }),
             info: Default::default(),
+            monitors: None,
         }
     }
 
