@@ -91,12 +91,16 @@ fn check(arch: &str, busy_device: &str) {
             assert!(f.r_s > 100.0 && f.rmb_s > 1.0 && f.r_await_ms > 0.0, "{arch}: {name} was being read, yet {f:?}");
         }
     }
-    assert!(report["disk"].as_array().unwrap().iter().any(|d| d["disk_device"] == busy_device), "{busy_device} not reported");
+    assert!(
+        report["disk"].as_array().unwrap().iter().any(|d| d["disk_device"] == busy_device),
+        "{busy_device} not reported"
+    );
 
     let cpu = |n: u8| CpuTimes::parse(&std::fs::read_to_string(dir.join(format!("stat.{n}"))).unwrap()).unwrap();
     let sh = CpuShares::between(&cpu(1), &cpu(2));
     let avg = &report["avg-cpu"];
-    for (key, ours) in [("user", sh.user_pct), ("system", sh.sys_pct), ("iowait", sh.iowait_pct), ("idle", sh.idle_pct)] {
+    for (key, ours) in [("user", sh.user_pct), ("system", sh.sys_pct), ("iowait", sh.iowait_pct), ("idle", sh.idle_pct)]
+    {
         let printed = avg[key].as_f64().unwrap();
         if !close(ours, printed) {
             bad.push(format!("cpu {key}: ours {ours}, iostat {printed}"));

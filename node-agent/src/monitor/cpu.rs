@@ -70,7 +70,10 @@ mod tests {
     #[test]
     fn the_cpu_line_and_its_shares() {
         let p = CpuTimes::parse("cpu  100 10 50 800 20 5 15 0 0 0\ncpu0 1 2 3 4\n").unwrap();
-        assert_eq!(p, CpuTimes { user: 100, nice: 10, system: 50, idle: 800, iowait: 20, irq: 5, softirq: 15, steal: 0 });
+        assert_eq!(
+            p,
+            CpuTimes { user: 100, nice: 10, system: 50, idle: 800, iowait: 20, irq: 5, softirq: 15, steal: 0 }
+        );
         let c = CpuTimes { user: 130, nice: 10, system: 60, idle: 850, iowait: 30, irq: 5, softirq: 15, steal: 0 };
         let s = CpuShares::between(&p, &c);
         assert_eq!((s.user_pct, s.sys_pct, s.iowait_pct, s.idle_pct), (30.0, 10.0, 10.0, 50.0));

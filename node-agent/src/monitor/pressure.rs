@@ -33,7 +33,10 @@ mod tests {
 
     #[test]
     fn totals_and_their_shares() {
-        let p = Stall::parse("some avg10=1.00 avg60=0.50 avg300=0.10 total=1000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=200\n").unwrap();
+        let p = Stall::parse(
+            "some avg10=1.00 avg60=0.50 avg300=0.10 total=1000000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=200\n",
+        )
+        .unwrap();
         assert_eq!(p, Stall { some_us: 1_000_000, full_us: 200 });
         let c = Stall { some_us: 1_500_000, full_us: 100_200 };
         assert_eq!(shares(&p, &c, 2.0), (25.0, 5.0));

@@ -40,10 +40,7 @@ impl Sampler {
         let first = r.read(None);
         let interval = Duration::from_millis(cfg.interval_ms.max(MIN_INTERVAL_MS));
         let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("monitor".into())
-            .spawn(move || run(r, first, interval, rx))
-            .ok();
+        let thread = std::thread::Builder::new().name("monitor".into()).spawn(move || run(r, first, interval, rx)).ok();
         Sampler { stop: Some(tx), thread }
     }
 
@@ -173,7 +170,10 @@ impl Builder {
         let devices: Vec<usize> = (0..r.devices.len()).filter(|&i| first.disks[i].is_some()).collect();
         let series = MonitorSeries {
             interval_ms: interval.as_millis() as u64,
-            devices: devices.iter().map(|&i| DeviceSeries { device: r.devices[i].clone(), ..Default::default() }).collect(),
+            devices: devices
+                .iter()
+                .map(|&i| DeviceSeries { device: r.devices[i].clone(), ..Default::default() })
+                .collect(),
             pressure: first.psi.map(|_| PressureSeries::default()),
             ..Default::default()
         };
