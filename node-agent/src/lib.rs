@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod exports;
 pub mod facts;
 pub mod kernel;
+pub mod kernel_settings;
 pub mod ledger;
 pub mod measure;
 pub mod outbox;
