@@ -60,6 +60,16 @@ pub fn human(name: &str, via: &str, f: &Facts) -> String {
         "no root, no sudo"
     };
     s += &format!("  user: {} ({sudo})\n", f.user.name);
+    if let Some(t) = &f.tuning {
+        s += &format!("  tuning: {}\n", crate::system_state::summary(t));
+        if let Some(c) = &t.cmdline {
+            s += &format!("  cmdline: {c}\n");
+        }
+    }
+    for sc in f.scratch.iter().filter(|sc| !sc.queues.is_empty()) {
+        let q: Vec<String> = sc.queues.iter().map(crate::system_state::queue_summary).collect();
+        s += &format!("  scratch {}: {}\n", sc.name, q.join("; "));
+    }
     for d in &f.block_devices {
         let kind = match d.rotational {
             Some(true) => "rotational",

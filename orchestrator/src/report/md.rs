@@ -215,8 +215,9 @@ fn hosts_line(model: &Json) -> String {
         .iter()
         .map(|h| {
             let f = &h["facts"];
+            let system = crate::system_state::summary_of(f).map(|s| format!("; {s}")).unwrap_or_default();
             format!(
-                "{} ({} {}, kernel {})",
+                "{} ({} {}, kernel {}{system})",
                 text(&h["name"]),
                 text(&f["distribution"]["id"]),
                 text(&f["arch"]),
