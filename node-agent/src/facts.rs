@@ -186,7 +186,9 @@ pub fn scratch(view: &SysView, entries: &[ScratchDevice]) -> Vec<ScratchFacts> {
             // device its file lives on (an image is attached only when used).
             let under = match &device {
                 Some(d) => kernel_settings::devices_under(view, d),
-                None => view.device_for_path(&path).map(|d| kernel_settings::devices_under(view, &d)).unwrap_or_default(),
+                None => {
+                    view.device_for_path(&path).map(|d| kernel_settings::devices_under(view, &d)).unwrap_or_default()
+                }
             };
             let queues = under.iter().map(|d| kernel_settings::queue(view, d)).collect();
             ScratchFacts { name: e.name.clone(), device, size_bytes, queues }

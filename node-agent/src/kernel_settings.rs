@@ -185,7 +185,10 @@ mod tests {
         assert_eq!(t.boost, Some(false), "no_turbo=1 is boost off");
         assert_eq!((t.smt_control.as_deref(), t.smt_active), (Some("on"), Some(true)));
         assert_eq!((t.thp_enabled.as_deref(), t.thp_defrag.as_deref()), (Some("madvise"), Some("madvise")));
-        assert_eq!((t.swappiness, t.dirty_ratio, t.dirty_bytes, t.dirty_background_ratio), (Some(60), Some(20), Some(0), None));
+        assert_eq!(
+            (t.swappiness, t.dirty_ratio, t.dirty_bytes, t.dirty_background_ratio),
+            (Some(60), Some(20), Some(0), None)
+        );
         assert_eq!(t.cmdline.as_deref(), Some("BOOT_IMAGE=/vmlinuz root=/dev/sda1 mitigations=auto"));
         assert_eq!(t.mitigations.get("meltdown").map(String::as_str), Some("Mitigation: PTI"));
         assert_eq!(t.mitigations.len(), 2);
@@ -202,7 +205,10 @@ mod tests {
         let (_d, v) = tree();
         write(&v, v.proc_.join("sys/vm/swappiness"), "10\n");
         let t = host_tuning(&v);
-        assert_eq!((t.governor, t.cpufreq_driver, t.boost, t.smt_control, t.smt_active), (None, None, None, None, None));
+        assert_eq!(
+            (t.governor, t.cpufreq_driver, t.boost, t.smt_control, t.smt_active),
+            (None, None, None, None, None)
+        );
         assert_eq!((t.thp_enabled, t.swappiness), (None, Some(10)));
         assert!(t.mitigations.is_empty());
     }

@@ -217,7 +217,10 @@ mod tests {
         let a = args(serde_json::json!({"swappiness": 10, "thp": "never/defer", "sysctl": {"vm.dirty_ratio": "5"}}));
         let writes = plan(&st, &a).unwrap();
         let previous: Vec<(&str, &str)> = writes.iter().map(|w| (w.setting.as_str(), w.previous.as_str())).collect();
-        assert_eq!(previous, [("thp enabled", "madvise"), ("thp defrag", "madvise"), ("vm.swappiness", "60"), ("vm.dirty_ratio", "20")]);
+        assert_eq!(
+            previous,
+            [("thp enabled", "madvise"), ("thp defrag", "madvise"), ("vm.swappiness", "60"), ("vm.dirty_ratio", "20")]
+        );
         let out = apply(&mut st, writes).unwrap();
         assert_eq!(out.info["tune"].as_array().unwrap().len(), 4);
         assert_eq!(read(&d, "proc/sys/vm/swappiness"), "10");
@@ -252,7 +255,10 @@ mod tests {
         let (d, st) = host();
         let e = plan(&st, &args(serde_json::json!({"swappiness": 1, "governor": "performance"}))).unwrap_err();
         assert_eq!(e.code, ErrorCode::Unsupported);
-        assert!(e.message.starts_with("tune governor: ") && e.message.ends_with("sys/devices/system/cpu/cpufreq absent"), "{e:?}");
+        assert!(
+            e.message.starts_with("tune governor: ") && e.message.ends_with("sys/devices/system/cpu/cpufreq absent"),
+            "{e:?}"
+        );
         assert_eq!(read(&d, "proc/sys/vm/swappiness"), "60");
         let e = plan(&st, &args(serde_json::json!({"boost": true}))).unwrap_err();
         assert!(e.message.starts_with("tune boost: neither "), "{e:?}");
@@ -266,7 +272,10 @@ mod tests {
         fs::write(p.join("scaling_governor"), "schedutil\n").unwrap();
         fs::write(p.join("scaling_available_governors"), "performance schedutil\n").unwrap();
         let e = plan(&st, &args(serde_json::json!({"governor": "ondemand"}))).unwrap_err();
-        assert!(e.message.contains("`ondemand` is not offered") && e.message.contains("performance, schedutil"), "{e:?}");
+        assert!(
+            e.message.contains("`ondemand` is not offered") && e.message.contains("performance, schedutil"),
+            "{e:?}"
+        );
         let w = plan(&st, &args(serde_json::json!({"governor": "performance"}))).unwrap();
         assert_eq!((w[0].setting.as_str(), w[0].previous.as_str()), ("governor of policy0", "schedutil"));
     }
