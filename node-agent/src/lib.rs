@@ -15,6 +15,7 @@ pub mod exports;
 pub mod facts;
 pub mod kernel;
 pub mod kernel_settings;
+pub mod kmsg;
 pub mod ledger;
 pub mod measure;
 pub mod outbox;

@@ -26,6 +26,9 @@ pub struct HostState {
     /// Kernel settings `tune` changed, oldest first, each with the value it
     /// had: restored newest first by a release of everything.
     pub tuned: Vec<Tuned>,
+    /// The kernel log from where the current visit began (`kmsg`); `Err`
+    /// says why it cannot be read (not root under `dmesg_restrict`).
+    pub kmsg: Result<crate::kmsg::Reader, String>,
 }
 
 /// A setting `tune` wrote, and what to write back.
@@ -63,6 +66,41 @@ impl HostState {
             exports: Vec::new(),
             ledger: Ledger::for_this_user(),
             tuned: Vec::new(),
+            kmsg: Err("not opened yet".into()),
+        }
+    }
+
+    /// The session's block devices, as the kernel names them: its scratch
+    /// devices and their partitions, the loop devices over its images, and
+    /// every device under what it mounted.
+    pub fn session_devices(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in &self.scratch {
+            let path = crate::scratch::expand_home(&s.path);
+            match s.kind {
+                benchrig_wire::scratch::ScratchKind::Block => {
+                    if let Ok((d, _)) = self.view.resolve_block(&path) {
+                        out.extend(self.view.partitions(&d.name));
+                        out.push(d.name);
+                    }
+                }
+                benchrig_wire::scratch::ScratchKind::Image => out.extend(self.view.loops_backed_by(&path)),
+                benchrig_wire::scratch::ScratchKind::Directory => {}
+            }
+        }
+        out.extend(self.mounted.iter().flat_map(|m| m.devices.iter().cloned()));
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What the kernel logged since the last call (or the session's
+    /// start) that concerns this session's `devices` (see `kmsg`).
+    pub fn kernel_log(&mut self, devices: &[String]) -> Result<benchrig_wire::kernel_log::KernelLog, String> {
+        let view = self.view.clone();
+        match &mut self.kmsg {
+            Ok(r) => Ok(crate::kmsg::collect(r, devices, &view)),
+            Err(e) => Err(e.clone()),
         }
     }
 

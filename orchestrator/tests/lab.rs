@@ -1519,3 +1519,70 @@ fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out
     assert_eq!(lab_cmd(&["unquarantine", "soc"]).status.code(), Some(0));
     assert_eq!(stdout(&lab_cmd(&[])).trim(), "no host is held or quarantined");
 }
+
+/// read_ahead_kb of lab host `hdd`'s disk `hdd0` (the lab shares this machine's kernel, so sysfs here is its).
+fn hdd0_read_ahead_kb() -> u64 {
+    let dev = sh("basename \"$(readlink -f /var/tmp/benchrig-lab/dev/hdd-hdd0)\"");
+    sh(&format!("cat /sys/class/block/{dev}/queue/read_ahead_kb")).parse().unwrap()
+}
+
+/// A play tuning hdd0's read-ahead to 16 KiB whose measured step reads it back.
+fn tune_playbook(b: &Bench, sleep: u32) -> std::path::PathBuf {
+    b.write(
+        "tune.yml",
+        &format!(
+            r#"- name: tuned
+  hosts: hdd
+  tune: {{ read_ahead_kb: 16 }}
+  setup:
+    - filesystem: {{ device: hdd0, profile: ext4 }}
+  benchmark:
+    - name: read_ahead
+      exec:
+        command: "sleep {sleep}; cat /sys/class/block/$(basename $(readlink -f /var/tmp/benchrig-lab/dev/hdd-hdd0))/queue/read_ahead_kb"
+        metrics: [{{ name: read_ahead_kb, unit: KiB, regex: "(\\d+)" }}]
+"#
+        ),
+    )
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn tune_read_ahead_is_in_effect_during_the_cell_and_restored_after_it_and_after_ctrl_c() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let before = hdd0_read_ahead_kb();
+    assert_ne!(before, 16, "the test needs a read-ahead other than the one it sets");
+    let pb = tune_playbook(&b, 0);
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "tuned"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("tuned").unwrap().id;
+    let samples = s.samples(run).unwrap();
+    let ra: Vec<f64> = samples.iter().filter(|x| x.metric == "read_ahead_kb").map(|x| x.value).collect();
+    assert_eq!(ra, [16.0], "in effect while the cell ran");
+    assert_eq!(hdd0_read_ahead_kb(), before, "restored after the visit");
+    // What was applied, and what it replaced, is stored with the cell.
+    let cell = &s.cells(run).unwrap()[0];
+    let info = cell.info.as_ref().unwrap();
+    let tune = info.get("setup[0] tune@hdd").unwrap_or_else(|| panic!("{info}"));
+    assert_eq!(tune["tune"][0]["applied"], "16");
+    assert_eq!(tune["tune"][0]["previous"], before.to_string());
+    let shown = stdout(&b.run(&["show", "tuned"]));
+    assert!(shown.contains("read_ahead_kb"), "show names the tuning: {shown}");
+
+    // Ctrl-C while the measured step runs, the setting in effect: restored too.
+    let child =
+        b.spawn(&["run", tune_playbook(&b, 60).to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "int"], &[]);
+    let start = std::time::Instant::now();
+    while hdd0_read_ahead_kb() != 16 {
+        assert!(start.elapsed().as_secs() < 120, "tune never took effect");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    b.wait_for_cell("int", "the cell to run", |c| c.status == CellStatus::Running);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    sh(&format!("kill -INT -{}", child.id()));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(hdd0_read_ahead_kb(), before, "restored after Ctrl-C");
+}
