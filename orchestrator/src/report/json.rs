@@ -44,6 +44,10 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                 "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
                 "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
                 "artifacts": artifacts_of.get(&c.id).cloned().unwrap_or_default(),
+                "tune": super::cell_notes::tuned(c.info.as_ref()),
+                "kernel_log": super::cell_notes::kernel_log(c.info.as_ref()).iter()
+                    .map(|(h, l)| json!({"host": h, "kind": l.kind, "usec": l.usec, "seq": l.seq, "text": l.text}))
+                    .collect::<Vec<_>>(),
                 "metrics": metrics,
             })
         };

@@ -36,7 +36,15 @@ fn case(c: &CellRow, regressions: &[Row]) -> TestCase {
         .filter(|r| r.verdict == Verdict::Regressed && r.host == c.host && r.play == c.play && r.cell == cell)
         .map(|r| format!("{} {}: {:+.1}%", r.step, r.metric, (r.ratio.unwrap_or(1.0) - 1.0) * 100.0))
         .collect();
+    let logged: Vec<String> =
+        super::cell_notes::kernel_log(c.info.as_ref()).iter().map(super::cell_notes::kernel_log_text).collect();
     let status = match c.status {
+        // The kernel reporting an I/O error or a BUG during the cell fails it: its numbers are suspect.
+        CellStatus::Ok if !logged.is_empty() => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type("kernel_log").set_message(format!("kernel log: {}", logged.join(" | ")));
+            s
+        }
         CellStatus::Ok if regressed.is_empty() => TestCaseStatus::success(),
         CellStatus::Ok => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -61,6 +69,9 @@ fn case(c: &CellRow, regressions: &[Row]) -> TestCase {
         }
     };
     let mut t = TestCase::new(format!("{} {cell}", c.host), status);
+    if !logged.is_empty() {
+        t.set_system_err(logged.join("\n"));
+    }
     t.set_classname(format!("{}.{}", c.play, c.host));
     t
 }
