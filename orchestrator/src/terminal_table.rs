@@ -75,9 +75,12 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
         }
     }
     let mut out = table(&header, &rows);
+    let kernel_log = store.kernel_log(run)?;
     for c in &cells {
-        let (tuned, logged) =
-            (crate::report::cell_notes::tuned(c.info.as_ref()), crate::report::cell_notes::kernel_log(c.info.as_ref()));
+        let (tuned, logged) = (
+            crate::report::cell_notes::tuned(c.info.as_ref()),
+            crate::report::cell_notes::kernel_log(&kernel_log, c.id),
+        );
         let cell = describe_params(&c.params);
         if !tuned.is_empty() {
             out += &format!("{} {cell}: tuned {}\n", c.host, tuned.join("; "));

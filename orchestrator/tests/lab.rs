@@ -1651,9 +1651,10 @@ fn an_io_error_the_kernel_logs_during_a_cell_is_flagged_in_every_report_and_only
     let s = b.store();
     let run = s.resolve_run("full").unwrap().id;
     let cells = s.cells(run).unwrap();
+    let rows = s.kernel_log(run).unwrap();
     let notes = |host: &str| {
         let c = cells.iter().find(|c| c.host == host).unwrap();
-        benchrig::report::cell_notes::kernel_log(c.info.as_ref())
+        benchrig::report::cell_notes::kernel_log(&rows, c.id)
     };
     let logged = notes("fast2");
     assert!(!logged.is_empty(), "the kernel's error was not recorded: {:?}", cells);
