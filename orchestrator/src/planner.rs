@@ -488,8 +488,9 @@ impl<'a> PlayCtx<'a> {
             let devices = cell_devices(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), &hosts);
             let mut setup = setup;
             if let Some(node) = &play.tune {
-                let tunes = tune_steps(node, &hosts, &cell_ctx, &devices, t)?;
+                let (tunes, why) = tune_steps(node, &hosts, &cell_ctx, &devices, t)?;
                 setup.splice(0..0, tunes);
+                unsupported = unsupported.or(why);
             }
             cells.push(Cell {
                 key: format!("{}:{}", self.play_index, matrix::describe(&params)),
@@ -516,14 +517,17 @@ impl<'a> PlayCtx<'a> {
 /// is applied at the start of every visit, and restored by the release
 /// that ends it), its queue settings for that host's scratch devices of the
 /// cell. Queue settings in a cell that names no scratch device are an error.
+/// With facts, what a host cannot take is known before it is touched: the
+/// reason the cell is unsupported.
 fn tune_steps(
     node: &crate::yaml::Node,
     hosts: &[Member],
     cell_ctx: &[Json],
     devices: &[CellDevice],
     t: &Templates,
-) -> Result<Vec<PlannedStep>, ConfigError> {
+) -> Result<(Vec<PlannedStep>, Option<String>), ConfigError> {
     let mut out = Vec::new();
+    let mut why = None;
     for (m, ctx) in hosts.iter().zip(cell_ctx) {
         let mine: Vec<String> = devices.iter().filter(|d| d.host == m.host).map(|d| d.name.clone()).collect();
         let mut args = crate::playbook::tune::render(node, ctx, t, mine)?;
@@ -536,11 +540,22 @@ fn tune_steps(
             // Another host's devices: this one takes only the host-wide settings.
             (args.scheduler, args.read_ahead_kb, args.nr_requests) = (None, None, None);
         }
-        if args != benchrig_wire::steps::TuneArgs::default() {
-            out.push(PlannedStep::internal("tune", Action::Tune(args), m.host));
+        if args == benchrig_wire::steps::TuneArgs::default() {
+            continue;
         }
+        if let (None, Some(f)) = (&why, m.facts) {
+            let no_cpufreq = f.tuning.as_ref().is_some_and(|t| t.cpufreq_driver.is_none() && t.governor.is_none());
+            why = if !f.user.root {
+                Some(format!("tune: the agent on {} runs as {}, not root (add `become: true`)", m.host, f.user.name))
+            } else if args.governor.is_some() && no_cpufreq {
+                Some(format!("tune governor: {} has no cpufreq (/sys/devices/system/cpu/cpufreq absent)", m.host))
+            } else {
+                None
+            };
+        }
+        out.push(PlannedStep::internal("tune", Action::Tune(args), m.host));
     }
-    Ok(out)
+    Ok((out, why))
 }
 
 /// Every scratch device `steps` name, once each, in the order first named.
@@ -763,6 +778,24 @@ mod tests {
         // Host-wide settings alone need no device.
         let pb = "- hosts: all\n  tune: {swappiness: 1}\n  benchmark:\n    - noop:\n";
         assert!(matches!(plan(pb, Vars::new(), None).unwrap()[0].setup[0].action, Action::Tune(_)));
+        // With facts, what the host cannot take is known before it is touched.
+        let root = Facts {
+            user: benchrig_wire::facts::User { root: true, ..Default::default() },
+            tuning: Some(benchrig_wire::facts::HostTuning::default()),
+            ..Default::default()
+        };
+        assert_eq!(plan(pb, Vars::new(), Some(&root)).unwrap()[0].unsupported, None);
+        let user =
+            Facts { user: benchrig_wire::facts::User { name: "bob".into(), ..Default::default() }, ..root.clone() };
+        assert_eq!(
+            plan(pb, Vars::new(), Some(&user)).unwrap()[0].unsupported.as_deref(),
+            Some("tune: the agent on h1 runs as bob, not root (add `become: true`)")
+        );
+        let gov = "- hosts: all\n  tune: {governor: performance}\n  benchmark:\n    - noop:\n";
+        assert_eq!(
+            plan(gov, Vars::new(), Some(&root)).unwrap()[0].unsupported.as_deref(),
+            Some("tune governor: h1 has no cpufreq (/sys/devices/system/cpu/cpufreq absent)")
+        );
     }
 
     #[test]
