@@ -34,6 +34,7 @@ fn step(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput
         Action::DropCaches(_) => actions::drop_caches::run(ctx),
         Action::Cleanup(_) => actions::cleanup::run(st),
         Action::Noop(_) => Ok(StepOutput::default()),
+        Action::Tune(a) => actions::tune::run(st, a),
         Action::Tree(a) => workloads::tree::run(st, ctx, a),
         Action::SeqWrite(a) => workloads::seq_write::run(st, ctx, a),
         Action::SeqRead(a) => workloads::seq_read::run(st, ctx, a),

@@ -2,7 +2,7 @@
 //! Best effort throughout: a fact that cannot be read is left empty, never an error.
 
 use crate::sysfs::SysView;
-use crate::{cgroup, cmd, tools};
+use crate::{cgroup, cmd, kernel_settings, tools};
 use benchrig_wire::facts::*;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use std::fs;
@@ -40,6 +40,7 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
         // The session sets it: gathering facts does not know the session.
         work_dir: String::new(),
         scratch: Vec::new(),
+        tuning: Some(kernel_settings::host_tuning(view)),
     }
 }
 
@@ -181,7 +182,16 @@ pub fn scratch(view: &SysView, entries: &[ScratchDevice]) -> Vec<ScratchFacts> {
                     (None, rustix::fs::statvfs(&path).ok().map(|v| v.f_bavail.saturating_mul(v.f_frsize)))
                 }
             };
-            ScratchFacts { name: e.name.clone(), device, size_bytes }
+            // A block device's queues; an image's or a directory's are those of the
+            // device its file lives on (an image is attached only when used).
+            let under = match &device {
+                Some(d) => kernel_settings::devices_under(view, d),
+                None => {
+                    view.device_for_path(&path).map(|d| kernel_settings::devices_under(view, &d)).unwrap_or_default()
+                }
+            };
+            let queues = under.iter().map(|d| kernel_settings::queue(view, d)).collect();
+            ScratchFacts { name: e.name.clone(), device, size_bytes, queues }
         })
         .collect()
 }
@@ -213,13 +223,8 @@ pub fn block_device(view: &SysView, name: &str) -> BlockDevice {
         serial: view.serial(name),
         wwn: view.wwn(name),
         rotational: read("queue/rotational").map(|r| r == "1"),
-        scheduler: read("queue/scheduler").map(|s| {
-            // "none mq-deadline [bfq]": the active one is bracketed.
-            s.split_whitespace()
-                .find(|w| w.starts_with('['))
-                .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
-                .unwrap_or(s)
-        }),
+        // "none mq-deadline [bfq]": the active one is bracketed.
+        scheduler: read("queue/scheduler").map(|s| kernel_settings::bracketed(&s)),
         holders: view.holders(name),
         partitions: view.partitions(name),
         read_only: read("ro").as_deref() == Some("1"),

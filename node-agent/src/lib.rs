@@ -14,6 +14,8 @@ pub mod dispatch;
 pub mod exports;
 pub mod facts;
 pub mod kernel;
+pub mod kernel_settings;
+pub mod kmsg;
 pub mod ledger;
 pub mod measure;
 pub mod monitor;

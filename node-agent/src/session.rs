@@ -140,6 +140,8 @@ fn handle(
         Request::Configure(cfg) => {
             st.work_dir = cfg.work_dir.into();
             st.scratch = cfg.scratch;
+            // The first visit's kernel log starts here.
+            st.kmsg = crate::kmsg::Reader::open_at_end().map_err(|e| format!("cannot read /dev/kmsg: {e}"));
             std::fs::create_dir_all(&st.work_dir)
                 .map_err(|e| AgentError::failed(format!("cannot create {}: {e}", st.work_dir.display())))?;
             Ok(Reply::Configured)

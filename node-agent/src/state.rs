@@ -1,7 +1,7 @@
 //! What this agent session has set up on the host, so it can always be undone:
-//! mounts it made, loop devices it attached, NFS exports of its mounts.
-//! Released by `unmount`, and by the session on shutdown or when the
-//! orchestrator disappears.
+//! mounts it made, loop devices it attached, NFS exports of its mounts,
+//! kernel settings it tuned. Released by `unmount`, and by the session on
+//! shutdown or when the orchestrator disappears.
 
 use crate::cmd;
 use crate::exports::{self, Export};
@@ -23,6 +23,21 @@ pub struct HostState {
     pub exports: Vec<Export>,
     /// The host's record of the filesystems benchrig made on it.
     pub ledger: Ledger,
+    /// Kernel settings `tune` changed, oldest first, each with the value it
+    /// had: restored newest first by a release of everything.
+    pub tuned: Vec<Tuned>,
+    /// The kernel log from where the current visit began (`kmsg`); `Err`
+    /// says why it cannot be read (not root under `dmesg_restrict`).
+    pub kmsg: Result<crate::kmsg::Reader, String>,
+}
+
+/// A setting `tune` wrote, and what to write back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuned {
+    /// As a person reads it: "read_ahead_kb of loop3".
+    pub setting: String,
+    pub path: PathBuf,
+    pub previous: String,
 }
 
 #[derive(Clone, Debug)]
@@ -50,6 +65,72 @@ impl HostState {
             mounted: Vec::new(),
             exports: Vec::new(),
             ledger: Ledger::for_this_user(),
+            tuned: Vec::new(),
+            kmsg: Err("not opened yet".into()),
+        }
+    }
+
+    /// The session's block devices, as the kernel names them: its scratch
+    /// devices and their partitions, the loop devices over its images, and
+    /// every device under what it mounted.
+    pub fn session_devices(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in &self.scratch {
+            let path = crate::scratch::expand_home(&s.path);
+            match s.kind {
+                benchrig_wire::scratch::ScratchKind::Block => {
+                    if let Ok((d, _)) = self.view.resolve_block(&path) {
+                        out.extend(self.view.partitions(&d.name));
+                        out.push(d.name);
+                    }
+                }
+                benchrig_wire::scratch::ScratchKind::Image => out.extend(self.view.loops_backed_by(&path)),
+                benchrig_wire::scratch::ScratchKind::Directory => {}
+            }
+        }
+        out.extend(self.mounted.iter().flat_map(|m| m.devices.iter().cloned()));
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What the kernel logged since the last call (or the session's
+    /// start) that concerns this session's `devices` (see `kmsg`).
+    pub fn kernel_log(&mut self, devices: &[String]) -> Result<benchrig_wire::kernel_log::KernelLog, String> {
+        let view = self.view.clone();
+        match &mut self.kmsg {
+            Ok(r) => Ok(crate::kmsg::collect(r, devices, &view)),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// Write back every tuned setting's previous value, newest first (a
+    /// setting tuned twice ends at its value before the first). What cannot
+    /// be written back stays listed for the next release.
+    pub fn restore_tuning(&mut self) -> Result<Vec<String>, String> {
+        self.restore_tuning_since(0)
+    }
+
+    /// [`Self::restore_tuning`] of the settings from index `first` on (a
+    /// `tune` step undoing its own writes when one fails).
+    pub fn restore_tuning_since(&mut self, first: usize) -> Result<Vec<String>, String> {
+        let (mut restored, mut errors, mut keep) = (Vec::new(), Vec::new(), Vec::new());
+        while self.tuned.len() > first {
+            let Some(t) = self.tuned.pop() else { break };
+            match std::fs::write(&t.path, &t.previous) {
+                Ok(()) => restored.push(format!("{} = {}", t.setting, t.previous)),
+                Err(e) => {
+                    errors.push(format!("cannot restore {} ({}) to {}: {e}", t.setting, t.path.display(), t.previous));
+                    keep.push(t);
+                }
+            }
+        }
+        keep.reverse();
+        self.tuned.extend(keep);
+        if errors.is_empty() {
+            Ok(restored)
+        } else {
+            Err(errors.join("; "))
         }
     }
 
@@ -76,10 +157,20 @@ impl HostState {
     /// Undo what was set up for one scratch (or all), newest first. What
     /// cannot be undone stays listed, so shutdown tries it again; the error
     /// says what failed.
+    ///
+    /// Releasing everything restores tuned settings first, while the
+    /// devices whose queues were tuned are still attached (a loop device
+    /// this session attached goes with its mount).
     pub fn release(&mut self, name: Option<&str>) -> Result<Vec<String>, String> {
         let mut released = Vec::new();
         let mut errors = Vec::new();
         let mut keep = Vec::new();
+        if name.is_none() {
+            match self.restore_tuning() {
+                Ok(r) => released.extend(r.into_iter().map(|r| format!("restored {r}"))),
+                Err(e) => errors.push(e),
+            }
+        }
         while let Some(mut m) = self.mounted.pop() {
             if name.is_some_and(|n| n != m.scratch) {
                 keep.push(m);

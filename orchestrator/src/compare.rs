@@ -242,10 +242,25 @@ pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) 
         ("mkfs version", setup_value(&bc, "mkfs_version"), setup_value(&nc, "mkfs_version")),
         ("device", device_identity(&bc), device_identity(&nc)),
     ];
-    checks.into_iter().find_map(|(what, a, b)| match (a, b) {
-        (Some(a), Some(b)) if a != b => Some(format!("{what} differs: {a} → {b}")),
-        _ => None,
-    })
+    checks
+        .into_iter()
+        .find_map(|(what, a, b)| match (a, b) {
+            (Some(a), Some(b)) if a != b => Some(format!("{what} differs: {a} → {b}")),
+            _ => None,
+        })
+        .or_else(|| crate::system_state::difference(bf.as_ref(), nf.as_ref(), &cell_scratch(&bc)))
+}
+
+/// The scratch devices a cell's steps name on its own host (none for a
+/// cell stored before its devices were).
+fn cell_scratch(c: &CellRow) -> Vec<String> {
+    let devices = c.steps.as_ref().and_then(|s| s.get("devices")).and_then(Json::as_array);
+    devices
+        .into_iter()
+        .flatten()
+        .filter(|d| d.get("host").and_then(Json::as_str) == Some(c.host.as_str()))
+        .filter_map(|d| d.get("name")?.as_str().map(str::to_string))
+        .collect()
 }
 
 /// "fresh: cell → round" when the two cells' setups were made fresh
@@ -446,5 +461,32 @@ mod tests {
         assert_eq!(verdict(&with(unlimited.clone()), &with(unlimited)), Verdict::Unchanged);
         // Facts from before limits were recorded say nothing either way.
         assert_eq!(verdict(&run(1, &[100.0], 5, "6.18", "higher"), &with(old)), Verdict::Unchanged);
+    }
+
+    #[test]
+    fn another_io_scheduler_on_the_cells_device_or_governor_is_not_comparable() {
+        let with = |scheduler: &str, governor: Option<&str>, devices: bool| {
+            let mut r = run(1, &[100.0], 5, "6.18", "higher");
+            r.hosts[0].facts = Some(json!({"kernel": {"release": "6.18"},
+                "tuning": {"governor": governor, "cpufreq_driver": "acpi-cpufreq"},
+                "scratch": [{"name": "hdd0", "queues": [{"device": "loop3", "scheduler": scheduler}]}]}));
+            r.cells[0].steps = devices.then(|| json!({"devices": [{"host": "h", "name": "hdd0"}]}));
+            r
+        };
+        let verdict = |a: &RunData, b: &RunData| compare(a, b, Options::default())[0].verdict.clone();
+        let perf = Some("performance");
+        assert_eq!(verdict(&with("mq-deadline", perf, true), &with("mq-deadline", perf, true)), Verdict::Unchanged);
+        assert_eq!(
+            verdict(&with("mq-deadline", perf, true), &with("none", perf, true)),
+            Verdict::NotComparable("io scheduler mq-deadline → none on loop3".into())
+        );
+        // A device the cell does not use says nothing about it.
+        assert_eq!(verdict(&with("mq-deadline", perf, false), &with("none", perf, false)), Verdict::Unchanged);
+        assert_eq!(
+            verdict(&with("none", perf, true), &with("none", Some("powersave"), true)),
+            Verdict::NotComparable("governor performance → powersave".into())
+        );
+        // Facts from before these were recorded: unknown, judged as usual.
+        assert_eq!(verdict(&run(1, &[100.0], 5, "6.18", "higher"), &with("none", perf, true)), Verdict::Unchanged);
     }
 }

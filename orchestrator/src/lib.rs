@@ -39,6 +39,7 @@ pub mod significance;
 pub mod stats;
 pub mod status;
 pub mod store;
+pub mod system_state;
 pub mod template;
 pub mod terminal_table;
 pub mod yaml;

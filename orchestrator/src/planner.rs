@@ -486,6 +486,12 @@ impl<'a> PlayCtx<'a> {
             }
             let host = benchmark.first().map(|s| s.host.clone()).unwrap_or_else(|| hosts[0].host.to_string());
             let devices = cell_devices(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), &hosts);
+            let mut setup = setup;
+            if let Some(node) = &play.tune {
+                let (tunes, why) = tune_steps(node, &hosts, &cell_ctx, &devices, t)?;
+                setup.splice(0..0, tunes);
+                unsupported = unsupported.or(why);
+            }
             cells.push(Cell {
                 key: format!("{}:{}", self.play_index, matrix::describe(&params)),
                 host,
@@ -505,6 +511,51 @@ impl<'a> PlayCtx<'a> {
         }
         Ok(cells)
     }
+}
+
+/// A play's `tune:` as the first setup step on each host of a cell (so it
+/// is applied at the start of every visit, and restored by the release
+/// that ends it), its queue settings for that host's scratch devices of the
+/// cell. Queue settings in a cell that names no scratch device are an error.
+/// With facts, what a host cannot take is known before it is touched: the
+/// reason the cell is unsupported.
+fn tune_steps(
+    node: &crate::yaml::Node,
+    hosts: &[Member],
+    cell_ctx: &[Json],
+    devices: &[CellDevice],
+    t: &Templates,
+) -> Result<(Vec<PlannedStep>, Option<String>), ConfigError> {
+    let mut out = Vec::new();
+    let mut why = None;
+    for (m, ctx) in hosts.iter().zip(cell_ctx) {
+        let mine: Vec<String> = devices.iter().filter(|d| d.host == m.host).map(|d| d.name.clone()).collect();
+        let mut args = crate::playbook::tune::render(node, ctx, t, mine)?;
+        if args.tunes_queues() && args.devices.is_empty() {
+            if devices.is_empty() {
+                return Err(node.error(
+                    "`tune` sets a queue setting (scheduler, read_ahead_kb, nr_requests) of the cell's scratch devices, and its steps name none",
+                ));
+            }
+            // Another host's devices: this one takes only the host-wide settings.
+            (args.scheduler, args.read_ahead_kb, args.nr_requests) = (None, None, None);
+        }
+        if args == benchrig_wire::steps::TuneArgs::default() {
+            continue;
+        }
+        if let (None, Some(f)) = (&why, m.facts) {
+            let no_cpufreq = f.tuning.as_ref().is_some_and(|t| t.cpufreq_driver.is_none() && t.governor.is_none());
+            why = if !f.user.root {
+                Some(format!("tune: the agent on {} runs as {}, not root (add `become: true`)", m.host, f.user.name))
+            } else if args.governor.is_some() && no_cpufreq {
+                Some(format!("tune governor: {} has no cpufreq (/sys/devices/system/cpu/cpufreq absent)", m.host))
+            } else {
+                None
+            };
+        }
+        out.push(PlannedStep::internal("tune", Action::Tune(args), m.host));
+    }
+    Ok((out, why))
 }
 
 /// Every scratch device `steps` name, once each, in the order first named.
@@ -704,6 +755,47 @@ mod tests {
         let inv = inv();
         let input = HostInput { inventory: &inv, host: "h1", extra_vars: &extra, facts };
         plan_play(&pb.plays[0], 0, &input, &templates(&inv))
+    }
+
+    #[test]
+    fn tune_is_the_first_setup_step_with_the_cells_devices_and_rendered_per_cell() {
+        let pb = PB.replace(
+            "  repeat:",
+            "  tune: {read_ahead_kb: \"{{ 16 if bs == '4k' else 128 }}\", swappiness: 10}\n  repeat:",
+        );
+        let cells = plan(&pb, Vars::new(), None).unwrap();
+        let Action::Tune(t) = &cells[0].setup[0].action else { panic!("{:?}", cells[0].setup[0].action) };
+        assert_eq!((t.read_ahead_kb, t.swappiness), (Some(16), Some(10)));
+        assert_eq!(t.devices, [cells[0].devices[0].name.clone()], "the cell's scratch device");
+        assert!(matches!(cells[0].setup[1].action, Action::Filesystem(_)));
+        let Action::Tune(t) = &cells[1].setup[0].action else { panic!() };
+        assert_eq!(t.read_ahead_kb, Some(128));
+        // A queue setting in a cell that names no device is an error at `tune`.
+        let pb = "- hosts: all\n  tune: {nr_requests: 4}\n  benchmark:\n    - noop:\n";
+        let e = plan(pb, Vars::new(), None).unwrap_err();
+        assert_eq!((e.line, e.col), (2, 9));
+        assert!(e.message.ends_with("its steps name none"), "{e}");
+        // Host-wide settings alone need no device.
+        let pb = "- hosts: all\n  tune: {swappiness: 1}\n  benchmark:\n    - noop:\n";
+        assert!(matches!(plan(pb, Vars::new(), None).unwrap()[0].setup[0].action, Action::Tune(_)));
+        // With facts, what the host cannot take is known before it is touched.
+        let root = Facts {
+            user: benchrig_wire::facts::User { root: true, ..Default::default() },
+            tuning: Some(benchrig_wire::facts::HostTuning::default()),
+            ..Default::default()
+        };
+        assert_eq!(plan(pb, Vars::new(), Some(&root)).unwrap()[0].unsupported, None);
+        let user =
+            Facts { user: benchrig_wire::facts::User { name: "bob".into(), ..Default::default() }, ..root.clone() };
+        assert_eq!(
+            plan(pb, Vars::new(), Some(&user)).unwrap()[0].unsupported.as_deref(),
+            Some("tune: the agent on h1 runs as bob, not root (add `become: true`)")
+        );
+        let gov = "- hosts: all\n  tune: {governor: performance}\n  benchmark:\n    - noop:\n";
+        assert_eq!(
+            plan(gov, Vars::new(), Some(&root)).unwrap()[0].unsupported.as_deref(),
+            Some("tune governor: h1 has no cpufreq (/sys/devices/system/cpu/cpufreq absent)")
+        );
     }
 
     #[test]

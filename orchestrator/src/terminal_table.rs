@@ -75,6 +75,20 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
         }
     }
     let mut out = table(&header, &rows);
+    let kernel_log = store.kernel_log(run)?;
+    for c in &cells {
+        let (tuned, logged) = (
+            crate::report::cell_notes::tuned(c.info.as_ref()),
+            crate::report::cell_notes::kernel_log(&kernel_log, c.id),
+        );
+        let cell = describe_params(&c.params);
+        if !tuned.is_empty() {
+            out += &format!("{} {cell}: tuned {}\n", c.host, tuned.join("; "));
+        }
+        for l in &logged {
+            out += &format!("KERNEL LOG {} {cell}: {}\n", c.host, crate::report::cell_notes::kernel_log_text(l));
+        }
+    }
     for play in &plays {
         let steps = cells.iter().filter(|c| c.play == *play).map(|c| c.steps.as_ref());
         if let Some(line) = crate::report::fresh_line(steps) {

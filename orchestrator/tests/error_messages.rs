@@ -13,6 +13,8 @@ use std::process::Command;
 /// `inventory -i FILE --list`.
 const CASES: &[(&str, &str)] = &[
     ("play-key-near-miss.yml", "unknown play key with a near miss"),
+    ("tune-unknown-key.yml", "a misspelt `tune` key, with its near miss"),
+    ("tune-bad-value.yml", "a `tune` value out of range, at the value"),
     ("wrong-type.yml", "a list where a mapping belongs"),
     ("bad-indentation.yml", "a step indented less than its siblings"),
     ("tab.yml", "a tab in indentation"),

@@ -1519,3 +1519,161 @@ fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out
     assert_eq!(lab_cmd(&["unquarantine", "soc"]).status.code(), Some(0));
     assert_eq!(stdout(&lab_cmd(&[])).trim(), "no host is held or quarantined");
 }
+
+/// read_ahead_kb of lab host `hdd`'s disk `hdd0` (the lab shares this machine's kernel, so sysfs here is its).
+fn hdd0_read_ahead_kb() -> u64 {
+    let dev = sh("basename \"$(readlink -f /var/tmp/benchrig-lab/dev/hdd-hdd0)\"");
+    sh(&format!("cat /sys/class/block/{dev}/queue/read_ahead_kb")).parse().unwrap()
+}
+
+/// A play tuning hdd0's read-ahead to 16 KiB whose measured step reads it back.
+fn tune_playbook(b: &Bench, sleep: u32) -> std::path::PathBuf {
+    b.write(
+        "tune.yml",
+        &format!(
+            r#"- name: tuned
+  hosts: hdd
+  tune: {{ read_ahead_kb: 16 }}
+  setup:
+    - filesystem: {{ device: hdd0, profile: ext4 }}
+  benchmark:
+    - name: read_ahead
+      exec:
+        command: "sleep {sleep}; cat /sys/class/block/$(basename $(readlink -f /var/tmp/benchrig-lab/dev/hdd-hdd0))/queue/read_ahead_kb"
+        metrics: [{{ name: read_ahead_kb, unit: KiB, regex: "(\\d+)" }}]
+"#
+        ),
+    )
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn tune_read_ahead_is_in_effect_during_the_cell_and_restored_after_it_and_after_ctrl_c() {
+    let b = Bench::new();
+    let inv = lab_inventory();
+    let before = hdd0_read_ahead_kb();
+    assert_ne!(before, 16, "the test needs a read-ahead other than the one it sets");
+    let pb = tune_playbook(&b, 0);
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "tuned"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("tuned").unwrap().id;
+    let samples = s.samples(run).unwrap();
+    let ra: Vec<f64> = samples.iter().filter(|x| x.metric == "read_ahead_kb").map(|x| x.value).collect();
+    assert_eq!(ra, [16.0], "in effect while the cell ran");
+    assert_eq!(hdd0_read_ahead_kb(), before, "restored after the visit");
+    // What was applied, and what it replaced, is stored with the cell.
+    let cell = &s.cells(run).unwrap()[0];
+    let info = cell.info.as_ref().unwrap();
+    let tune = info.get("setup[0] tune@hdd").unwrap_or_else(|| panic!("{info}"));
+    assert_eq!(tune["tune"][0]["applied"], "16");
+    assert_eq!(tune["tune"][0]["previous"], before.to_string());
+    let shown = stdout(&b.run(&["show", "tuned"]));
+    assert!(shown.contains(&format!("= 16 (was {before})")), "show names the tuning: {shown}");
+
+    // Ctrl-C while the measured step runs, the setting in effect: restored too.
+    let child =
+        b.spawn(&["run", tune_playbook(&b, 60).to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "int"], &[]);
+    let start = std::time::Instant::now();
+    while hdd0_read_ahead_kb() != 16 {
+        assert!(start.elapsed().as_secs() < 120, "tune never took effect");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    b.wait_for_cell("int", "the cell to run", |c| c.status == CellStatus::Running);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    sh(&format!("kill -INT -{}", child.id()));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(hdd0_read_ahead_kb(), before, "restored after Ctrl-C");
+}
+
+/// A loop device over a sparse 64 MiB image on an 8 MiB tmpfs: writing past
+/// 8 MiB fails in the backing filesystem, and the kernel's block layer logs
+/// each failed request ("critical space allocation error, dev loopN, sector
+/// …") — a real kernel message, nothing written into /dev/kmsg by us.
+struct FullDisk {
+    dir: tempfile::TempDir,
+    dev: String,
+}
+
+impl FullDisk {
+    fn new() -> Self {
+        require_root("it mounts a tmpfs and attaches a loop device");
+        let dir = tempfile::Builder::new().prefix("brfull").tempdir_in("/var/tmp").unwrap();
+        let d = dir.path().display();
+        sh(&format!("mount -t tmpfs -o size=8M brfull {d} && truncate -s 64M {d}/img"));
+        let dev = sh(&format!("losetup --find --show {d}/img"));
+        FullDisk { dir, dev }
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup").args(["-d", &self.dev]).output();
+        let _ = std::process::Command::new("umount").arg(self.dir.path()).output();
+    }
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn an_io_error_the_kernel_logs_during_a_cell_is_flagged_in_every_report_and_only_for_its_host() {
+    let b = Bench::new();
+    let full = FullDisk::new();
+    let dev = full.dev.trim_start_matches("/dev/").to_string();
+    // fast2 lists the failing device; fast1, measuring at the same time on the same kernel, does not.
+    let inv = b.write(
+        "inv.yml",
+        &format!(
+            "all:\n  vars:\n    ansible_user: root\n    ansible_ssh_private_key_file: /var/tmp/benchrig-lab/id_ed25519\n    \
+             ansible_ssh_common_args: \"-o UserKnownHostsFile=/var/tmp/benchrig-lab/known_hosts\"\n  hosts:\n    \
+             fast1:\n      ansible_host: 10.77.0.12\n    fast2:\n      ansible_host: 10.77.0.13\n      \
+             scratch_devices:\n        - {{ path: {}, name: full, wipe: true }}\n",
+            full.dev
+        ),
+    );
+    let pb = b.write(
+        "full.yml",
+        &format!(
+            r#"- name: full
+  hosts: all
+  benchmark:
+    - name: write
+      exec:
+        command: "{{{{ 'sleep 1; dd if=/dev/zero of={} bs=1M count=32 conv=fsync' if inventory_hostname == 'fast2' else 'sleep 6' }}}}; echo done 1"
+        ignore_status: true
+        metrics: [{{ name: done, unit: x, regex: "done (\\d+)" }}]
+"#,
+            full.dev
+        ),
+    );
+    let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "full"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("full").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    let rows = s.kernel_log(run).unwrap();
+    let notes = |host: &str| {
+        let c = cells.iter().find(|c| c.host == host).unwrap();
+        benchrig::report::cell_notes::kernel_log(&rows, c.id)
+    };
+    let logged = notes("fast2");
+    assert!(!logged.is_empty(), "the kernel's error was not recorded: {:?}", cells);
+    let wanted = format!("error, dev {dev}, sector");
+    // The block layer's line for each failed request, and the page cache's "Buffer I/O error on dev …".
+    assert!(logged.iter().all(|(h, l)| h == "fast2" && l.text.contains(&format!("dev {dev}"))), "{logged:?}");
+    assert!(logged.iter().any(|(_, l)| l.text.contains(&wanted)), "{logged:?}");
+    assert_eq!(logged[0].1.kind, benchrig_wire::kernel_log::KernelLogKind::IoError);
+    assert!(notes("fast1").iter().all(|(_, l)| !l.text.contains(&format!("dev {dev},"))), "fast1 does not list {dev}");
+    // Flagged in every report.
+    let show = stdout(&b.run(&["show", "full"]));
+    assert!(show.contains("KERNEL LOG fast2") && show.contains(&wanted), "{show}");
+    for (format, needle) in [
+        ("md", "I/O error on fast2"),
+        ("html", "I/O error on fast2"),
+        ("json", "\"kernel_log\""),
+        ("junit", "kernel_log"),
+    ] {
+        let r = stdout(&b.run(&["report", "full", "-f", format]));
+        assert!(r.contains(needle) && r.contains(&wanted), "{format}: {r}");
+    }
+}

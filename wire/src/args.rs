@@ -512,3 +512,73 @@ impl Better {
         }
     }
 }
+
+/// A play's `tune:` for one host: kernel settings applied at the start of
+/// every visit (before setup) and restored after it, always. `None`: left
+/// as it is. The queue settings apply to `devices`, the cell's scratch
+/// devices on this host (their request queues).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneArgs {
+    /// cpufreq `scaling_governor` of every policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governor: Option<String>,
+    /// Boost/turbo on or off (`cpufreq/boost`, or `intel_pstate/no_turbo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<bool>,
+    /// Transparent huge pages: `enabled`, or `enabled/defrag` (`madvise/defer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_kb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swappiness: Option<u64>,
+    /// Drop-in sysctls, `vm.dirty_ratio: 10` (written to /proc/sys).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctl: BTreeMap<String, String>,
+    /// Scratch device names whose queues take `scheduler`, `read_ahead_kb`, `nr_requests`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+}
+
+/// What `tune: {thp: ...}` may say: the kernel's words for
+/// `transparent_hugepage/enabled` and `/defrag`.
+pub const THP_ENABLED: &[&str] = &["always", "madvise", "never"];
+pub const THP_DEFRAG: &[&str] = &["always", "defer", "defer+madvise", "madvise", "never"];
+
+impl TuneArgs {
+    /// Whether a queue setting is asked for (it needs devices).
+    pub fn tunes_queues(&self) -> bool {
+        self.scheduler.is_some() || self.read_ahead_kb.is_some() || self.nr_requests.is_some()
+    }
+
+    /// `thp` split into enabled and defrag, each checked against the kernel's words.
+    pub fn thp_parts(thp: &str) -> Result<(&str, Option<&str>), String> {
+        let (enabled, defrag) = match thp.split_once('/') {
+            Some((e, d)) => (e, Some(d)),
+            None => (thp, None),
+        };
+        if !THP_ENABLED.contains(&enabled) {
+            return Err(format!("thp `{enabled}` is one of {}", THP_ENABLED.join(", ")));
+        }
+        if let Some(d) = defrag.filter(|d| !THP_DEFRAG.contains(d)) {
+            return Err(format!("thp defrag `{d}` is one of {}", THP_DEFRAG.join(", ")));
+        }
+        Ok((enabled, defrag))
+    }
+
+    /// A sysctl name as /proc/sys has it: dotted words of `[a-z0-9_-]`, so
+    /// it cannot leave /proc/sys.
+    pub fn check_sysctl_name(name: &str) -> Result<(), String> {
+        let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if name.split('.').count() >= 2 && name.split('.').all(word) {
+            Ok(())
+        } else {
+            Err(format!("sysctl `{name}` is a dotted name such as `vm.dirty_ratio`"))
+        }
+    }
+}

@@ -41,6 +41,61 @@ pub struct Facts {
     /// (`facts.scratch`) and the planner can tell data that cannot fit.
     #[serde(default)]
     pub scratch: Vec<ScratchFacts>,
+    /// Kernel settings that change results (cpufreq, SMT, THP, VM
+    /// writeback, command line, mitigations). `None` in facts from an agent
+    /// older than this field: unknown, not "different".
+    #[serde(default)]
+    pub tuning: Option<HostTuning>,
+}
+
+/// Host-wide settings that change what a benchmark measures, as the agent
+/// read them from /sys and /proc. Every `None` means the kernel has no such
+/// file (no cpufreq in a VM, no SMT control on an old kernel): absent, not
+/// a guess.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostTuning {
+    /// `cpufreq/policy*/scaling_driver`: the common value, or each
+    /// policy's (`policy0=a policy1=b`) when they differ.
+    pub cpufreq_driver: Option<String>,
+    /// `cpufreq/policy*/scaling_governor`, the same way.
+    pub governor: Option<String>,
+    /// Boost/turbo on: `cpufreq/boost` = 1, or `intel_pstate/no_turbo` = 0.
+    pub boost: Option<bool>,
+    /// `smt/control` (on, off, forceoff, notsupported, notimplemented).
+    pub smt_control: Option<String>,
+    /// `smt/active` = 1.
+    pub smt_active: Option<bool>,
+    /// Transparent huge pages: the bracketed word of `enabled` and `defrag`.
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+    /// `/proc/sys/vm/*`.
+    pub swappiness: Option<u64>,
+    pub dirty_ratio: Option<u64>,
+    pub dirty_background_ratio: Option<u64>,
+    pub dirty_bytes: Option<u64>,
+    pub dirty_background_bytes: Option<u64>,
+    /// `/proc/cmdline`.
+    pub cmdline: Option<String>,
+    /// `/sys/devices/system/cpu/vulnerabilities/*`: file name → its line
+    /// ("Mitigation: PTI", "Not affected", "Vulnerable"); empty when absent.
+    pub mitigations: std::collections::BTreeMap<String, String>,
+}
+
+/// A block device's request queue as it shapes I/O, read from
+/// `/sys/class/block/<dev>/queue/`; `None` where the file is absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QueueFacts {
+    /// Kernel name of the device whose queue this is (a partition's disk).
+    pub device: String,
+    /// The bracketed scheduler of `queue/scheduler`.
+    pub scheduler: Option<String>,
+    pub read_ahead_kb: Option<u64>,
+    pub nr_requests: Option<u64>,
+    /// `queue/write_cache`: "write back" or "write through".
+    pub write_cache: Option<String>,
+    pub rotational: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -51,6 +106,11 @@ pub struct ScratchFacts {
     /// A device's or an image's size, a directory's free space; none when
     /// the agent cannot tell (a missing device).
     pub size_bytes: Option<u64>,
+    /// The queues of the devices under it: its device (a partition's
+    /// disk), a loop device's backing device, an image's filesystem's
+    /// device. Empty in facts from an older agent.
+    #[serde(default)]
+    pub queues: Vec<QueueFacts>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

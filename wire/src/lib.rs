@@ -9,6 +9,7 @@ pub mod args;
 pub mod facts;
 pub mod frame;
 pub mod introspect;
+pub mod kernel_log;
 pub mod messages;
 pub mod monitor;
 pub mod scratch;

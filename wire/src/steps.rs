@@ -82,6 +82,8 @@ actions! {
     Cleanup(NoArgs) = "cleanup",
     /// Does nothing; measures the step round trip.
     Noop(NoArgs) = "noop",
+    /// Kernel settings for a visit (a play's `tune:`), restored when the visit's setup is released.
+    Tune(TuneArgs) = "tune",
 }
 
 impl Action {
@@ -94,6 +96,8 @@ impl Action {
             Action::Volume(a) => a.devices.iter().map(String::as_str).collect(),
             Action::VolumeAdd(a) | Action::VolumeRemove(a) => vec![a.device.as_str()],
             Action::Raw(a) => std::iter::once(a.device.as_str()).chain(a.to.as_deref()).collect(),
+            // Writes only the devices' queue settings, never their data.
+            Action::Tune(a) => a.devices.iter().map(String::as_str).collect(),
             // `unmount` names a target this session mounted (a scratch device,
             // a ramdisk, a remote mount) and only releases it.
             Action::Unmount(_) => Vec::new(),
@@ -207,6 +211,7 @@ mod tests {
         assert_eq!(names("raw", json!({"op": "copy", "device": "a", "to": "b", "size": "1M"})), "a,b");
         assert_eq!(names("raw", json!({"op": "read", "device": "a", "size": "1M"})), "a");
         assert_eq!(names("unmount", json!({"device": "remote"})), "");
+        assert_eq!(names("tune", json!({"read_ahead_kb": 16, "devices": ["hdd0", "hdd1"]})), "hdd0,hdd1");
         assert_eq!(names("noop", json!({})), "");
     }
 

@@ -9,5 +9,6 @@ pub(crate) mod mount;
 pub(crate) mod nfs_export;
 pub(crate) mod ramdisk;
 pub(crate) mod service;
+pub(crate) mod tune;
 pub(crate) mod unmount;
 pub(crate) mod volume;

@@ -60,6 +60,16 @@ pub fn human(name: &str, via: &str, f: &Facts) -> String {
         "no root, no sudo"
     };
     s += &format!("  user: {} ({sudo})\n", f.user.name);
+    if let Some(t) = &f.tuning {
+        s += &format!("  tuning: {}\n", crate::system_state::summary(t));
+        if let Some(c) = &t.cmdline {
+            s += &format!("  cmdline: {c}\n");
+        }
+    }
+    for sc in f.scratch.iter().filter(|sc| !sc.queues.is_empty()) {
+        let q: Vec<String> = sc.queues.iter().map(crate::system_state::queue_summary).collect();
+        s += &format!("  scratch {}: {}\n", sc.name, q.join("; "));
+    }
     for d in &f.block_devices {
         let kind = match d.rotational {
             Some(true) => "rotational",
@@ -142,5 +152,33 @@ mod tests {
         let mut before = host(None);
         before.cpu.quota = Some(0.5);
         assert!(human("h", "ssh", &before).contains("  limits: CPU quota 0.5 → effective 24.0 GiB, 0.5 CPU\n"));
+    }
+
+    #[test]
+    fn system_state_and_scratch_queues_are_shown_when_recorded() {
+        use benchrig_wire::facts::{HostTuning, QueueFacts, ScratchFacts};
+        let mut f = host(None);
+        assert!(!human("h", "ssh", &f).contains("tuning"), "facts from before: no line");
+        f.tuning = Some(HostTuning {
+            governor: Some("performance".into()),
+            cpufreq_driver: Some("intel_pstate".into()),
+            cmdline: Some("root=/dev/sda1 mitigations=off".into()),
+            ..Default::default()
+        });
+        f.scratch = vec![ScratchFacts {
+            name: "hdd0".into(),
+            queues: vec![QueueFacts {
+                device: "loop3".into(),
+                scheduler: Some("none".into()),
+                read_ahead_kb: Some(128),
+                rotational: Some(true),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        let text = human("h", "ssh", &f);
+        assert!(text.contains("  tuning: cpufreq intel_pstate, governor performance\n"), "{text}");
+        assert!(text.contains("  cmdline: root=/dev/sda1 mitigations=off\n"), "{text}");
+        assert!(text.contains("  scratch hdd0: loop3: none, read_ahead_kb 128, rotational\n"), "{text}");
     }
 }

@@ -241,6 +241,28 @@ mod tests {
         assert_eq!(runs[all[0].series.points[split[0].at].run].row.id, 11);
     }
 
+    #[test]
+    fn a_changed_io_scheduler_on_the_cells_device_splits_the_series_with_its_reason() {
+        let mut runs = made_up(&steady_then(&[("6.1", 90.0), ("6.1", 90.2), ("6.1", 89.8)]));
+        for (i, r) in runs.iter_mut().enumerate() {
+            let scheduler = if i < 10 { "mq-deadline" } else { "none" };
+            for h in &mut r.data.hosts {
+                let f = h.facts.get_or_insert(serde_json::json!({}));
+                f["tuning"] = serde_json::json!({"swappiness": 60});
+                f["scratch"] =
+                    serde_json::json!([{"name": "d", "queues": [{"device": "loop3", "scheduler": scheduler}]}]);
+            }
+            for c in &mut r.data.cells {
+                c.steps = Some(serde_json::json!({"devices": [{"host": c.host, "name": "d"}]}));
+            }
+        }
+        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        let split = &all[0].series.splits;
+        assert_eq!(split.len(), 1, "{split:?}");
+        assert_eq!(split[0].why, "io scheduler mq-deadline → none on loop3");
+        assert!(all[0].changes.is_empty(), "a split, not a change: {:?}", all[0].changes);
+    }
+
     /// The nightly lab test's false alarm: two nights whose means agree to
     /// 0.1% and a third 6% lower, every night's 4k writes at 433 or 356 MB/s
     /// by repetition. Otava alone calls the third a step (p < 0.01); its

@@ -2,7 +2,8 @@
 //! metric, a point per run that measured it (mean, CI95, n of its samples),
 //! oldest first, and the splits: the points at which the configuration
 //! differs from the point before (`compare::config_difference`: kernel,
-//! limits, mkfs, device), where the series is cut in parts analysed apart.
+//! limits, mkfs, device, system state such as the governor or a device's
+//! I/O scheduler), where the series is cut in parts analysed apart.
 
 use super::HistoryRun;
 use crate::compare::config_difference;

@@ -7,6 +7,7 @@
 
 mod parse;
 mod tags;
+pub mod tune;
 
 use crate::diagnostic::{ConfigError, Loc};
 use crate::yaml::Node;
@@ -61,6 +62,9 @@ pub struct Play {
     /// `cell`, `round`, `repetition`, or a template giving one (rendered per
     /// cell, like `repeat`); `None` is `cell`.
     pub fresh: Option<Node>,
+    /// `tune:`, keys and literal values checked (`tune::check`); rendered
+    /// per cell and host by `tune::render`.
+    pub tune: Option<Node>,
     pub setup: Vec<Step>,
     pub before_each: Vec<Step>,
     pub benchmark: Vec<Step>,

@@ -28,6 +28,7 @@ const PLAY_KEYS: &[&str] = &[
     "roles",
     "assign",
     "fresh",
+    "tune",
     "setup",
     "before_each",
     "benchmark",
@@ -89,6 +90,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         roles: Vec::new(),
         assign: Assign::All,
         fresh: None,
+        tune: None,
         setup: Vec::new(),
         before_each: Vec::new(),
         benchmark: Vec::new(),
@@ -143,6 +145,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
             "repeat" => p.repeat = Some(repeat(v)?),
             "roles" => p.roles = roles(v)?,
             "fresh" => p.fresh = Some(fresh(v)?),
+            "tune" => p.tune = Some(super::tune::check(v)?),
             "assign" => {
                 p.assign = match v.as_str() {
                     Some("all") => Assign::All,

@@ -158,7 +158,7 @@ fn caption(shape: &Shape, step: &str, metric: &str, unit: &str) -> String {
 
 fn hosts(model: &Json) -> String {
     let mut out = String::from(
-        "<h2>Hosts</h2>\n<table><tr><th>host</th><th>status</th><th>arch</th><th>kernel</th><th>distribution</th><th>CPU</th><th>memory</th><th>limits</th><th>disks</th></tr>\n",
+        "<h2>Hosts</h2>\n<table><tr><th>host</th><th>status</th><th>arch</th><th>kernel</th><th>distribution</th><th>CPU</th><th>memory</th><th>limits</th><th>system</th><th>disks</th></tr>\n",
     );
     for h in model["hosts"].as_array().into_iter().flatten() {
         let f = &h["facts"];
@@ -191,7 +191,7 @@ fn hosts(model: &Json) -> String {
         let cpu = format!("{} × {}", f["cpu"]["count"], text(&f["cpu"]["model"]));
         let mem = f["memory"]["total_bytes"].as_u64().map(|b| format!("{} MiB", b >> 20)).unwrap_or_default();
         out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(text(&h["name"])),
             esc(text(&h["status"])),
             esc(text(&f["arch"])),
@@ -201,6 +201,7 @@ fn hosts(model: &Json) -> String {
             esc(&cpu),
             esc(&mem),
             esc(&limits(f).map(|l| limits_text(&l)).unwrap_or_else(|| "?".into())),
+            esc(&crate::system_state::summary_of(f).unwrap_or_else(|| "?".into())),
             esc(&disks.join("; "))
         );
     }

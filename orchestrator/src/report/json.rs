@@ -17,6 +17,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
         .collect();
     let samples = store.samples(run)?;
     let artifacts = store.artifacts(run)?;
+    let kernel_log = store.kernel_log(run)?;
     let mut stored = store.cells(run)?;
     let position = super::host_positions(&order);
     stored.sort_by_key(|c| (position.get(c.host.as_str()).copied(), c.id));
@@ -44,6 +45,10 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                 "id": id, "cell_id": c.id, "host": c.host, "play": c.play, "step": step, "workload": workload,
                 "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
                 "artifacts": artifacts_of.get(&c.id).cloned().unwrap_or_default(),
+                "tune": super::cell_notes::tuned(c.info.as_ref()),
+                "kernel_log": super::cell_notes::kernel_log(&kernel_log, c.id).iter()
+                    .map(|(h, l)| json!({"host": h, "kind": l.kind, "usec": l.usec, "seq": l.seq, "text": l.text}))
+                    .collect::<Vec<_>>(),
                 "metrics": metrics,
             })
         };

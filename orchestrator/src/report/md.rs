@@ -140,6 +140,8 @@ pub fn ci_half(m: &Json) -> Option<f64> {
 /// The kinds of warning a report gives, in the order a reader wants them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum WarningKind {
+    /// The kernel logged an I/O error, BUG, Oops, WARNING or hung task during the cell.
+    KernelLog,
     /// A cell that did not end ok (and has no metrics to show it).
     NotOk,
     FewSamples,
@@ -148,12 +150,18 @@ pub enum WarningKind {
 }
 
 impl WarningKind {
-    pub const ALL: [WarningKind; 4] =
-        [WarningKind::NotOk, WarningKind::FewSamples, WarningKind::HighCv, WarningKind::Outliers];
+    pub const ALL: [WarningKind; 5] = [
+        WarningKind::KernelLog,
+        WarningKind::NotOk,
+        WarningKind::FewSamples,
+        WarningKind::HighCv,
+        WarningKind::Outliers,
+    ];
 
     /// What the kind means, as a heading over its list.
     pub fn title(self) -> String {
         match self {
+            WarningKind::KernelLog => "kernel log: I/O errors, BUG, Oops, WARNING, hung tasks during a cell".into(),
             WarningKind::NotOk => "cells that did not end ok".into(),
             WarningKind::FewSamples => format!("fewer than {} samples", crate::stats::FEW),
             WarningKind::HighCv => "high variation (CV over 10%)".into(),
@@ -174,8 +182,20 @@ pub struct Warning {
 pub fn warnings(model: &Json) -> Vec<Warning> {
     let mut out = Vec::new();
     let mut add = |kind, text| out.push(Warning { kind, text });
+    let mut logged = std::collections::BTreeSet::new();
     for c in model["cells"].as_array().into_iter().flatten() {
         let (host, cell) = (text(&c["host"]), describe_params(&c["params"]));
+        // A cell is an entry per step: its log once.
+        if logged.insert(c["cell_id"].as_i64()) {
+            for l in c["kernel_log"].as_array().into_iter().flatten() {
+                let kind = serde_json::from_value::<benchrig_wire::kernel_log::KernelLogKind>(l["kind"].clone())
+                    .map_or("?", |k| k.word());
+                add(
+                    WarningKind::KernelLog,
+                    format!("{host} {cell}: {kind} on {}: {}", text(&l["host"]), text(&l["text"])),
+                );
+            }
+        }
         let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
         if metrics.is_empty() && CellStatus::of_json(&c["status"]) != Some(CellStatus::Ok) {
             add(WarningKind::NotOk, format!("{host} {cell}: {}", status(c)));
@@ -215,8 +235,9 @@ fn hosts_line(model: &Json) -> String {
         .iter()
         .map(|h| {
             let f = &h["facts"];
+            let system = crate::system_state::summary_of(f).map(|s| format!("; {s}")).unwrap_or_default();
             format!(
-                "{} ({} {}, kernel {})",
+                "{} ({} {}, kernel {}{system})",
                 text(&h["name"]),
                 text(&f["distribution"]["id"]),
                 text(&f["arch"]),
@@ -243,14 +264,20 @@ mod tests {
             {"host": "a", "params": {"x": 1}, "step": "s", "status": "ok", "metrics": [m(2, 0.5, json!([1]))]},
             {"host": "b", "params": {"x": 2}, "step": "s", "status": "ok", "metrics": [m(5, 0.2, json!([]))]},
             {"host": "c", "params": {}, "step": null, "status": "failed", "reason": "mkfs", "metrics": []},
+            // Two steps of one cell whose kernel logged an I/O error: flagged once, first.
+            {"cell_id": 7, "host": "d", "params": {}, "step": "s", "status": "ok", "metrics": [],
+             "kernel_log": [{"host": "d", "kind": "io_error", "text": "critical space allocation error, dev loop0, sector 8"}]},
+            {"cell_id": 7, "host": "d", "params": {}, "step": "t", "status": "ok", "metrics": [],
+             "kernel_log": [{"host": "d", "kind": "io_error", "text": "critical space allocation error, dev loop0, sector 8"}]},
         ]});
         let all = warnings(&model);
-        assert_eq!(all.len(), 5);
+        assert_eq!(all.len(), 6);
         let grouped = by_kind(&all);
         let kinds: Vec<WarningKind> = grouped.iter().map(|(k, _)| *k).collect();
         use WarningKind::*;
-        assert_eq!(kinds, [NotOk, FewSamples, HighCv, Outliers]);
-        assert_eq!(grouped[0].1, ["c -: failed: mkfs"]);
-        assert_eq!(grouped[2].1, ["a x=1 s speed: CV 50%", "b x=2 s speed: CV 20%"]);
+        assert_eq!(kinds, [KernelLog, NotOk, FewSamples, HighCv, Outliers]);
+        assert_eq!(grouped[0].1, ["d -: I/O error on d: critical space allocation error, dev loop0, sector 8"]);
+        assert_eq!(grouped[1].1, ["c -: failed: mkfs"]);
+        assert_eq!(grouped[3].1, ["a x=1 s speed: CV 50%", "b x=2 s speed: CV 20%"]);
     }
 }

@@ -13,6 +13,7 @@ use crate::progress::Progress;
 use crate::session::agent_client::{AgentClient, RequestError};
 use crate::status::CellStatus;
 use crate::store::{StepRef, Store};
+use benchrig_wire::kernel_log::KernelLog;
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
 use benchrig_wire::steps::{Action, StepOutput, UnmountArgs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -300,10 +301,25 @@ impl CellRunner<'_> {
                 continue;
             }
             match self.step(cell, s, false).await {
-                Ok(out) => {
+                Ok(mut out) => {
+                    // The visit's kernel log goes to its own table, with every cell that ran on this setup.
+                    let log = out.info.remove("kernel_log").and_then(|l| serde_json::from_value::<KernelLog>(l).ok());
                     for id in ids {
                         let _ =
                             self.store.add_cell_info(*id, &format!("teardown[{i}] {}@{}", s.name, s.host), &out.info);
+                        if let Some(log) = &log {
+                            let _ = self.store.add_kernel_log(*id, &s.host, &log.lines);
+                        }
+                    }
+                    if let Some(log) = log.filter(|l| !l.lines.is_empty() || l.lost_records > 0) {
+                        let lost = match log.lost_records {
+                            0 => String::new(),
+                            n => format!(" ({n} records overwritten before they were read)"),
+                        };
+                        self.progress.line(
+                            &s.host,
+                            format!("the kernel logged {} flagged line(s) during {what}{lost}", log.lines.len()),
+                        );
                     }
                 }
                 Err(bad) => {

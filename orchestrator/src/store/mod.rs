@@ -146,6 +146,14 @@ pub struct SampleRow {
     pub wall_s: Option<f64>,
 }
 
+/// A kernel log line flagged during a cell, on `host`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelLogRow {
+    pub cell_id: i64,
+    pub host: String,
+    pub line: benchrig_wire::kernel_log::KernelLogLine,
+}
+
 #[derive(Clone, Debug)]
 pub struct ArtifactRow {
     pub cell_id: i64,
@@ -335,6 +343,53 @@ impl Store {
         Ok(())
     }
 
+    pub fn add_kernel_log(
+        &self,
+        cell: i64,
+        host: &str,
+        lines: &[benchrig_wire::kernel_log::KernelLogLine],
+    ) -> Result<(), StoreError> {
+        for l in lines {
+            let kind =
+                serde_json::to_value(l.kind).ok().and_then(|k| k.as_str().map(str::to_string)).unwrap_or_default();
+            self.db().execute(
+                "INSERT INTO kernel_log (cell_id, host, kind, usec, seq, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                &[
+                    cell.into(),
+                    host.into(),
+                    kind.into(),
+                    (l.usec as i64).into(),
+                    (l.seq as i64).into(),
+                    l.text.as_str().into(),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A run's flagged kernel log lines, in the order stored (a kind this
+    /// benchrig does not know is left out).
+    pub fn kernel_log(&self, run: i64) -> Result<Vec<KernelLogRow>, StoreError> {
+        let rows = self.db().query(
+            "SELECT k.cell_id, k.host, k.kind, k.usec, k.seq, k.text FROM kernel_log k JOIN cells c ON c.id = k.cell_id
+             WHERE c.run_id = ?1 ORDER BY k.id",
+            &[run.into()],
+        )?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                let kind = serde_json::from_value(serde_json::Value::String(r.text(2))).ok()?;
+                let line = benchrig_wire::kernel_log::KernelLogLine {
+                    kind,
+                    usec: r.int(3) as u64,
+                    seq: r.int(4) as u64,
+                    text: r.text(5),
+                };
+                Some(KernelLogRow { cell_id: r.int(0), host: r.text(1), line })
+            })
+            .collect())
+    }
+
     pub fn artifacts(&self, run: i64) -> Result<Vec<ArtifactRow>, StoreError> {
         let rows = self.db().query(
             "SELECT a.cell_id, a.name, a.content FROM artifacts a JOIN cells c ON c.id = a.cell_id
@@ -514,6 +569,13 @@ mod tests {
         info.insert("mkfs_command".into(), "mkfs.ext4 -F /dev/loop0".into());
         s.add_cell_info(c, "setup 1", &info).unwrap();
         s.add_artifact(c, "setup 1: fs_dump", "Filesystem volume name:   <none>\n").unwrap();
+        let logged = benchrig_wire::kernel_log::KernelLogLine {
+            kind: benchrig_wire::kernel_log::KernelLogKind::IoError,
+            usec: 44088044212,
+            seq: 49597,
+            text: "critical space allocation error, dev loop12, sector 16384".into(),
+        };
+        s.add_kernel_log(c, "h1", std::slice::from_ref(&logged)).unwrap();
         s.set_cell_status(c, CellStatus::Ok, None).unwrap();
         s.finish_attempt(run, attempt, RunStatus::Ok).unwrap();
         s.finish_run(run, RunStatus::Ok).unwrap();
@@ -534,6 +596,7 @@ mod tests {
         assert_eq!((samples[0].value, samples[0].dev_read_bytes, samples[0].repetition), (412.5, Some(4096), 1));
         let artifacts = s.artifacts(run).unwrap();
         assert_eq!((artifacts[0].cell_id, artifacts[0].name.as_str()), (c, "setup 1: fs_dump"));
+        assert_eq!(s.kernel_log(run).unwrap(), [KernelLogRow { cell_id: c, host: "h1".into(), line: logged.clone() }]);
 
         // Export, import into another database (twice into the same: refused), export again: equal but for ids.
         let doc = s.export_run(run).unwrap();
@@ -548,7 +611,7 @@ mod tests {
         let again = other.export_run(imported).unwrap();
         let strip = |mut d: Json| {
             d["run"]["id"] = Json::Null;
-            for k in ["hosts", "cells", "samples", "artifacts", "attempts"] {
+            for k in ["hosts", "cells", "samples", "artifacts", "attempts", "kernel_log"] {
                 for row in d[k].as_array_mut().unwrap() {
                     for id in ["id", "run_id", "cell_id"] {
                         if row.get(id).is_some() {
@@ -564,6 +627,7 @@ mod tests {
         let attempts = other.attempts(imported).unwrap();
         assert_eq!((attempts.len(), attempts[0].hosts.as_slice()), (1, &["h1".to_string(), "h0".into()][..]));
         assert_eq!(other.artifacts(imported).unwrap()[0].content, "Filesystem volume name:   <none>\n");
+        assert_eq!(other.kernel_log(imported).unwrap()[0].line, logged, "the kernel log goes with the run");
         let doc_cell_id = |d: &Json| d["cells"][0]["id"].clone();
         let mut broken = doc;
         broken["samples"][0]["cell_id"] = serde_json::json!(999);

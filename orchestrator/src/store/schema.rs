@@ -117,6 +117,18 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
         status TEXT NOT NULL,
         PRIMARY KEY (run_id, attempt)
     );",
+    // 6: what the kernel logged during a cell that bears on its results (an
+    // I/O error, BUG, Oops, WARNING, hung task), a row per line, by host.
+    "CREATE TABLE kernel_log (
+        id INTEGER PRIMARY KEY,
+        cell_id INTEGER NOT NULL REFERENCES cells(id),
+        host TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        usec INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX kernel_log_by_cell ON kernel_log (cell_id);",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -227,6 +239,16 @@ pub const PG_MIGRATIONS: &[&str] = &[
         status TEXT NOT NULL,
         PRIMARY KEY (run_id, attempt)
     );",
+    "CREATE TABLE kernel_log (
+        id BIGSERIAL PRIMARY KEY,
+        cell_id BIGINT NOT NULL REFERENCES cells(id),
+        host TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        usec BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX kernel_log_by_cell ON kernel_log (cell_id);",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

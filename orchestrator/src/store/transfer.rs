@@ -71,6 +71,7 @@ impl Store {
             "samples": rows(db, "samples", "SELECT s.* FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id", run)?,
             "artifacts": rows(db, "artifacts", "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
             "attempts": rows(db, "attempts", "SELECT * FROM attempts WHERE run_id = ?1 ORDER BY attempt", run)?,
+            "kernel_log": rows(db, "kernel_log", "SELECT k.* FROM kernel_log k JOIN cells c ON c.id = k.cell_id WHERE c.run_id = ?1 ORDER BY k.id", run)?,
         }))
     }
 
@@ -88,6 +89,8 @@ impl Store {
         let artifacts = doc["artifacts"].as_array().cloned().unwrap_or_default();
         // And from before attempts were.
         let attempts = doc["attempts"].as_array().cloned().unwrap_or_default();
+        // And from before the kernel log was.
+        let kernel_log = doc["kernel_log"].as_array().cloned().unwrap_or_default();
         statuses_known(run, &hosts, &cells, &attempts).map_err(|why| bad(&why))?;
         let mut db = self.db();
         let existing = db.query_one(
@@ -116,7 +119,7 @@ impl Store {
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
             }
-            for (table, items) in [("samples", &samples), ("artifacts", &artifacts)] {
+            for (table, items) in [("samples", &samples), ("artifacts", &artifacts), ("kernel_log", &kernel_log)] {
                 for s in items {
                     let mut s =
                         s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
