@@ -10,6 +10,7 @@ pub mod facts;
 pub mod frame;
 pub mod introspect;
 pub mod messages;
+pub mod fio;
 pub mod monitor;
 pub mod scratch;
 pub mod steps;
