@@ -242,7 +242,10 @@ mod tests {
             ]
         };
         // 2 × 256M + 200M = 712 MiB: fits in 90% of 1 GiB (921 MiB).
-        assert_eq!(shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 2}, "b": {"size": "200M"}})), gib_each), None);
+        assert_eq!(
+            shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 2}, "b": {"size": "200M"}})), gib_each),
+            None
+        );
         let why = shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 3}, "b": {"size": "200M"}})), gib_each);
         assert_eq!(why.as_deref(), Some("968 MiB of data does not fit on a (1.0 GiB, of which 90% may hold data)"));
         // Repetitions of one job rewrite its files; a job file on the host decides nothing.

@@ -765,7 +765,11 @@ mod tests {
 
     #[test]
     fn a_host_whose_facts_lack_fio_has_its_fio_cells_unsupported() {
-        let tool = |name: &str| benchrig_wire::facts::Tool { name: name.into(), path: format!("/usr/bin/{name}"), version: None };
+        let tool = |name: &str| benchrig_wire::facts::Tool {
+            name: name.into(),
+            path: format!("/usr/bin/{name}"),
+            version: None,
+        };
         let without = Facts { tools: vec![tool("mkfs.ext4")], ..Default::default() };
         let cells = plan(FIO_PB, Vars::new(), Some(&without)).unwrap();
         assert_eq!(cells[0].unsupported.as_deref(), Some("fio not found on the host (h1)"));
@@ -778,7 +782,10 @@ mod tests {
     fn a_fio_option_that_would_write_elsewhere_is_an_error_at_its_step() {
         let pb = FIO_PB.replace("size: \"{{ size }}\"", "filename: /dev/sda");
         let e = plan(&pb, Vars::new(), None).unwrap_err().to_string();
-        assert!(e.contains("pb.yml:7:") && e.contains("[rr] fio option `filename=/dev/sda`: `/dev/sda` is absolute"), "{e}");
+        assert!(
+            e.contains("pb.yml:7:") && e.contains("[rr] fio option `filename=/dev/sda`: `/dev/sda` is absolute"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -574,7 +574,7 @@ impl TryFrom<FioArgsUnchecked> for FioArgs {
             job_text: u.job_text,
         };
         if a.dir.is_empty() || a.dir.starts_with('/') || a.dir.split('/').any(|c| c == "..") {
-            return Err(format!("fio: `dir` ({:?}) is a directory under the target: relative, without `..`", a.dir));
+            return Err(format!("`dir` ({:?}) is a directory under the target: relative, without `..`", a.dir));
         }
         a.job()?;
         Ok(a)
@@ -586,16 +586,16 @@ impl FioArgs {
     pub fn job(&self) -> Result<Option<crate::fio::FioJob>, String> {
         let given = [!self.jobs.is_empty(), self.job_file.is_some(), self.job_text.is_some()];
         if given.iter().filter(|g| **g).count() != 1 {
-            return Err("fio: give exactly one of `jobs` (with `global`), `job_file` and `job_text`".into());
+            return Err("give exactly one of `jobs` (with `global`), `job_file` and `job_text`".into());
         }
         if !self.global.is_empty() && self.jobs.is_empty() {
-            return Err("fio: `global` goes with `jobs`; a job file has its own [global]".into());
+            return Err("`global` goes with `jobs`; a job file has its own [global]".into());
         }
         let job = match (&self.job_text, self.job_file.is_some()) {
             (Some(text), _) => crate::fio::FioJob::parse(text),
             (None, true) => return Ok(None),
             (None, false) => crate::fio::FioJob::from_options(&self.global, &self.jobs),
         };
-        job.map(Some).map_err(|e| format!("fio: {e}"))
+        job.map(Some)
     }
 }

@@ -78,7 +78,9 @@ const PATHS: &[&str] = &[
 
 fn check_name(name: &str, what: &str) -> Result<(), String> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-+".contains(c)) {
-        return Err(format!("{what} `{name}` is not a fio name (letters, digits, `_-+`: a metric is `job.direction.figure`)"));
+        return Err(format!(
+            "{what} `{name}` is not a fio name (letters, digits, `_-+`: a metric is `job.direction.figure`)"
+        ));
     }
     Ok(())
 }
@@ -213,9 +215,8 @@ impl FioJob {
     /// Whether any section turns `group_reporting` on (fio then reports a
     /// group under its first job's name).
     pub fn group_reporting(&self) -> bool {
-        let on = |l: &Lines| {
-            l.iter().any(|(k, v)| k == "group_reporting" && !matches!(v.as_deref(), Some("0" | "false")))
-        };
+        let on =
+            |l: &Lines| l.iter().any(|(k, v)| k == "group_reporting" && !matches!(v.as_deref(), Some("0" | "false")));
         on(&self.global) || self.jobs.iter().any(|(_, l)| on(l))
     }
 
@@ -262,7 +263,10 @@ mod tests {
     fn a_mapping_renders_as_a_job_file_with_the_directory_first() {
         let global = opts(&[("ioengine", FioValue::Text("psync".into())), ("direct", FioValue::Bool(true))]);
         let mut jobs = IndexMap::new();
-        jobs.insert("rr".to_string(), opts(&[("rw", FioValue::Text("randread".into())), ("time_based", FioValue::Flag(()))]));
+        jobs.insert(
+            "rr".to_string(),
+            opts(&[("rw", FioValue::Text("randread".into())), ("time_based", FioValue::Flag(()))]),
+        );
         jobs.insert("sw".to_string(), opts(&[("rw", FioValue::Text("write".into())), ("numjobs", FioValue::Int(2))]));
         let job = FioJob::from_options(&global, &jobs).unwrap();
         assert_eq!(
@@ -314,7 +318,9 @@ mod tests {
         use crate::steps::{Action, ActionError};
         use serde_json::json;
         let build = |args| Action::from_parts("fio", args);
-        let Ok(Action::Fio(a)) = build(json!({"global": {"bs": "4k"}, "jobs": {"r": {"rw": "randread", "size": "8M"}}})) else {
+        let Ok(Action::Fio(a)) =
+            build(json!({"global": {"bs": "4k"}, "jobs": {"r": {"rw": "randread", "size": "8M"}}}))
+        else {
             panic!("a mapping builds")
         };
         assert_eq!((a.dir.as_str(), a.target.as_deref()), ("fio", None));
@@ -330,7 +336,9 @@ mod tests {
         assert!(refused(json!({})).contains("exactly one of"));
         assert!(refused(json!({"jobs": {"r": {}}, "job_text": "[r]\n"})).contains("exactly one of"));
         assert!(refused(json!({"global": {"bs": "4k"}, "job_file": "/x"})).contains("`global` goes with `jobs`"));
-        assert!(refused(json!({"jobs": {"r": {"filename": "/dev/sda"}}})).contains("[r] fio option `filename=/dev/sda`"));
+        assert!(
+            refused(json!({"jobs": {"r": {"filename": "/dev/sda"}}})).contains("[r] fio option `filename=/dev/sda`")
+        );
         assert!(refused(json!({"job_text": "[r]\ndirectory=/\n"})).contains("refused"));
         assert!(refused(json!({"jobs": {"r": {}}, "dir": "../x"})).contains("`dir`"));
         assert!(refused(json!({"jobs": {"r": {}}, "bogus": 1})).contains("bogus"));

@@ -7,10 +7,10 @@
 
 pub mod args;
 pub mod facts;
+pub mod fio;
 pub mod frame;
 pub mod introspect;
 pub mod messages;
-pub mod fio;
 pub mod monitor;
 pub mod scratch;
 pub mod steps;

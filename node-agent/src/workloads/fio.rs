@@ -31,7 +31,7 @@ const PERCENTILES: [(&str, &str); 3] = [("50.000000", "p50"), ("99.000000", "p99
 const DIRECTIONS: [&str; 3] = ["read", "write", "trim"];
 
 pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutput, AgentError> {
-    let job = match args.job().map_err(AgentError::bad_request)? {
+    let job = match args.job().map_err(|e| AgentError::bad_request(format!("fio: {e}")))? {
         Some(job) => job,
         None => {
             let path = args.job_file.as_deref().unwrap_or_default();
@@ -150,7 +150,8 @@ impl Report {
         let mut r = Report::default();
         for (job, &base) in jobs.iter().zip(&names) {
             let k = seen.entry(base).or_default();
-            let name = if names.iter().filter(|n| **n == base).count() > 1 { format!("{base}#{k}") } else { base.into() };
+            let name =
+                if names.iter().filter(|n| **n == base).count() > 1 { format!("{base}#{k}") } else { base.into() };
             *k += 1;
             if let Some(e) = job.get("error").and_then(Value::as_i64).filter(|e| *e != 0) {
                 return Err(format!("job `{name}` ended with error {e}"));
@@ -259,7 +260,10 @@ mod tests {
         let first = two["jobs"][0].clone();
         two["jobs"].as_array_mut().unwrap().push(first);
         let r = Report::walk(&two, false).unwrap();
-        assert!(r.metrics.iter().any(|m| m.name == "w#0.write.iops") && r.metrics.iter().any(|m| m.name == "w#1.write.iops"));
+        assert!(
+            r.metrics.iter().any(|m| m.name == "w#0.write.iops")
+                && r.metrics.iter().any(|m| m.name == "w#1.write.iops")
+        );
     }
 
     #[test]

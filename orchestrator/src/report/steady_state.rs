@@ -32,12 +32,7 @@ impl NotAttained {
     pub fn describe(&self) -> String {
         let reps: Vec<String> = self.repetitions.iter().map(i64::to_string).collect();
         let s = if reps.len() > 1 { "s" } else { "" };
-        format!(
-            "fio job `{}` did not attain steady state ({}) in repetition{s} {}",
-            self.job,
-            self.ss,
-            reps.join(", ")
-        )
+        format!("fio job `{}` did not attain steady state ({}) in repetition{s} {}", self.job, self.ss, reps.join(", "))
     }
 }
 
@@ -99,7 +94,10 @@ mod tests {
         ];
         let got = not_attained(&rows);
         assert_eq!(got.len(), 2);
-        assert_eq!(got[1].describe(), "fio job `seq` did not attain steady state (iops_slope:20.000000%) in repetitions 2, 3");
+        assert_eq!(
+            got[1].describe(),
+            "fio job `seq` did not attain steady state (iops_slope:20.000000%) in repetitions 2, 3"
+        );
         assert_eq!(got[0].describe(), "fio job `rand` did not attain steady state (bw:1.000000%) in repetition 3");
         assert!(got[1].covers("seq.read.iops") && !got[1].covers("seqx.read.iops") && !got[1].covers("time"));
         assert!(not_attained(&rows[..2]).is_empty());
