@@ -1554,8 +1554,9 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
         global: { ioengine: psync }
         jobs:
           rr: { rw: randread, bs: 4k, size: 16M }
-          # A criterion no real disk meets in 2 s: never attained, and flagged.
-          steady: { rw: read, bs: 64k, size: 16M, time_based: ~, runtime: 2, ss: "bw:0.0001%", ss_dur: 1, stonewall: ~ }
+          # A criterion no real disk meets: IOPS the same in each of 3 seconds
+          # (with 1 s, one sample, any criterion is met). Never attained, and flagged.
+          steady: { rw: read, bs: 64k, size: 16M, time_based: ~, runtime: 4, ss: "iops:0%", ss_dur: 3, stonewall: ~ }
   teardown:
     - unmount: { device: ssd0 }
 "#,
@@ -1564,7 +1565,9 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let s = b.store();
     let run = s.resolve_run("fio2").unwrap().id;
-    let cells = s.cells(run).unwrap();
+    let mut cells = s.cells(run).unwrap();
+    // Stored as each host connected: in either order.
+    cells.sort_by(|a, b| a.host.cmp(&b.host));
     assert_eq!(cells.iter().map(|c| c.host.as_str()).collect::<Vec<_>>(), ["fast1", "fast2"]);
     assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
     let samples = s.samples(run).unwrap();
@@ -1620,8 +1623,9 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
     }
     let md = stdout(&b.run(&["report", "fio2", "-f", "md"]));
     for host in ["fast1", "fast2"] {
-        let line =
-            format!("{host} - fio: fio job `steady` did not attain steady state (bw:0.000100%) in repetition(s) 1, 2");
+        let line = format!(
+            "{host} - fio: fio job `steady` did not attain steady state (iops:0.000000%) in repetition(s) 1, 2"
+        );
         assert!(md.contains(&line), "{md}");
     }
     let show = stdout(&b.run(&["show", "fio2"]));
