@@ -1609,11 +1609,11 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
         }
     }
     // Each host's figures are its own, not the other's.
-    for rep in 0..2 {
-        assert_ne!(figures(&outputs[0][rep].1), figures(&outputs[1][rep].1), "fast1 and fast2 rep {}", rep + 1);
-        let stored = |i: usize| value(cells[i].id, rep as i64 + 1, "rr.read.iops");
+    for ((rep, a), (_, b)) in outputs[0].iter().zip(&outputs[1]) {
+        assert_ne!(figures(a), figures(b), "fast1 and fast2 rep {rep}");
+        let stored = |i: usize| value(cells[i].id, *rep, "rr.read.iops");
         assert_ne!(stored(0), stored(1));
-        assert_eq!(stored(1), figures(&outputs[1][rep].1)[1]);
+        assert_eq!(stored(1), figures(b)[1]);
     }
     // Steady state: recorded per job in the step's info, and flagged.
     for x in samples.iter().filter(|x| x.metric == "steady.read.iops") {

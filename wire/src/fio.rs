@@ -274,7 +274,7 @@ mod tests {
             "[global]\ndirectory=/mnt/hdd0/fio\nsize=64M\nioengine=psync\ndirect=1\n\n[rr]\nrw=randread\ntime_based\n\n[sw]\nrw=write\nnumjobs=2\n"
         );
         // 64 MiB for rr, twice that for sw's two clones.
-        assert_eq!(job.data_bytes(), Some(3 * 64 << 20));
+        assert_eq!(job.data_bytes(), Some(3 * (64 << 20)));
         assert!(!job.group_reporting());
     }
 

@@ -79,7 +79,8 @@ actions! {
     /// Any command, timed; metrics parsed from its output (JSON path or regex).
     Exec(ExecArgs) = "exec",
     /// A fio job (options as a mapping, or a job file) with the host's fio; metrics per job and direction.
-    Fio(FioArgs) = "fio",
+    /// (Boxed: its option maps would make every `Action`, and every message, larger.)
+    Fio(Box<FioArgs>) = "fio",
     /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
     Cleanup(NoArgs) = "cleanup",
     /// Does nothing; measures the step round trip.
