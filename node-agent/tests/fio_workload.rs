@@ -3,6 +3,8 @@
 //! (read back with explicit paths), where its files go, a job file on the
 //! host, refusals, and a cancel that stops fio.
 
+mod common;
+
 use benchrig_agent::dispatch;
 use benchrig_agent::outbox::{Outbox, StepCtx};
 use benchrig_agent::state::{HostState, Mounted};
@@ -128,4 +130,30 @@ fn a_cancel_stops_fio() {
     });
     assert_eq!(got.unwrap_err().code, ErrorCode::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(20), "fio was stopped, not waited for: {:?}", started.elapsed());
+}
+
+#[test]
+fn on_a_host_without_fio_the_step_is_unsupported_with_the_reason() {
+    common::require_root("it binds a file over fio in a mount namespace of its own");
+    let mut h = host();
+    let fio = std::fs::canonicalize("/usr/bin/fio").expect("this machine has fio");
+    let empty = h.st.work_dir.join("not-installed");
+    std::fs::write(&empty, "").unwrap();
+    let got = std::thread::spawn(move || {
+        use rustix::mount::{mount_bind, mount_change, MountPropagationFlags};
+        use rustix::thread::{unshare_unsafe, UnshareFlags};
+        // This thread alone gets a private copy of the mount namespace, as a
+        // lab host does (ci/lab.sh's `lacks`), and fio is bound away in it.
+        // SAFETY: no file-descriptor table is unshared (no FILES).
+        unsafe { unshare_unsafe(UnshareFlags::NEWNS | UnshareFlags::FS) }.unwrap();
+        mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC).unwrap();
+        mount_bind(&empty, &fio).unwrap();
+        h.run(json!({"jobs": {"r": {"rw": "read", "size": "1M"}}}))
+    })
+    .join()
+    .unwrap();
+    let e = got.unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::Unsupported, "fio not found on the host"));
+    let meta = std::fs::metadata("/usr/bin/fio").unwrap();
+    assert!(meta.len() > 0, "the bind stayed in the thread's namespace");
 }
