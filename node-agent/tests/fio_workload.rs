@@ -157,3 +157,16 @@ fn on_a_host_without_fio_the_step_is_unsupported_with_the_reason() {
     let meta = std::fs::metadata("/usr/bin/fio").unwrap();
     assert!(meta.len() > 0, "the bind stayed in the thread's namespace");
 }
+
+#[test]
+fn files_that_cannot_fit_make_the_step_unsupported_before_fio_runs() {
+    let mut h = host();
+    // A job file on the host: nothing could check its sizes before it got here.
+    let file = h.st.work_dir.join("huge.fio");
+    std::fs::write(&file, "[huge]\nrw=write\nsize=64T\n").unwrap();
+    let e = h.run(json!({"job_file": file})).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Unsupported, "{}", e.message);
+    assert!(e.message.starts_with("fio: the job's files take 67108864 MiB and "), "{}", e.message);
+    let dir = h.mnt().join("fio");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "fio never ran");
+}

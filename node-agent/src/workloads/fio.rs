@@ -45,6 +45,10 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
     let (dir, devices) = (t.mountpoint.join(&args.dir), t.devices.clone());
     std::fs::create_dir_all(&dir)
         .map_err(|e| AgentError::failed(format!("fio: cannot make {}: {e}", dir.display())))?;
+    // What only the host can tell: a job file's sizes, and the room there really is.
+    if let Some(why) = job.data_bytes().and_then(|bytes| no_room(&dir, bytes)) {
+        return Err(AgentError::unsupported(format!("fio: {why}")));
+    }
     let text = job.render(&dir.to_string_lossy());
     // The job file lives beside the agent, not on the target it measures.
     let scratch = if st.work_dir.as_os_str().is_empty() { std::env::temp_dir() } else { st.work_dir.clone() };
@@ -98,6 +102,25 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
     // fio's own figures, whole: stored apart from the samples (an artifact).
     info.insert("fio_output".into(), doc_text.into());
     Ok(out)
+}
+
+/// Why `bytes` of job files do not fit in `dir`, if they do not: its
+/// filesystem's free space (as a non-root user sees it) plus the files
+/// already there, which fio lays out again in place (a repetition before).
+fn no_room(dir: &std::path::Path, bytes: u64) -> Option<String> {
+    let v = rustix::fs::statvfs(dir).ok()?;
+    let free = v.f_bavail.saturating_mul(v.f_frsize);
+    let existing: u64 = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    let room = free.saturating_add(existing);
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    (bytes > room).then(|| {
+        format!("the job's files take {:.0} MiB and {} has {:.0} MiB free", mib(bytes), dir.display(), mib(room))
+    })
 }
 
 /// What fio said went wrong: its `fio: ` lines (the option it could not
