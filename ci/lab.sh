@@ -40,14 +40,24 @@ EOF
 #   disks     comma-separated disk names; image $LAB/disks/<name>-<disk>.img
 #   rot       /sys/block/loopN/queue/rotational for its disks (1 = HDD-like)
 #   rbps wbps riops wiops   blkio.throttle.* limits applied to EACH disk
+#   lacks     comma-separated tools this host does not have, or - (optional
+#             column). The hosts share this machine's /usr, so a tool is taken
+#             away inside the host's own mount namespace: an empty,
+#             non-executable file is bound over each place it is installed
+#             (/usr/bin/fio), so the agent, as a root shell would, finds none.
+#             `ip netns exec` makes that namespace a slave of this machine's,
+#             so the bind never propagates here, and it goes when the host's
+#             last process does (`down`); lab_leftovers in ci/lib.sh looks
+#             for one anyway. old lacks fio: a run there has its fio cells
+#             unsupported (lab.rs), and no other test runs fio on old.
 # --------------------------------------------------------------------------
 HOST_TABLE=$(cat <<'EOF'
-# name  ip          arch    cpu_quota mem   size disks               rot rbps       wbps       riops wiops
-old     10.77.0.11  i686    12000     512M  1G   hdd0,hdd1           1   31457280   26214400   150   150
-fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   524288000  419430400  40000 40000
-fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000
-hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   31457280   26214400   150   150
-soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000
+# name  ip          arch    cpu_quota mem   size disks               rot rbps       wbps       riops wiops lacks
+old     10.77.0.11  i686    12000     512M  1G   hdd0,hdd1           1   31457280   26214400   150   150   fio
+fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   524288000  419430400  40000 40000 -
+fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -
+hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   31457280   26214400   150   150   -
+soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -
 EOF
 )
 # Another table, for experiments (ci/bench-fanout.sh builds N disk-less hosts
@@ -72,7 +82,7 @@ SSH_WAIT_SECONDS=20
 IPT_RULE=(FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment "$CG_NAME" -j ACCEPT)
 
 HOSTS=()
-declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS
+declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS H_LACKS
 
 log() { printf '%s\n' "lab: $*" >&2; }
 die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
@@ -80,8 +90,8 @@ die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_hosts() {
-    local name ip arch cpu mem size disks rot rbps wbps riops wiops
-    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops; do
+    local name ip arch cpu mem size disks rot rbps wbps riops wiops lacks
+    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops lacks; do
         [[ -z $name || $name == \#* ]] && continue
         # Interface names are limited to 15 chars: "vbr-" + 11.
         [[ $name =~ ^[a-z0-9]{1,11}$ ]] || die "bad host name '$name' in HOST_TABLE"
@@ -91,6 +101,9 @@ load_hosts() {
         [[ $disks == - ]] && disks=""
         H_SIZE[$name]=$size H_DISKS[$name]=${disks//,/ } H_ROT[$name]=$rot
         H_RBPS[$name]=$rbps H_WBPS[$name]=$wbps H_RIOPS[$name]=$riops H_WIOPS[$name]=$wiops
+        [[ -z $lacks || $lacks == - ]] && lacks=""
+        [[ $lacks =~ ^[a-z0-9._,+-]*$ ]] || die "bad tool list '$lacks' for '$name' in HOST_TABLE"
+        H_LACKS[$name]=${lacks//,/ }
     done <<<"$HOST_TABLE"
 }
 
@@ -404,10 +417,35 @@ EOF
 # The host's own /tmp and /root.
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount --bind $d/home /root
+EOF
+        lacks_lines "$h"
+        cat <<EOF
 
 exec ${arch_cmd}$SSHD -D -e -f $d/sshd_config
 EOF
     } | write_if_changed "$d/start.sh" 755
+}
+
+# start.sh's lines that take away the tools HOST lacks (the table's last
+# column): where each is installed (every sbin and bin directory a root
+# shell searches, each real file once), an empty non-executable file over
+# it, bound in the host's mount namespace only.
+lacks_lines() {   # lacks_lines HOST
+    local h=$1 d tool dir real seen=" "
+    [[ -n ${H_LACKS[$h]} ]] || return 0
+    d=$(hdir "$h")
+    echo ""
+    echo "# Tools this host lacks: ${H_LACKS[$h]}."
+    echo ": >$d/not-installed && chmod 644 $d/not-installed"
+    for tool in ${H_LACKS[$h]}; do
+        for dir in /usr/local/sbin /usr/sbin /sbin /usr/local/bin /usr/bin /bin; do
+            [[ -e $dir/$tool ]] || continue
+            real=$(readlink -f "$dir/$tool")
+            [[ $seen == *" $real "* ]] && continue
+            seen+="$real "
+            echo "mount --bind $d/not-installed $real"
+        done
+    done
 }
 
 # Mount options selecting the same v1 hierarchy as $CG_ROOT/<controller>

@@ -118,6 +118,13 @@ loop_leftovers() {
     { losetup -l -n -O NAME,BACK-FILE 2>/dev/null || true; } | awk -v t="$1" 'index($0, t) { print "loop " $0 }'
 }
 
+# bind_leftovers TEXT: mounts whose source inside its filesystem holds TEXT
+# (mountinfo's 4th field): a lab file bound over a tool (ci/lab.sh's `lacks`)
+# shows its mount point as /usr/bin/fio, so /proc/mounts alone would miss it.
+bind_leftovers() {
+    awk -v t="$1" 'index($4, t) { print "bind " $4 " on " $5 }' /proc/self/mountinfo
+}
+
 # mount_leftovers TEXT: the lines of /proc/mounts that hold TEXT.
 mount_leftovers() {
     awk -v t="$1" 'index($0, t) { print "mount " $0 }' /proc/mounts
@@ -138,7 +145,8 @@ path_leftovers() {
 }
 
 # ci/lab.sh: the hosts' netns (arm1's brlab-arm1 too) and what runs in them,
-# the bridge, the disks' loop devices, mounts, sshds, cgroups, the lab dir.
+# the bridge, the disks' loop devices, mounts (binds of lab files over the
+# tools a host lacks too), sshds, cgroups, the lab dir.
 lab_leftovers() {
     local lab=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
     lab=${lab%/}
@@ -146,6 +154,7 @@ lab_leftovers() {
     if ip link show brlab0 >/dev/null 2>&1; then echo "link brlab0"; fi
     loop_leftovers benchrig-lab
     mount_leftovers benchrig-lab
+    bind_leftovers benchrig-lab
     if [[ $lab != /var/tmp/benchrig-lab ]]; then
         loop_leftovers "$lab/"
         mount_leftovers "$lab/"

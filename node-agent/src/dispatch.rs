@@ -45,5 +45,6 @@ fn step(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput
         Action::ColdRead(a) => workloads::cold_read::run(st, ctx, a),
         Action::Raw(a) => workloads::raw::run(st, ctx, a),
         Action::Exec(a) => workloads::exec::run(st, ctx, a),
+        Action::Fio(a) => workloads::fio::run(st, ctx, a),
     }
 }

@@ -61,9 +61,19 @@ pub fn shortfall<'a, S: HostStep + 'a>(
                 Some(d) => on_host.retain(|m| m.devices.first() != Some(&d.as_str())),
                 None => on_host.clear(),
             },
-            Action::SeqWrite(a) => {
-                let Some(m) = pick(on_host, a.target.as_deref()) else { continue };
-                m.files.insert(a.file.as_str(), a.size.0);
+            Action::SeqWrite(_) | Action::Fio(_) => {
+                let (target, file, bytes) = match step.action() {
+                    Action::SeqWrite(a) => (a.target.as_deref(), a.file.as_str(), a.size.0),
+                    // A job's files, in its directory: size × numjobs per job
+                    // (unknown for a job file on the host: nothing decided).
+                    Action::Fio(a) => {
+                        let Some(bytes) = a.job().ok().flatten().and_then(|j| j.data_bytes()) else { continue };
+                        (a.target.as_deref(), a.dir.as_str(), bytes)
+                    }
+                    _ => unreachable!("matched above"),
+                };
+                let Some(m) = pick(on_host, target) else { continue };
+                m.files.insert(file, bytes);
                 let (data, cap) = (m.data(), capacity(&m.devices));
                 if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
                     return Some(format!(
@@ -218,5 +228,31 @@ mod tests {
         assert_eq!(shortfall(&[copy], gib_each).unwrap(), "2.0 GiB does not fit on b (1.0 GiB)");
         let read = step("raw", json!({"op": "read", "device": "a", "size": "2G"}));
         assert!(shortfall(&[read], gib_each).unwrap().contains("cannot be read from a"));
+    }
+
+    #[test]
+    fn a_fio_job_fits_with_every_clone_of_every_job() {
+        let fio = |jobs: serde_json::Value| {
+            vec![
+                step(
+                    "filesystem",
+                    json!({"device": "a", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}}),
+                ),
+                step("fio", json!({"jobs": jobs})),
+            ]
+        };
+        // 2 × 256M + 200M = 712 MiB: fits in 90% of 1 GiB (921 MiB).
+        assert_eq!(
+            shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 2}, "b": {"size": "200M"}})), gib_each),
+            None
+        );
+        let why = shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 3}, "b": {"size": "200M"}})), gib_each);
+        assert_eq!(why.as_deref(), Some("968 MiB of data does not fit on a (1.0 GiB, of which 90% may hold data)"));
+        // Repetitions of one job rewrite its files; a job file on the host decides nothing.
+        let mut twice = fio(json!({"a": {"size": "600M"}}));
+        twice.push(twice[1].clone());
+        assert_eq!(shortfall(&twice, gib_each), None);
+        let on_host = vec![twice[0].clone(), step("fio", json!({"job_file": "/etc/big.fio"}))];
+        assert_eq!(shortfall(&on_host, gib_each), None);
     }
 }

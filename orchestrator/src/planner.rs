@@ -642,7 +642,9 @@ fn build_action(
         for name in action.scratch_names() {
             find_scratch(s, &m.scratch, m.host, name)?;
         }
-        return Ok((action, None));
+        // The agent says so too; facts tell before the host is touched.
+        let no_fio = matches!(action, Action::Fio(_)) && m.facts.is_some_and(|f| f.tool("fio").is_none());
+        return Ok((action, no_fio.then(|| format!("fio not found on the host ({})", m.host))));
     }
     let text = |key: &str| -> Result<String, ConfigError> {
         match args.get(key) {
@@ -840,6 +842,42 @@ mod tests {
         let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
         assert!(cells[0].unsupported.is_none());
         assert_eq!(cells[2].unsupported.as_deref(), Some("mkfs.xfs is not installed on h1"));
+    }
+
+    const FIO_PB: &str = r#"
+- name: f
+  hosts: all
+  setup:
+    - filesystem: {device: hdd0, profile: ext4}
+  benchmark:
+    - fio:
+        jobs:
+          rr: {rw: randread, bs: 4k, size: "{{ size }}"}
+"#;
+
+    #[test]
+    fn a_host_whose_facts_lack_fio_has_its_fio_cells_unsupported() {
+        let tool = |name: &str| benchrig_wire::facts::Tool {
+            name: name.into(),
+            path: format!("/usr/bin/{name}"),
+            version: None,
+        };
+        let without = Facts { tools: vec![tool("mkfs.ext4")], ..Default::default() };
+        let cells = plan(FIO_PB, Vars::new(), Some(&without)).unwrap();
+        assert_eq!(cells[0].unsupported.as_deref(), Some("fio not found on the host (h1)"));
+        let with = Facts { tools: vec![tool("mkfs.ext4"), tool("fio")], ..Default::default() };
+        assert_eq!(plan(FIO_PB, Vars::new(), Some(&with)).unwrap()[0].unsupported, None);
+        assert_eq!(plan(FIO_PB, Vars::new(), None).unwrap()[0].unsupported, None, "without facts the agent tells");
+    }
+
+    #[test]
+    fn a_fio_option_that_would_write_elsewhere_is_an_error_at_its_step() {
+        let pb = FIO_PB.replace("size: \"{{ size }}\"", "filename: /dev/sda");
+        let e = plan(&pb, Vars::new(), None).unwrap_err().to_string();
+        assert!(
+            e.contains("pb.yml:7:") && e.contains("[rr] fio option `filename=/dev/sda`: `/dev/sda` is absolute"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -28,6 +28,16 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
     cells.sort_by_key(|c| (position.get(c.host.as_str()).copied(), c.id));
     let samples = store.samples(run)?;
     let grouped = group(&samples);
+    // fio jobs that did not attain steady state, per (cell, step).
+    let mut of_step: HashMap<(i64, i64), Vec<&SampleRow>> = HashMap::new();
+    for s in &samples {
+        of_step.entry((s.cell_id, s.step_index)).or_default().push(s);
+    }
+    let unsteady: HashMap<(i64, i64), Vec<crate::report::steady_state::NotAttained>> = of_step
+        .into_iter()
+        .map(|(k, rows)| (k, crate::report::steady_state::not_attained(rows)))
+        .filter(|(_, u)| !u.is_empty())
+        .collect();
     // Each cell's groups, in `grouped`'s order: one pass, not one per cell.
     let mut groups_of: HashMap<i64, Vec<_>> = HashMap::new();
     for (k, values) in &grouped {
@@ -58,8 +68,15 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
                 vec!["-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), status_text(c)],
             );
         }
-        for ((_, _, step, metric, unit), values) in mine {
+        for ((cell, index, step, metric, unit), values) in mine {
             let s = Summary::of(values).expect("non-empty group");
+            let unsteady_reps: Vec<i64> = unsteady
+                .get(&(*cell, *index))
+                .into_iter()
+                .flatten()
+                .filter(|u| u.covers(metric))
+                .flat_map(|u| u.repetitions.iter().copied())
+                .collect();
             lead(
                 &mut rows,
                 vec![
@@ -69,7 +86,7 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
                     fmt_num(s.mean),
                     if s.n > 1 { fmt_num(s.sd) } else { "-".into() },
                     unit.clone(),
-                    if c.status == CellStatus::Ok { ok_with_warnings(&s) } else { status_text(c) },
+                    if c.status == CellStatus::Ok { ok_with_warnings(&s, &unsteady_reps) } else { status_text(c) },
                 ],
             );
         }
@@ -113,9 +130,14 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
 /// A CV above this is worth a second look (a noisy host, a cold start).
 const HIGH_CV: f64 = 0.10;
 
-/// `ok`, with what should make a reader wary: few samples, high spread, outliers.
-fn ok_with_warnings(s: &Summary) -> String {
+/// `ok`, with what should make a reader wary: fio's steady state not
+/// attained (in `unsteady` repetitions), few samples, high spread, outliers.
+fn ok_with_warnings(s: &Summary, unsteady: &[i64]) -> String {
     let mut w = Vec::new();
+    if !unsteady.is_empty() {
+        let reps: Vec<String> = unsteady.iter().map(i64::to_string).collect();
+        w.push(format!("steady state not attained rep {}", reps.join(",")));
+    }
     if s.few() {
         w.push(format!("n<{}", crate::stats::FEW));
     }

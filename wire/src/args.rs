@@ -582,3 +582,90 @@ impl TuneArgs {
         }
     }
 }
+
+fn default_fio_dir() -> String {
+    "fio".to_string()
+}
+
+/// A fio job run with the host's fio, in a directory of the target.
+/// Exactly one of `jobs` (with `global`), `job_file` or `job_text`.
+/// Checked when it is built (at plan time): options that would write
+/// outside the target are refused (`crate::fio::check_option`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "FioArgsUnchecked")]
+pub struct FioArgs {
+    /// Scratch (or ramdisk) name to run on; the most recently set up when absent.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Directory under the target's mount point: fio's `directory`.
+    #[serde(default = "default_fio_dir")]
+    pub dir: String,
+    /// `[global]` options, as `option: value` (`~` for a flag such as `time_based`).
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub global: crate::fio::FioOptions,
+    /// Jobs by name, each its options, in order.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub jobs: indexmap::IndexMap<String, crate::fio::FioOptions>,
+    /// A job file on the host (checked there as `jobs` are here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_file: Option<String>,
+    /// A job file's text, inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_text: Option<String>,
+}
+
+/// [`FioArgs`] as written, before [`FioArgs::job`] checks it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FioArgsUnchecked {
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default = "default_fio_dir")]
+    dir: String,
+    #[serde(default)]
+    global: crate::fio::FioOptions,
+    #[serde(default)]
+    jobs: indexmap::IndexMap<String, crate::fio::FioOptions>,
+    #[serde(default)]
+    job_file: Option<String>,
+    #[serde(default)]
+    job_text: Option<String>,
+}
+
+impl TryFrom<FioArgsUnchecked> for FioArgs {
+    type Error = String;
+    fn try_from(u: FioArgsUnchecked) -> Result<FioArgs, String> {
+        let a = FioArgs {
+            target: u.target,
+            dir: u.dir,
+            global: u.global,
+            jobs: u.jobs,
+            job_file: u.job_file,
+            job_text: u.job_text,
+        };
+        if a.dir.is_empty() || a.dir.starts_with('/') || a.dir.split('/').any(|c| c == "..") {
+            return Err(format!("`dir` ({:?}) is a directory under the target: relative, without `..`", a.dir));
+        }
+        a.job()?;
+        Ok(a)
+    }
+}
+
+impl FioArgs {
+    /// The job, checked; `None` for a `job_file`, which only the host can read.
+    pub fn job(&self) -> Result<Option<crate::fio::FioJob>, String> {
+        let given = [!self.jobs.is_empty(), self.job_file.is_some(), self.job_text.is_some()];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err("give exactly one of `jobs` (with `global`), `job_file` and `job_text`".into());
+        }
+        if !self.global.is_empty() && self.jobs.is_empty() {
+            return Err("`global` goes with `jobs`; a job file has its own [global]".into());
+        }
+        let job = match (&self.job_text, self.job_file.is_some()) {
+            (Some(text), _) => crate::fio::FioJob::parse(text),
+            (None, true) => return Ok(None),
+            (None, false) => crate::fio::FioJob::from_options(&self.global, &self.jobs),
+        };
+        job.map(Some)
+    }
+}

@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod facts;
+pub mod fio;
 pub mod frame;
 pub mod introspect;
 pub mod kernel_log;

@@ -78,6 +78,9 @@ actions! {
     Raw(RawArgs) = "raw",
     /// Any command, timed; metrics parsed from its output (JSON path or regex).
     Exec(ExecArgs) = "exec",
+    /// A fio job (options as a mapping, or a job file) with the host's fio; metrics per job and direction.
+    /// (Boxed: its option maps would make every `Action`, and every message, larger.)
+    Fio(Box<FioArgs>) = "fio",
     /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
     Cleanup(NoArgs) = "cleanup",
     /// Does nothing; measures the step round trip.
@@ -115,6 +118,7 @@ impl Action {
             | Action::ReadTree(_)
             | Action::ColdRead(_)
             | Action::Exec(_)
+            | Action::Fio(_)
             | Action::Cleanup(_)
             | Action::Noop(_) => Vec::new(),
         }
@@ -250,6 +254,7 @@ mod tests {
                 "volume_add" | "volume_remove" => json!({"device": "d"}),
                 "raw" => json!({"op": "read", "device": "d", "size": "1M"}),
                 "exec" => json!({"command": "true"}),
+                "fio" => json!({"jobs": {"r": {"rw": "read"}}}),
                 "filesystem" => {
                     json!({"device": "d", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}})
                 }

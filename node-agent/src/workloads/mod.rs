@@ -6,6 +6,7 @@ pub mod acl_check;
 pub mod cold_read;
 pub mod copy_tree;
 pub mod exec;
+pub mod fio;
 pub mod list_tree;
 pub mod raw;
 pub mod read_tree;

@@ -64,10 +64,15 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                     None => metrics.push((s.metric.clone(), s.unit.clone(), s.better.clone(), vec![s.value])),
                 }
             }
+            let unsteady = super::steady_state::not_attained(mine.iter().copied().filter(|s| s.step_index == index));
             let metrics = metrics
                 .into_iter()
                 .map(|(name, unit, better, values)| {
                     let s = Summary::of(&values).expect("non-empty");
+                    let mut flags = if s.few() { vec![json!("n<3")] } else { vec![] };
+                    if unsteady.iter().any(|u| u.covers(&name)) {
+                        flags.push(json!("steady state not attained"));
+                    }
                     json!({
                         "name": name, "unit": unit, "better": better, "samples": values,
                         "n": s.n, "mean": s.mean, "sd": s.sd, "median": s.median, "min": s.min, "max": s.max,
@@ -75,11 +80,16 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                         "mad": s.mad, "cv": s.cv,
                         // Indexes into `samples`, flagged by modified z-score, never dropped.
                         "outliers": s.outliers,
-                        "flags": if s.few() { json!(["n<3"]) } else { json!([]) },
+                        "flags": flags,
                     })
                 })
                 .collect();
-            cells.push(base(format!("{}.{}", c.id, index), json!(step), json!(workload), metrics));
+            let mut entry = base(format!("{}.{}", c.id, index), json!(step), json!(workload), metrics);
+            if !unsteady.is_empty() {
+                // fio jobs whose steady state (`ss`) was not attained, by repetition.
+                entry["steady_state_not_attained"] = unsteady.iter().map(|u| u.to_json()).collect();
+            }
+            cells.push(entry);
         }
     }
     Ok(json!({

@@ -144,15 +144,18 @@ pub enum WarningKind {
     KernelLog,
     /// A cell that did not end ok (and has no metrics to show it).
     NotOk,
+    /// A fio job whose steady state (`ss`) was not attained.
+    SteadyState,
     FewSamples,
     HighCv,
     Outliers,
 }
 
 impl WarningKind {
-    pub const ALL: [WarningKind; 5] = [
+    pub const ALL: [WarningKind; 6] = [
         WarningKind::KernelLog,
         WarningKind::NotOk,
+        WarningKind::SteadyState,
         WarningKind::FewSamples,
         WarningKind::HighCv,
         WarningKind::Outliers,
@@ -163,6 +166,7 @@ impl WarningKind {
         match self {
             WarningKind::KernelLog => "kernel log: I/O errors, BUG, Oops, WARNING, hung tasks during a cell".into(),
             WarningKind::NotOk => "cells that did not end ok".into(),
+            WarningKind::SteadyState => "fio steady state not attained".into(),
             WarningKind::FewSamples => format!("fewer than {} samples", crate::stats::FEW),
             WarningKind::HighCv => "high variation (CV over 10%)".into(),
             WarningKind::Outliers => "outlier samples (by modified z-score, kept)".into(),
@@ -199,6 +203,19 @@ pub fn warnings(model: &Json) -> Vec<Warning> {
         let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
         if metrics.is_empty() && CellStatus::of_json(&c["status"]) != Some(CellStatus::Ok) {
             add(WarningKind::NotOk, format!("{host} {cell}: {}", status(c)));
+        }
+        for u in c["steady_state_not_attained"].as_array().into_iter().flatten() {
+            let reps: Vec<String> = u["repetitions"].as_array().into_iter().flatten().map(|r| r.to_string()).collect();
+            add(
+                WarningKind::SteadyState,
+                format!(
+                    "{host} {cell} {}: fio job `{}` did not attain steady state ({}) in repetition(s) {}",
+                    c["step"].as_str().unwrap_or("-"),
+                    text(&u["job"]),
+                    text(&u["ss"]),
+                    reps.join(", ")
+                ),
+            );
         }
         for m in &metrics {
             let what = format!("{host} {cell} {} {}", c["step"].as_str().unwrap_or("-"), text(&m["name"]));
@@ -269,15 +286,21 @@ mod tests {
              "kernel_log": [{"host": "d", "kind": "io_error", "text": "critical space allocation error, dev loop0, sector 8"}]},
             {"cell_id": 7, "host": "d", "params": {}, "step": "t", "status": "ok", "metrics": [],
              "kernel_log": [{"host": "d", "kind": "io_error", "text": "critical space allocation error, dev loop0, sector 8"}]},
+            {"host": "d", "params": {}, "step": "f", "status": "ok", "metrics": [],
+             "steady_state_not_attained": [{"job": "seq", "ss": "iops_slope:20.000000%", "repetitions": [2, 3]}]},
         ]});
         let all = warnings(&model);
-        assert_eq!(all.len(), 6);
+        assert_eq!(all.len(), 7);
         let grouped = by_kind(&all);
         let kinds: Vec<WarningKind> = grouped.iter().map(|(k, _)| *k).collect();
         use WarningKind::*;
-        assert_eq!(kinds, [KernelLog, NotOk, FewSamples, HighCv, Outliers]);
+        assert_eq!(kinds, [KernelLog, NotOk, SteadyState, FewSamples, HighCv, Outliers]);
         assert_eq!(grouped[0].1, ["d -: I/O error on d: critical space allocation error, dev loop0, sector 8"]);
         assert_eq!(grouped[1].1, ["c -: failed: mkfs"]);
-        assert_eq!(grouped[3].1, ["a x=1 s speed: CV 50%", "b x=2 s speed: CV 20%"]);
+        assert_eq!(
+            grouped[2].1,
+            ["d - f: fio job `seq` did not attain steady state (iops_slope:20.000000%) in repetition(s) 2, 3"]
+        );
+        assert_eq!(grouped[4].1, ["a x=1 s speed: CV 50%", "b x=2 s speed: CV 20%"]);
     }
 }

@@ -12,6 +12,7 @@ pub mod junit;
 pub mod md;
 pub mod page;
 pub mod shape;
+pub mod steady_state;
 pub mod time;
 
 use crate::human::{cpus, mem};

@@ -81,6 +81,9 @@ pub(super) fn absorb(outcome: &mut CellOutcome, bad: CellOutcome) {
 
 /// Info values kept as artifacts rather than in the cell's info.
 const ARTIFACT_KEYS: &[&str] = &["fs_dump"];
+/// A measured step's info values kept as artifacts (one per repetition)
+/// rather than in every sample's info: fio's whole JSON output.
+const SAMPLE_ARTIFACT_KEYS: &[&str] = &["fio_output"];
 
 fn store_failed(e: crate::store::StoreError) -> CellOutcome {
     CellOutcome::Failed(format!("storing results: {e}"))
@@ -435,7 +438,7 @@ impl CellRunner<'_> {
             if self.interrupted() {
                 return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
-            let out = match self.step(cell, s, true).await {
+            let mut out = match self.step(cell, s, true).await {
                 Ok(out) => out,
                 Err(bad) => {
                     self.tolerate(s, bad).map_or(Ok(()), Err)?;
@@ -445,6 +448,12 @@ impl CellRunner<'_> {
             if let Some(rep) = rep {
                 let step =
                     StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep, attempt: self.attempt };
+                for key in SAMPLE_ARTIFACT_KEYS {
+                    if let Some(serde_json::Value::String(text)) = out.info.remove(*key) {
+                        let name = format!("rep {rep} benchmark[{index}] {}@{}: {key}", s.name, s.host);
+                        self.store.add_artifact(cell_id, &name, &text).map_err(store_failed)?;
+                    }
+                }
                 self.store.add_samples(cell_id, &step, &out).map_err(store_failed)?;
             }
             if let Some(m) = out.metrics.first() {

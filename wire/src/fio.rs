@@ -1,0 +1,351 @@
+//! A fio job as benchrig runs it: sections (`[global]` and the jobs, in
+//! order) of `option=value` lines, from a playbook's mapping or a job file,
+//! checked so that fio writes only where benchrig set up, and rendered with
+//! the target's directory as fio's `directory`.
+//!
+//! Shared by the planner (checks and the data a job writes, before any host
+//! is touched) and the agent (a job file that lives on the host).
+
+use crate::units::ByteSize;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// What a `size` defaults to when no section sets `size` or `filesize`:
+/// small enough for the lab's 1 GiB disks with a few jobs.
+pub const DEFAULT_SIZE: &str = "64M";
+
+/// One option's value as a playbook writes it: `~` (nothing) for a flag
+/// such as `time_based`, a boolean (fio's `1`/`0`), a number or text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FioValue {
+    Flag(()),
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl FioValue {
+    /// As fio reads it in a job file; `None`: the option alone (a flag).
+    pub fn render(&self) -> Option<String> {
+        match self {
+            FioValue::Flag(()) => None,
+            FioValue::Bool(b) => Some(if *b { "1" } else { "0" }.into()),
+            FioValue::Int(i) => Some(i.to_string()),
+            FioValue::Float(f) => Some(f.to_string()),
+            FioValue::Text(s) => Some(s.clone()),
+        }
+    }
+}
+
+/// The options of one section, in the order written.
+pub type FioOptions = IndexMap<String, FioValue>;
+
+/// One section's options as fio reads them: name, and value unless a flag.
+pub type Lines = Vec<(String, Option<String>)>;
+
+/// A whole job: `[global]` options, then each job's, in order (fio's
+/// `stonewall` and `wait_for` depend on it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioJob {
+    pub global: Lines,
+    pub jobs: Vec<(String, Lines)>,
+}
+
+/// Options that would make fio write outside the target, or run something
+/// that is not fio; each with why.
+const REFUSED: &[(&str, &str)] = &[
+    ("directory", "benchrig sets `directory` to the target's; name files with `filename`, relative to it"),
+    ("include", "a job file may not include another: benchrig checks every option it runs"),
+    ("exec_prerun", "fio runs no commands here; use an `exec` step"),
+    ("exec_postrun", "fio runs no commands here; use an `exec` step"),
+];
+
+/// Options naming paths fio writes (or reads) under `directory` or its
+/// working directory: relative, never with `..`.
+const PATHS: &[&str] = &[
+    "filename",
+    "filename_format",
+    "opendir",
+    "write_iolog",
+    "read_iolog",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+];
+
+fn check_name(name: &str, what: &str) -> Result<(), String> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-+".contains(c)) {
+        return Err(format!(
+            "{what} `{name}` is not a fio name (letters, digits, `_-+`: a metric is `job.direction.figure`)"
+        ));
+    }
+    Ok(())
+}
+
+/// Is this option allowed, with this value? (`Err`: why not.)
+pub fn check_option(name: &str, value: Option<&str>) -> Result<(), String> {
+    check_name(name, "option")?;
+    if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == name) {
+        return Err(format!("fio option `{name}` is refused: {why}"));
+    }
+    let value = value.unwrap_or("");
+    if value.contains(['\n', '\r']) {
+        return Err(format!("fio option `{name}`: a value is one line"));
+    }
+    if PATHS.contains(&name) {
+        // fio splits `filename` at `:`; every part is a path.
+        for part in value.split(':') {
+            if part.starts_with('/') {
+                return Err(format!(
+                    "fio option `{name}={value}`: `{part}` is absolute; paths are relative to the target's directory \
+                     (fio puts every file under `directory`, which benchrig sets: a device or another filesystem is never reached)"
+                ));
+            }
+            if part.split('/').any(|c| c == "..") {
+                return Err(format!("fio option `{name}={value}`: `..` would leave the target's directory"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lines(options: &FioOptions) -> Lines {
+    options.iter().map(|(k, v)| (k.clone(), v.render())).collect()
+}
+
+impl FioJob {
+    /// From a playbook's mapping: global options and jobs by name.
+    pub fn from_options(global: &FioOptions, jobs: &IndexMap<String, FioOptions>) -> Result<FioJob, String> {
+        let job = FioJob { global: lines(global), jobs: jobs.iter().map(|(n, o)| (n.clone(), lines(o))).collect() };
+        job.check()?;
+        Ok(job)
+    }
+
+    /// A job file's text (INI as fio reads it: `;` and `#` comments).
+    pub fn parse(text: &str) -> Result<FioJob, String> {
+        let mut job = FioJob::default();
+        let mut current: Option<&mut Lines> = None;
+        for (i, raw) in text.lines().enumerate() {
+            let at = |m: String| format!("job file line {}: {m}", i + 1);
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix('[') {
+                let name = rest.strip_suffix(']').ok_or_else(|| at(format!("`{line}` is not a section")))?.trim();
+                current = Some(if name == "global" {
+                    &mut job.global
+                } else {
+                    check_name(name, "job").map_err(at)?;
+                    job.jobs.push((name.to_string(), Lines::new()));
+                    &mut job.jobs.last_mut().expect("just pushed").1
+                });
+                continue;
+            }
+            let section = current.as_deref_mut().ok_or_else(|| at("an option before any section".into()))?;
+            let (name, value) = match line.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
+                None => (line, None),
+            };
+            if name == "include" || line.starts_with("include ") {
+                return Err(at(format!("fio option `include` is refused: {}", REFUSED[1].1)));
+            }
+            section.push((name.to_string(), value));
+        }
+        job.check()?;
+        Ok(job)
+    }
+
+    /// Every section's options allowed, at least one job.
+    pub fn check(&self) -> Result<(), String> {
+        if self.jobs.is_empty() {
+            return Err("a fio workload needs at least one job".into());
+        }
+        for (name, _) in &self.jobs {
+            check_name(name, "job")?;
+            if name == "global" {
+                return Err("a job may not be called `global`: put global options under `global`".into());
+            }
+        }
+        let sections = std::iter::once(("global", &self.global)).chain(self.jobs.iter().map(|(n, l)| (n.as_str(), l)));
+        for (name, lines) in sections {
+            for (k, v) in lines {
+                check_option(k, v.as_deref()).map_err(|e| format!("[{name}] {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn global_sets(&self, names: &[&str]) -> bool {
+        self.global.iter().any(|(k, _)| names.contains(&k.as_str()))
+    }
+
+    /// Whether any section sets `size` or `filesize`.
+    fn sized(&self) -> bool {
+        self.global_sets(&["size", "filesize"])
+            || self.jobs.iter().any(|(_, l)| l.iter().any(|(k, _)| k == "size" || k == "filesize"))
+    }
+
+    /// The job file fio runs: `directory` first, then `size` when nothing
+    /// sets one ([`DEFAULT_SIZE`]), then what was written.
+    pub fn render(&self, directory: &str) -> String {
+        let mut out = format!("[global]\ndirectory={directory}\n");
+        if !self.sized() {
+            out += &format!("size={DEFAULT_SIZE}\n");
+        }
+        let section = |out: &mut String, lines: &Lines| {
+            for (k, v) in lines {
+                match v {
+                    Some(v) => *out += &format!("{k}={v}\n"),
+                    None => *out += &format!("{k}\n"),
+                }
+            }
+        };
+        section(&mut out, &self.global);
+        for (name, lines) in &self.jobs {
+            out += &format!("\n[{name}]\n");
+            section(&mut out, lines);
+        }
+        out
+    }
+
+    /// Whether any section turns `group_reporting` on (fio then reports a
+    /// group under its first job's name).
+    pub fn group_reporting(&self) -> bool {
+        let on =
+            |l: &Lines| l.iter().any(|(k, v)| k == "group_reporting" && !matches!(v.as_deref(), Some("0" | "false")));
+        on(&self.global) || self.jobs.iter().any(|(_, l)| on(l))
+    }
+
+    /// The bytes the job's files take: per job, `numjobs` clones each with
+    /// `filesize` × `nrfiles`, else `size` (fio lays files out before it
+    /// reads them, so a read job writes them too). `None` when a size is
+    /// not a plain number of bytes (`50%`, `fill_device`).
+    pub fn data_bytes(&self) -> Option<u64> {
+        let mut total = 0u64;
+        for (_, lines) in &self.jobs {
+            let get = |name: &str| {
+                lines.iter().rev().chain(self.global.iter().rev()).find(|(k, _)| k == name).map(|(_, v)| v.as_deref())
+            };
+            if get("fill_device").or_else(|| get("fill_fs")).is_some_and(|v| !matches!(v, Some("0"))) {
+                return None;
+            }
+            let count = |name: &str| -> Option<u64> {
+                match get(name) {
+                    None => Some(1),
+                    Some(v) => v?.trim().parse().ok(),
+                }
+            };
+            // A range (`1M-4M`) takes its upper end.
+            let size = |v: Option<&str>| ByteSize::parse(v?.rsplit(['-', ':']).next()?).ok().map(|b| b.0);
+            let per_clone = match get("filesize") {
+                Some(v) => size(v)?.checked_mul(count("nrfiles")?)?,
+                None => size(get("size").unwrap_or(Some(DEFAULT_SIZE)))?,
+            };
+            total = total.checked_add(per_clone.checked_mul(count("numjobs")?)?)?;
+        }
+        Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, FioValue)]) -> FioOptions {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn a_mapping_renders_as_a_job_file_with_the_directory_first() {
+        let global = opts(&[("ioengine", FioValue::Text("psync".into())), ("direct", FioValue::Bool(true))]);
+        let mut jobs = IndexMap::new();
+        jobs.insert(
+            "rr".to_string(),
+            opts(&[("rw", FioValue::Text("randread".into())), ("time_based", FioValue::Flag(()))]),
+        );
+        jobs.insert("sw".to_string(), opts(&[("rw", FioValue::Text("write".into())), ("numjobs", FioValue::Int(2))]));
+        let job = FioJob::from_options(&global, &jobs).unwrap();
+        assert_eq!(
+            job.render("/mnt/hdd0/fio"),
+            "[global]\ndirectory=/mnt/hdd0/fio\nsize=64M\nioengine=psync\ndirect=1\n\n[rr]\nrw=randread\ntime_based\n\n[sw]\nrw=write\nnumjobs=2\n"
+        );
+        // 64 MiB for rr, twice that for sw's two clones.
+        assert_eq!(job.data_bytes(), Some(3 * (64 << 20)));
+        assert!(!job.group_reporting());
+    }
+
+    #[test]
+    fn a_job_file_parses_in_order_with_comments() {
+        let text = "; a comment\n[global]\nsize=16M\ngroup_reporting\n# another\n[b]\nrw=read\nnumjobs=3\n[a]\nrw=write\nfilesize=1M-2M\nnrfiles=4\n";
+        let job = FioJob::parse(text).unwrap();
+        assert_eq!(job.jobs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+        assert_eq!(job.global, vec![("size".into(), Some("16M".into())), ("group_reporting".into(), None)]);
+        assert!(job.group_reporting());
+        assert_eq!(job.data_bytes(), Some(3 * (16 << 20) + 4 * (2 << 20)));
+        assert!(!job.render("/d").contains("size=64M"), "a size is set");
+        assert_eq!(FioJob::parse("[global]\nsize=50%\n[x]\nrw=read\n").unwrap().data_bytes(), None);
+    }
+
+    #[test]
+    fn options_that_would_write_elsewhere_are_refused_with_why() {
+        let refused = |text: &str| FioJob::parse(text).unwrap_err();
+        assert!(refused("[x]\ndirectory=/tmp\n").contains("benchrig sets `directory`"));
+        assert!(refused("[x]\nfilename=/dev/sdb\n").contains("`/dev/sdb` is absolute"));
+        assert!(refused("[x]\nfilename=a:/etc/passwd\n").contains("`/etc/passwd` is absolute"));
+        assert!(refused("[x]\nfilename=../../x\n").contains("`..` would leave"));
+        assert!(refused("[x]\nwrite_bw_log=/var/log/bw\n").contains("absolute"));
+        assert!(refused("[x]\nexec_prerun=rm -rf /\n").contains("use an `exec` step"));
+        assert!(refused("[global]\ninclude other.fio\n[x]\n").contains("`include` is refused"));
+        assert!(refused("size=1M\n[x]\n").contains("line 1: an option before any section"));
+        assert!(refused("[global]\nsize=1M\n").contains("at least one job"));
+        assert!(refused("[bad name]\n").contains("not a fio name"));
+        // Relative names stay under the directory.
+        assert!(FioJob::parse("[x]\nfilename=a/b:c\nwrite_lat_log=lat\n").is_ok());
+        // A mapping cannot smuggle a section or a line in.
+        let mut jobs = IndexMap::new();
+        jobs.insert("x".to_string(), opts(&[("rw", FioValue::Text("read\n[y]".into()))]));
+        assert!(FioJob::from_options(&FioOptions::new(), &jobs).unwrap_err().contains("one line"));
+        jobs.insert("x".to_string(), opts(&[("rw=read\nfilename", FioValue::Text("/dev/sda".into()))]));
+        assert!(FioJob::from_options(&FioOptions::new(), &jobs).unwrap_err().contains("not a fio name"));
+    }
+
+    #[test]
+    fn fio_args_take_exactly_one_form_and_are_checked_when_built() {
+        use crate::steps::{Action, ActionError};
+        use serde_json::json;
+        let build = |args| Action::from_parts("fio", args);
+        let Ok(Action::Fio(a)) =
+            build(json!({"global": {"bs": "4k"}, "jobs": {"r": {"rw": "randread", "size": "8M"}}}))
+        else {
+            panic!("a mapping builds")
+        };
+        assert_eq!((a.dir.as_str(), a.target.as_deref()), ("fio", None));
+        assert_eq!(a.job().unwrap().unwrap().data_bytes(), Some(8 << 20));
+        // The action goes over the wire and back unchanged.
+        let again: Action = serde_json::from_value(serde_json::to_value(Action::Fio(a.clone())).unwrap()).unwrap();
+        assert_eq!(again, Action::Fio(a));
+        assert!(matches!(build(json!({"job_file": "/etc/x.fio"})), Ok(Action::Fio(f)) if f.job() == Ok(None)));
+        let refused = |args| match build(args) {
+            Err(ActionError::BadArgs(m)) => m,
+            other => panic!("expected BadArgs, got {other:?}"),
+        };
+        assert!(refused(json!({})).contains("exactly one of"));
+        assert!(refused(json!({"jobs": {"r": {}}, "job_text": "[r]\n"})).contains("exactly one of"));
+        assert!(refused(json!({"global": {"bs": "4k"}, "job_file": "/x"})).contains("`global` goes with `jobs`"));
+        assert!(
+            refused(json!({"jobs": {"r": {"filename": "/dev/sda"}}})).contains("[r] fio option `filename=/dev/sda`")
+        );
+        assert!(refused(json!({"job_text": "[r]\ndirectory=/\n"})).contains("refused"));
+        assert!(refused(json!({"jobs": {"r": {}}, "dir": "../x"})).contains("`dir`"));
+        assert!(refused(json!({"jobs": {"r": {}}, "bogus": 1})).contains("bogus"));
+        assert_eq!(
+            Action::arg_names("fio"),
+            &["target", "dir", "global", "jobs", "job_file", "job_text"],
+            "the planner lists these for a misspelt one"
+        );
+    }
+}
