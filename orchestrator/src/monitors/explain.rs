@@ -1,0 +1,195 @@
+//! What a step's monitor metrics say about its result, in a few words:
+//! what changed most against a baseline and what bound the step ("w_await
+//! +40%, %util 99% → disk-bound"). Pure: `compare`, `history` and the
+//! reports call it with the figures they hold (each a mean over the
+//! step's repetitions).
+
+use super::summary::{Figure, MonitorMetric};
+
+/// A device at least this busy (mean %util) bound the step.
+pub const DISK_BUSY_PCT: f64 = 90.0;
+/// User + sys at least this share of what the host's CPUs could give bound it.
+pub const CPU_BUSY_SHARE: f64 = 0.9;
+/// Writeback this large at some point (kB) means the kernel was flushing
+/// dirty pages during the step, which a write's figures then include.
+pub const WRITEBACK_KB: f64 = 4096.0;
+/// A figure that moved less than this (relative) is not worth naming.
+pub const CHANGE_SHARE: f64 = 0.10;
+/// At most this many changes are named.
+const MAX_CHANGES: usize = 3;
+
+/// What bound a step, by its monitors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bound {
+    Disk { device: String, util_pct: f64 },
+    Cpu { busy_pct: f64 },
+    Writeback { peak_kb: f64 },
+}
+
+impl Bound {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Bound::Disk { .. } => "disk-bound",
+            Bound::Cpu { .. } => "CPU-bound",
+            Bound::Writeback { .. } => "writeback",
+        }
+    }
+}
+
+fn find(m: &[MonitorMetric], figure: Figure) -> impl Iterator<Item = &MonitorMetric> {
+    m.iter().filter(move |x| x.figure == figure)
+}
+
+fn host_figure(m: &[MonitorMetric], figure: Figure) -> Option<f64> {
+    find(m, figure).next().map(|x| x.value)
+}
+
+/// What bound the step. `cpu_share_pct` is the share of the host's CPU time
+/// the step could use at most (100 for all CPUs; 50 for one of two, or a
+/// cgroup quota of one CPU on two): /proc/stat counts all of the host's.
+pub fn bounds(m: &[MonitorMetric], cpu_share_pct: f64) -> Vec<Bound> {
+    let mut out = Vec::new();
+    let busiest = find(m, Figure::Util).max_by(|a, b| a.value.total_cmp(&b.value));
+    if let Some(d) = busiest.filter(|d| d.value >= DISK_BUSY_PCT) {
+        out.push(Bound::Disk { device: d.device.clone().unwrap_or_default(), util_pct: d.value });
+    }
+    let busy = host_figure(m, Figure::CpuUser).unwrap_or(0.0) + host_figure(m, Figure::CpuSys).unwrap_or(0.0);
+    if cpu_share_pct > 0.0 && busy >= CPU_BUSY_SHARE * cpu_share_pct {
+        out.push(Bound::Cpu { busy_pct: busy });
+    }
+    if let Some(peak) = host_figure(m, Figure::WritebackMax).filter(|w| *w >= WRITEBACK_KB) {
+        out.push(Bound::Writeback { peak_kb: peak });
+    }
+    out
+}
+
+/// A figure for a person: `%util 99%`, `w_await 4.2 ms`.
+fn shown(x: &MonitorMetric, several_devices: bool) -> String {
+    let name = match (&x.device, several_devices) {
+        (Some(d), true) => format!("{} {d}", x.figure.name()),
+        _ => x.figure.name().to_string(),
+    };
+    match x.figure.unit() {
+        "%" => format!("{name} {:.0}%", x.value),
+        "kB" => format!("{name} {:.0} MiB", x.value / 1024.0),
+        unit => format!("{name} {} {unit}", crate::human::fmt_num(x.value)),
+    }
+}
+
+/// The short explanation of `new` (against `base` when there is one), or
+/// `None` when the monitors have nothing to say.
+pub fn explain(new: &[MonitorMetric], base: Option<&[MonitorMetric]>, cpu_share_pct: f64) -> Option<String> {
+    let several = find(new, Figure::Util).count() > 1;
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(base) = base {
+        let mut changes: Vec<(f64, String)> = new
+            .iter()
+            .filter(|x| x.figure != Figure::Util)
+            .filter_map(|x| {
+                let b = base.iter().find(|b| b.figure == x.figure && b.device == x.device)?;
+                let rel = (b.value != 0.0).then(|| (x.value - b.value) / b.value.abs())?;
+                let name = match (&x.device, several) {
+                    (Some(d), true) => format!("{} {d}", x.figure.name()),
+                    _ => x.figure.name().to_string(),
+                };
+                (rel.abs() >= CHANGE_SHARE).then(|| (rel.abs(), format!("{name} {:+.0}%", rel * 100.0)))
+            })
+            .collect();
+        changes.sort_by(|a, b| b.0.total_cmp(&a.0));
+        parts.extend(changes.into_iter().take(MAX_CHANGES).map(|(_, s)| s));
+    }
+    // The busiest device's %util, always: whether the disk was the limit.
+    if let Some(d) = find(new, Figure::Util).max_by(|a, b| a.value.total_cmp(&b.value)) {
+        let before = base.and_then(|b| b.iter().find(|x| x.figure == Figure::Util && x.device == d.device));
+        parts.push(match before {
+            Some(b) if (b.value - d.value).abs() >= 10.0 => {
+                let name = if several { format!("%util {}", d.device.as_deref().unwrap_or_default()) } else { "%util".into() };
+                format!("{name} {:.0}→{:.0}%", b.value, d.value)
+            }
+            _ => shown(d, several),
+        });
+    }
+    let words: Vec<&str> = bounds(new, cpu_share_pct).iter().map(Bound::word).collect();
+    if parts.is_empty() && words.is_empty() {
+        return None;
+    }
+    let mut text = parts.join(", ");
+    if !words.is_empty() {
+        text = if text.is_empty() { words.join(", ") } else { format!("{text} → {}", words.join(", ")) };
+    }
+    Some(text)
+}
+
+/// The share of the host's CPU time a step could use: its usable CPUs
+/// (cpuset, quota) over the host's, 100 when either is unknown.
+pub fn cpu_share_pct(usable_cpus: Option<f64>, host_cpus: Option<f64>) -> f64 {
+    match (usable_cpus, host_cpus) {
+        (Some(u), Some(h)) if h > 0.0 && u > 0.0 => (100.0 * u / h).min(100.0),
+        _ => 100.0,
+    }
+}
+
+/// [`cpu_share_pct`] from a host's stored facts (`limits.effective_cpus`
+/// over `cpu.count`).
+pub fn cpu_share_of_facts(facts: Option<&serde_json::Value>) -> f64 {
+    let f = |p: &str| facts.and_then(|f| f.pointer(p)).and_then(serde_json::Value::as_f64);
+    cpu_share_pct(f("/limits/effective_cpus"), f("/cpu/count"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(figure: Figure, device: Option<&str>, value: f64) -> MonitorMetric {
+        MonitorMetric { figure, device: device.map(str::to_string), value }
+    }
+
+    fn disk(util: f64, w_await: f64) -> Vec<MonitorMetric> {
+        vec![
+            m(Figure::Util, Some("sdb"), util),
+            m(Figure::WAwait, Some("sdb"), w_await),
+            m(Figure::WriteMbs, Some("sdb"), 100.0),
+            m(Figure::CpuUser, None, 2.0),
+            m(Figure::CpuSys, None, 5.0),
+        ]
+    }
+
+    #[test]
+    fn a_saturated_disk_whose_await_grew_is_disk_bound() {
+        let text = explain(&disk(99.0, 14.0), Some(&disk(97.0, 10.0)), 100.0).unwrap();
+        assert_eq!(text, "w_await +40%, %util 99% → disk-bound");
+    }
+
+    #[test]
+    fn a_disk_that_became_busy_shows_both_figures() {
+        let text = explain(&disk(95.0, 10.0), Some(&disk(40.0, 10.0)), 100.0).unwrap();
+        assert_eq!(text, "%util 40→95% → disk-bound");
+    }
+
+    #[test]
+    fn cpu_bound_is_measured_against_the_cpus_the_step_could_use() {
+        let mut busy = disk(30.0, 1.0);
+        busy[3].value = 40.0; // user 40 + sys 5 of a host with two CPUs, one usable: 90% of its 50%
+        assert_eq!(bounds(&busy, cpu_share_pct(Some(1.0), Some(2.0))), [Bound::Cpu { busy_pct: 45.0 }]);
+        assert!(bounds(&busy, 100.0).is_empty(), "45% of all CPUs is not all of them");
+        assert_eq!(explain(&busy, None, 50.0).unwrap(), "%util 30% → CPU-bound");
+    }
+
+    #[test]
+    fn writeback_and_nothing_to_say() {
+        let mut w = disk(20.0, 1.0);
+        w.push(m(Figure::WritebackMax, None, 8192.0));
+        assert_eq!(bounds(&w, 100.0), [Bound::Writeback { peak_kb: 8192.0 }]);
+        assert_eq!(explain(&[], None, 100.0), None);
+        let host_only = [m(Figure::CpuUser, None, 1.0)];
+        assert_eq!(explain(&host_only, Some(&host_only), 100.0), None, "nothing moved, nothing bound");
+    }
+
+    #[test]
+    fn small_changes_are_left_out_and_several_devices_are_named() {
+        let mut two = disk(99.0, 10.5);
+        two.push(m(Figure::Util, Some("sdc"), 20.0));
+        let text = explain(&two, Some(&disk(99.0, 10.0)), 100.0).unwrap();
+        assert_eq!(text, "%util sdb 99% → disk-bound", "w_await +5% is noise");
+    }
+}
