@@ -61,6 +61,9 @@ pub struct Play {
     /// `cell`, `round`, `repetition`, or a template giving one (rendered per
     /// cell, like `repeat`); `None` is `cell`.
     pub fresh: Option<Node>,
+    /// `true` (1 s), seconds between samples, `false`, or a template giving
+    /// one (rendered per cell, like `fresh`); `None` is `true`.
+    pub monitors: Option<Node>,
     pub setup: Vec<Step>,
     pub before_each: Vec<Step>,
     pub benchmark: Vec<Step>,

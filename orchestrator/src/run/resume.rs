@@ -187,6 +187,10 @@ pub fn difference(stored: &CellRow, cell: &Cell) -> Option<String> {
     if before.get("fresh").is_none() {
         now.as_object_mut().map(|m| m.remove("fresh"));
     }
+    // Likewise `monitors`, stored since issue 16.
+    if before.get("monitors").is_none() {
+        now.as_object_mut().map(|m| m.remove("monitors"));
+    }
     let (path, was, is) = first_difference(before, &now, String::new())?;
     let shown = |v: Option<&Json>| v.map_or("nothing".to_string(), Json::to_string);
     if let Some(rest) = path.strip_prefix("devices[") {
