@@ -53,6 +53,8 @@ pub struct Change {
     pub direction: Direction,
     /// Between this run and the one before: what else differed.
     pub what_changed: Vec<String>,
+    /// What this run's monitors say about the step, against the run before's.
+    pub monitors: Option<String>,
 }
 
 pub struct Analysis {
@@ -110,6 +112,10 @@ fn analyze_one(runs: &[HistoryRun], series: Series, s: &Settings) -> Result<Anal
                 pvalue: cp.stats.pvalue,
                 direction: direction(&series.better, change_pct),
                 what_changed: what_changed(prev, this, &series.key.host),
+                monitors: {
+                    let k = &series.key;
+                    crate::compare::explain_step(&prev.data, &this.data, (&k.host, &k.play, &k.cell, &k.step))
+                },
             });
         }
     }

@@ -1,6 +1,6 @@
 //! `benchrig export RUN` and `benchrig import FILE`: a run with everything
 //! stored about it (hosts and their facts, cells, every sample) as one JSON
-//! document (with its attempts), so a lab's runners can merge their results into one database.
+//! document (with its attempts and monitor series), so a lab's runners can merge their results into one database.
 //!
 //! Rows travel as column → value maps, so a column added by a later
 //! migration travels too; ids are renumbered on import.
@@ -71,6 +71,7 @@ impl Store {
             "samples": rows(db, "samples", "SELECT s.* FROM samples s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.id", run)?,
             "artifacts": rows(db, "artifacts", "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
             "attempts": rows(db, "attempts", "SELECT * FROM attempts WHERE run_id = ?1 ORDER BY attempt", run)?,
+            "monitor_series": rows(db, "monitor_series", "SELECT m.* FROM monitor_series m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1 ORDER BY m.id", run)?,
         }))
     }
 
@@ -88,6 +89,8 @@ impl Store {
         let artifacts = doc["artifacts"].as_array().cloned().unwrap_or_default();
         // And from before attempts were.
         let attempts = doc["attempts"].as_array().cloned().unwrap_or_default();
+        // And from before monitors were.
+        let series = doc["monitor_series"].as_array().cloned().unwrap_or_default();
         statuses_known(run, &hosts, &cells, &attempts).map_err(|why| bad(&why))?;
         let mut db = self.db();
         let existing = db.query_one(
@@ -116,7 +119,7 @@ impl Store {
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
             }
-            for (table, items) in [("samples", &samples), ("artifacts", &artifacts)] {
+            for (table, items) in [("samples", &samples), ("artifacts", &artifacts), ("monitor_series", &series)] {
                 for s in items {
                     let mut s =
                         s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
