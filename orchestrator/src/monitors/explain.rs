@@ -72,6 +72,9 @@ fn shown(x: &MonitorMetric, several_devices: bool) -> String {
     match x.figure.unit() {
         "%" => format!("{name} {:.0}%", x.value),
         "kB" => format!("{name} {:.0} MiB", x.value / 1024.0),
+        // The figure's name says MB/s already.
+        "MB/s" => format!("{name} {:.1}", x.value),
+        "ms" => format!("{name} {:.1} ms", x.value),
         unit => format!("{name} {} {unit}", crate::human::fmt_num(x.value)),
     }
 }
@@ -118,6 +121,38 @@ pub fn explain(new: &[MonitorMetric], base: Option<&[MonitorMetric]>, cpu_share_
         text = if text.is_empty() { words.join(", ") } else { format!("{text} → {}", words.join(", ")) };
     }
     Some(text)
+}
+
+/// One run's monitors of one step for a person, on a line under it: the
+/// busiest device's figures, the CPU's, the peak of dirty memory, then what
+/// bound the step ("loop3: %util 99%, rMB/s 6.2, r_await 21 ms; CPU user+sys
+/// 3%, iowait 48% → disk-bound"). `None` without figures.
+pub fn headline(m: &[MonitorMetric], cpu_share_pct: f64) -> Option<String> {
+    let mut groups: Vec<String> = Vec::new();
+    if let Some(d) = find(m, Figure::Util).max_by(|a, b| a.value.total_cmp(&b.value)) {
+        let of = |f: Figure| m.iter().find(|x| x.figure == f && x.device == d.device);
+        let mut parts = vec![shown(d, false)];
+        for f in [Figure::ReadMbs, Figure::WriteMbs] {
+            parts.extend(of(f).filter(|x| x.value >= 0.05).map(|x| shown(x, false)));
+        }
+        parts.extend([Figure::RAwait, Figure::WAwait].into_iter().filter_map(of).map(|x| shown(x, false)));
+        groups.push(format!("{}: {}", d.device.as_deref().unwrap_or_default(), parts.join(", ")));
+    }
+    let (user, sys) = (host_figure(m, Figure::CpuUser), host_figure(m, Figure::CpuSys));
+    if user.is_some() || sys.is_some() {
+        let busy = user.unwrap_or(0.0) + sys.unwrap_or(0.0);
+        let iowait = host_figure(m, Figure::CpuIowait).map(|w| format!(", iowait {w:.0}%")).unwrap_or_default();
+        groups.push(format!("CPU user+sys {busy:.0}%{iowait}"));
+    }
+    if let Some(d) = find(m, Figure::DirtyMax).next().filter(|d| d.value >= 1024.0) {
+        groups.push(shown(d, false));
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let words: Vec<&str> = bounds(m, cpu_share_pct).iter().map(Bound::word).collect();
+    let text = groups.join("; ");
+    Some(if words.is_empty() { text } else { format!("{text} → {}", words.join(", ")) })
 }
 
 /// The share of the host's CPU time a step could use: its usable CPUs
@@ -183,6 +218,19 @@ mod tests {
         assert_eq!(explain(&[], None, 100.0), None);
         let host_only = [m(Figure::CpuUser, None, 1.0)];
         assert_eq!(explain(&host_only, Some(&host_only), 100.0), None, "nothing moved, nothing bound");
+    }
+
+    #[test]
+    fn the_headline_of_one_run_names_the_busiest_disk_the_cpu_and_what_bound_it() {
+        let mut one = disk(99.0, 14.0);
+        one.push(m(Figure::Util, Some("sdc"), 3.0));
+        one.push(m(Figure::CpuIowait, None, 48.0));
+        one.push(m(Figure::DirtyMax, None, 2048.0));
+        assert_eq!(
+            headline(&one, 100.0).unwrap(),
+            "sdb: %util 99%, wMB/s 100.0, w_await 14.0 ms; CPU user+sys 7%, iowait 48%; Dirty_max 2 MiB → disk-bound"
+        );
+        assert_eq!(headline(&[], 100.0), None);
     }
 
     #[test]

@@ -83,6 +83,20 @@ pub fn fresh_line<'a>(steps: impl IntoIterator<Item = Option<&'a Json>>) -> Opti
     })
 }
 
+/// A line per measured step that ran with monitors ("h1 · fs=ext4 · read:
+/// loop3: %util 99%, … → disk-bound"), from the JSON model's cells of one
+/// play: under the table, where it does not crowd the metrics.
+pub fn monitor_lines<'a>(cells: impl IntoIterator<Item = &'a Json>) -> Vec<String> {
+    cells
+        .into_iter()
+        .filter_map(|c| {
+            let headline = c["monitors"]["headline"].as_str()?;
+            let step = c["step"].as_str().unwrap_or("-");
+            Some(format!("{} · {} · {step}: {headline}", md::text(&c["host"]), crate::human::describe_params(&c["params"])))
+        })
+        .collect()
+}
+
 /// What a host's limits leave of it, in one line: "memory 512 MiB, CPU
 /// quota 0.12 → effective 512 MiB, 0.12 CPU", or "none".
 pub fn limits_text(l: &Limits) -> String {
