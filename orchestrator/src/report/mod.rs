@@ -12,6 +12,7 @@ pub mod md;
 pub mod page;
 pub mod shape;
 pub mod time;
+pub mod timeline;
 
 use crate::human::{cpus, mem};
 use benchrig_wire::facts::Limits;
