@@ -9,8 +9,18 @@ use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Action, StepOutput};
 
 /// Run one step. A step cancelled while it waited in the queue does not start.
+/// What the monitors saw during its timed region (if the request asked for
+/// them) goes into its output here, whichever workload it was.
 pub fn run(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput, AgentError> {
     ctx.check_cancel()?;
+    let mut out = step(st, ctx, action)?;
+    if out.monitors.is_none() {
+        out.monitors = ctx.watch.take();
+    }
+    Ok(out)
+}
+
+fn step(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput, AgentError> {
     match action {
         Action::Filesystem(a) => actions::filesystem::run(st, ctx, a),
         Action::Volume(a) => actions::volume::make(st, ctx, a),

@@ -16,6 +16,7 @@ pub mod facts;
 pub mod kernel;
 pub mod ledger;
 pub mod measure;
+pub mod monitor;
 pub mod outbox;
 pub mod real_device;
 pub mod safety;

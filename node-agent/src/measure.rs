@@ -1,6 +1,9 @@
 //! What a timed region cost: wall clock, CPU time (self and waited-for
 //! children) and the I/O the block devices saw.
 
+use crate::monitor::{Sampler, Watch};
+use crate::outbox::StepCtx;
+use crate::sysfs::SysView;
 use benchrig_wire::steps::{DevIo, Usage};
 use std::time::Instant;
 
@@ -9,17 +12,34 @@ pub struct Meter {
     cpu: (f64, f64),
     devices: Vec<(String, DevStat)>,
     sys: std::path::PathBuf,
+    /// Sampling /proc for the step's monitors, when its request asked.
+    monitor: Option<(Sampler, Watch)>,
 }
 
 impl Meter {
-    /// Start measuring; `devices` are kernel names whose counters to diff.
-    pub fn start(sys: &std::path::Path, devices: &[String]) -> Meter {
-        let devices = devices.iter().map(|d| (d.clone(), DevStat::read(sys, d).unwrap_or_default())).collect();
-        Meter { start: Instant::now(), cpu: cpu_times(), devices, sys: sys.to_path_buf() }
+    /// Start measuring; `devices` are kernel names whose counters to diff
+    /// (and, when the step asked for monitors, to sample: the monitors'
+    /// first reading is taken before the clock starts and the last after
+    /// it stops, so they cost the timed region only their thread's ticks).
+    pub fn start(ctx: &StepCtx, view: &SysView, devices: &[String]) -> Meter {
+        let monitor = ctx.watch.config().map(|cfg| (Sampler::start(&view.proc_, devices, cfg), ctx.watch.clone()));
+        Meter { monitor, ..Meter::without_monitors(&view.sys, devices) }
     }
 
-    pub fn stop(self) -> Usage {
+    /// For an action that times a change (`volume`): monitors are for measured steps.
+    pub fn without_monitors(sys: &std::path::Path, devices: &[String]) -> Meter {
+        let devices = devices.iter().map(|d| (d.clone(), DevStat::read(sys, d).unwrap_or_default())).collect();
+        Meter { start: Instant::now(), cpu: cpu_times(), devices, sys: sys.to_path_buf(), monitor: None }
+    }
+
+    /// The usage of the region; its monitors' series go to the step's `Watch`.
+    pub fn stop(mut self) -> Usage {
         let wall_s = self.start.elapsed().as_secs_f64();
+        if let Some((sampler, watch)) = self.monitor.take() {
+            if let Some(series) = sampler.finish() {
+                watch.put(series);
+            }
+        }
         let (u, s) = cpu_times();
         let devices = self
             .devices
@@ -104,7 +124,10 @@ mod tests {
 
     #[test]
     fn cpu_time_advances_with_work() {
-        let m = Meter::start(std::path::Path::new("/nonexistent"), &[]);
+        let out = crate::outbox::Outbox::new(Box::new(std::io::sink()));
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = StepCtx::new(1, &out, &cancel);
+        let m = Meter::start(&ctx, &SysView::at(std::path::Path::new("/nonexistent")), &[]);
         let mut x = 0u64;
         for i in 0..30_000_000u64 {
             x = x.wrapping_mul(31).wrapping_add(i);

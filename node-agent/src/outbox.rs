@@ -1,5 +1,6 @@
 //! The agent's only way to speak: frames on the protocol channel.
 
+use crate::monitor::Watch;
 use benchrig_wire::frame;
 use benchrig_wire::messages::{AgentError, AgentMsg, Event, LogLevel, Reply};
 use std::io::Write;
@@ -59,17 +60,25 @@ impl Outbox {
     }
 }
 
-/// What a running step may use: its id, the outbox and its cancel flag.
+/// What a running step may use: its id, the outbox, its cancel flag and
+/// whether monitors watch its timed region.
 pub struct StepCtx<'a> {
     pub id: u64,
     pub out: &'a Outbox,
     pub cancel: &'a AtomicBool,
+    pub watch: Watch,
     last_progress: std::cell::Cell<Option<Instant>>,
 }
 
 impl<'a> StepCtx<'a> {
     pub fn new(id: u64, out: &'a Outbox, cancel: &'a AtomicBool) -> Self {
-        StepCtx { id, out, cancel, last_progress: Default::default() }
+        StepCtx { id, out, cancel, watch: Watch::default(), last_progress: Default::default() }
+    }
+
+    /// Monitors for the step's timed region (`measure::Meter`), as its request asked.
+    pub fn with_watch(mut self, watch: Watch) -> Self {
+        self.watch = watch;
+        self
     }
 
     /// `Err(cancelled)` once the orchestrator asked this step to stop.

@@ -6,6 +6,7 @@
 
 use crate::dispatch;
 use crate::facts;
+use crate::monitor::Watch;
 use crate::outbox::{Outbox, StepCtx};
 use crate::state::HostState;
 use crate::sysfs::SysView;
@@ -149,7 +150,10 @@ fn handle(
             f.scratch = facts::scratch(&st.view, &st.scratch);
             Ok(Reply::Facts(Box::new(f)))
         }
-        Request::Run(step) => dispatch::run(st, &StepCtx::new(id, out, cancel), &step.action).map(Reply::Step),
+        Request::Run(step) => {
+            let ctx = StepCtx::new(id, out, cancel).with_watch(Watch::new(step.monitor));
+            dispatch::run(st, &ctx, &step.action).map(Reply::Step)
+        }
         // Answered by the reader thread; never queued.
         Request::Ping | Request::Cancel { .. } | Request::Shutdown => {
             Err(AgentError::bad_request("not a worker request"))

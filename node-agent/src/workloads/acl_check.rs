@@ -21,6 +21,7 @@ use super::tree::{cold_info, existing_tree};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
+use crate::sysfs::SysView;
 use benchrig_wire::args::{AclCheckArgs, AclOp};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, StepOutput, Usage};
@@ -54,12 +55,12 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &AclCheckArgs) -> Result<Ste
     let dir = rustix::fs::open(&root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| AgentError::failed(format!("open {}: {e}", root.display())))?;
 
-    let sys = st.view.sys.clone();
-    let (id, outbox, cancel) = (ctx.id, ctx.out, ctx.cancel);
+    let view = st.view.clone();
+    let (id, outbox, cancel, watch) = (ctx.id, ctx.out, ctx.cancel, ctx.watch.clone());
     let checked = std::thread::scope(|s| {
         s.spawn(|| {
-            let ctx = StepCtx::new(id, outbox, cancel);
-            check_as(&ctx, args.uid, args.gid, args.op, &dir, &files, &sys, &devices)
+            let ctx = StepCtx::new(id, outbox, cancel).with_watch(watch);
+            check_as(&ctx, args.uid, args.gid, args.op, &dir, &files, &view, &devices)
         })
         .join()
         .unwrap_or_else(|_| Err(AgentError::failed("the acl_check thread panicked")))
@@ -107,7 +108,7 @@ fn check_as(
     op: AclOp,
     dir: &OwnedFd,
     files: &[PathBuf],
-    sys: &Path,
+    view: &SysView,
     devices: &[String],
 ) -> Result<Checked, AgentError> {
     become_user(uid, gid)?;
@@ -120,7 +121,7 @@ fn check_as(
     })?;
     let mut nanos = Vec::with_capacity(files.len());
     let (mut allowed, mut denied) = (0u64, 0u64);
-    let meter = Meter::start(sys, devices);
+    let meter = Meter::start(ctx, view, devices);
     for (i, f) in files.iter().enumerate() {
         ctx.check_cancel()?;
         let what = |e: Errno| AgentError::failed(format!("{} as uid {uid}: {e}", f.display()));

@@ -70,7 +70,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     let version = external.then(|| tools::version(&read_argv[0])).flatten();
     ctx.check_cancel()?;
 
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     let produced = if external {
         read_external(ctx, &read_argv, bs, args.size.0)
     } else {

@@ -75,7 +75,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &CopyTreeArgs) -> Result<Ste
         names: vec![0u8; XATTR_MAX],
         n: Copied::default(),
     };
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     c.tree(ctx, &src, &dst)?;
     if args.sync {
         rustix::fs::sync();

@@ -89,7 +89,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOut
         command.current_dir(dir);
     }
 
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     let mut run = Supervised::spawn(&mut command, StdoutTo::Capture(STDOUT_KEEP))
         .map_err(|e| AgentError::failed(format!("cannot run {prog}: {e}")))?;
     let (status, ended) = run

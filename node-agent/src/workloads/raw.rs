@@ -184,7 +184,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &RawArgs) -> Result<StepOutp
         RawOp::Write => "writing",
         RawOp::Copy => "copying",
     };
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     let mut done = 0u64;
     let mut block = 0u64;
     while done < size {

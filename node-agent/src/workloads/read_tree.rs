@@ -48,7 +48,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<Ste
         ),
     };
     let cold = if args.cold { make_cold(ctx) } else { None };
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     let a = match &tar {
         None => builtin(ctx, &root)?,
         Some(tar) => gnu_tar(ctx, tar, &root)?,

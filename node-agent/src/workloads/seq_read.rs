@@ -31,7 +31,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &SeqReadArgs) -> Result<Step
     let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut buf = IoBuffer::new(bs);
 
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     let mut f = OpenOptions::new()
         .read(true)
         .custom_flags(direct_flag(args.direct))

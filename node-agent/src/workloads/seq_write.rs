@@ -60,7 +60,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &SeqWriteArgs) -> Result<Ste
     let _ = std::fs::remove_file(&path);
     rustix::fs::sync();
 
-    let meter = Meter::start(&st.view.sys, &devices);
+    let meter = Meter::start(ctx, &st.view, &devices);
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
