@@ -399,7 +399,8 @@ mod tests {
             1,
             &[("%util loop3", 99.0), ("r_await loop3", 14.0), ("%user", 2.0)],
         );
-        let (base, new) = (with_monitors(base, 0, &[("%util loop3", 50.0)]), with_monitors(new, 0, &[("%util loop3", 90.0)]));
+        let (base, new) =
+            (with_monitors(base, 0, &[("%util loop3", 50.0)]), with_monitors(new, 0, &[("%util loop3", 90.0)]));
         let rows = compare(&base, &new, Options::default());
         assert_eq!(verdicts(&rows), ["unchanged", "regressed"], "one row per result, none per monitor metric");
         assert_eq!(rows[1].monitors.as_deref(), Some("r_await +40%, %util 99% → disk-bound"));

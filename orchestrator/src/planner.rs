@@ -137,7 +137,9 @@ fn monitor_policy(play: &Play, ctx: &Json, t: &Templates) -> Result<Option<Monit
     let text = v.as_str().map(str::trim);
     let seconds = match (&v, text) {
         (Json::Bool(false), _) | (_, Some("false")) => return Ok(None),
-        (Json::Bool(true), _) | (_, Some("true")) => return Ok(Some(MonitorConfig { interval_ms: MONITOR_INTERVAL_MS })),
+        (Json::Bool(true), _) | (_, Some("true")) => {
+            return Ok(Some(MonitorConfig { interval_ms: MONITOR_INTERVAL_MS }))
+        }
         (Json::Number(n), _) => n.as_f64(),
         (_, Some(t)) => t.parse::<f64>().ok(),
         _ => None,
@@ -1043,7 +1045,10 @@ mod tests {
         assert_eq!(interval(&t, Vars::new()), Some(2000));
         assert_eq!(interval(&t, extra("every", json!(false))), None, "-e every=false");
         assert_eq!(interval(&t, extra("every", json!("0.5"))), Some(500));
-        assert_eq!(plan(&with("0.25"), Vars::new(), None).unwrap()[0].steps_json()["monitors"], json!({"interval_ms": 250}));
+        assert_eq!(
+            plan(&with("0.25"), Vars::new(), None).unwrap()[0].steps_json()["monitors"],
+            json!({"interval_ms": 250})
+        );
         assert_eq!(plan(&with("false"), Vars::new(), None).unwrap()[0].steps_json()["monitors"], Json::Null);
         let e = plan(&t, extra("every", json!("often")), None).unwrap_err();
         assert!(e.message.contains("seconds above 0, got \"often\""), "{e}");

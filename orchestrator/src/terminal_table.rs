@@ -97,6 +97,9 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
     Ok(out)
 }
 
+/// A stored monitor metric: its name and its value per repetition.
+type Stored<'a> = (&'a str, &'a [f64]);
+
 /// What the monitors saw during each measured step, a line per step under
 /// the table (none for a run without monitors).
 fn monitor_lines(store: &Store, run: i64, cells: &[CellRow]) -> Result<String, StoreError> {
@@ -105,15 +108,12 @@ fn monitor_lines(store: &Store, run: i64, cells: &[CellRow]) -> Result<String, S
     if monitors.is_empty() {
         return Ok(String::new());
     }
-    let share: HashMap<String, f64> = store
-        .hosts(run)?
-        .iter()
-        .map(|h| (h.name.clone(), explain::cpu_share_of_facts(h.facts.as_ref())))
-        .collect();
+    let share: HashMap<String, f64> =
+        store.hosts(run)?.iter().map(|h| (h.name.clone(), explain::cpu_share_of_facts(h.facts.as_ref()))).collect();
     let grouped = group(&monitors);
     let mut out = String::from("monitors (means over repetitions):\n");
     for c in cells {
-        let mut steps: IndexMap<(i64, &str), Vec<(&str, &[f64])>> = IndexMap::new();
+        let mut steps: IndexMap<(i64, &str), Vec<Stored>> = IndexMap::new();
         for ((_, index, step, metric, _), values) in grouped.iter().filter(|(k, _)| k.0 == c.id) {
             steps.entry((*index, step.as_str())).or_default().push((metric.as_str(), values.as_slice()));
         }

@@ -1521,11 +1521,15 @@ fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out
 }
 
 /// Issue 16's monitors end to end: a cold 96 MB read on `hdd` (disks
-/// throttled to 31.5 MB/s and 150 IOPS: 128 KB requests give ~19.7 MB/s)
-/// is watched every half second; its summaries say the disk was the limit
-/// and agree with the step's own throughput, the series is stored per
-/// step, and `show`, the JSON and HTML reports carry them. The same run
-/// with `monitors: false` stores no series and no summary.
+/// throttled to 31.5 MB/s and 150 IOPS: 128 KiB requests give 19.66 MB/s)
+/// is watched every half second; its rMB/s is the throttle's and the
+/// step's own throughput, the reader stalled on I/O nearly all along
+/// (PSI), so the step reads as disk-bound; the series is stored per step,
+/// and `show`, the JSON and HTML reports carry them. The same run with
+/// `monitors: false` stores no series and no summary. (%util is printed,
+/// not checked: blk-throttle holds requests before the loop device's
+/// queue, so the lab's "HDD" shows ~15% busy where a real one would show
+/// ~100; `explain` counts the stalls for that.)
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_cold_read_on_the_hdd_host_is_disk_bound_by_its_monitors_and_monitors_false_stores_none() {
@@ -1553,10 +1557,14 @@ fn a_cold_read_on_the_hdd_host_is_disk_bound_by_its_monitors_and_monitors_false_
         let m = s.monitor_samples(run).unwrap().into_iter().find(|x| x.step == "cold read" && x.metric == name);
         m.unwrap_or_else(|| panic!("no monitor metric {name}")).value
     };
-    let (util, rmb) = (figure(&format!("%util {dev}")), figure(&format!("rMB/s {dev}")));
-    eprintln!("cold read: throughput {throughput:.1} MB/s; monitors: %util {util:.1}, rMB/s {rmb:.1}");
-    assert!(util >= 85.0, "the throttled disk is busy the whole read: %util {util:.1}");
-    assert!(rmb <= 31.46 * 1.05, "no faster than the throttle: {rmb:.1} MB/s");
+    let (util, rmb, stalled) =
+        (figure(&format!("%util {dev}")), figure(&format!("rMB/s {dev}")), figure("io_pressure"));
+    eprintln!(
+        "cold read: throughput {throughput:.1} MB/s; monitors: %util {util:.1}, rMB/s {rmb:.1}, I/O stalled {stalled:.1}%"
+    );
+    let throttle = 150.0 * 131072.0 / 1e6;
+    assert!((rmb / throttle - 1.0).abs() < 0.1, "rMB/s {rmb:.1} is the throttle's {throttle:.2} MB/s");
+    assert!(stalled >= 90.0, "the reader waited on the disk all along: {stalled:.1}%");
     // The monitors' MB/s is the device's over the step's time; the step's
     // own is the file's bytes over the same time.
     assert!((rmb / throughput - 1.0).abs() < 0.15, "rMB/s {rmb:.1} against the step's {throughput:.1} MB/s");

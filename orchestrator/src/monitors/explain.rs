@@ -8,6 +8,11 @@ use super::summary::{Figure, MonitorMetric};
 
 /// A device at least this busy (mean %util) bound the step.
 pub const DISK_BUSY_PCT: f64 = 90.0;
+/// Some task stalled on I/O at least this share of the step's time (PSI
+/// `io some`) bound it too: a disk behind a blkio throttle (the lab's
+/// `hdd` and `old`) shows a low %util, since the throttle holds requests
+/// before they reach its queue, yet the reader waits on it all along.
+pub const IO_STALLED_PCT: f64 = 90.0;
 /// User + sys at least this share of what the host's CPUs could give bound it.
 pub const CPU_BUSY_SHARE: f64 = 0.9;
 /// Writeback this large at some point (kB) means the kernel was flushing
@@ -21,15 +26,26 @@ const MAX_CHANGES: usize = 3;
 /// What bound a step, by its monitors.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Bound {
-    Disk { device: String, util_pct: f64 },
-    Cpu { busy_pct: f64 },
-    Writeback { peak_kb: f64 },
+    Disk {
+        device: String,
+        util_pct: f64,
+    },
+    /// Tasks waited on I/O nearly all the time, whatever %util says.
+    IoStalled {
+        pct: f64,
+    },
+    Cpu {
+        busy_pct: f64,
+    },
+    Writeback {
+        peak_kb: f64,
+    },
 }
 
 impl Bound {
     pub fn word(&self) -> &'static str {
         match self {
-            Bound::Disk { .. } => "disk-bound",
+            Bound::Disk { .. } | Bound::IoStalled { .. } => "disk-bound",
             Bound::Cpu { .. } => "CPU-bound",
             Bound::Writeback { .. } => "writeback",
         }
@@ -52,6 +68,8 @@ pub fn bounds(m: &[MonitorMetric], cpu_share_pct: f64) -> Vec<Bound> {
     let busiest = find(m, Figure::Util).max_by(|a, b| a.value.total_cmp(&b.value));
     if let Some(d) = busiest.filter(|d| d.value >= DISK_BUSY_PCT) {
         out.push(Bound::Disk { device: d.device.clone().unwrap_or_default(), util_pct: d.value });
+    } else if let Some(pct) = host_figure(m, Figure::IoPressure).filter(|p| *p >= IO_STALLED_PCT) {
+        out.push(Bound::IoStalled { pct });
     }
     let busy = host_figure(m, Figure::CpuUser).unwrap_or(0.0) + host_figure(m, Figure::CpuSys).unwrap_or(0.0);
     if cpu_share_pct > 0.0 && busy >= CPU_BUSY_SHARE * cpu_share_pct {
@@ -106,7 +124,8 @@ pub fn explain(new: &[MonitorMetric], base: Option<&[MonitorMetric]>, cpu_share_
         let before = base.and_then(|b| b.iter().find(|x| x.figure == Figure::Util && x.device == d.device));
         parts.push(match before {
             Some(b) if (b.value - d.value).abs() >= 10.0 => {
-                let name = if several { format!("%util {}", d.device.as_deref().unwrap_or_default()) } else { "%util".into() };
+                let name =
+                    if several { format!("%util {}", d.device.as_deref().unwrap_or_default()) } else { "%util".into() };
                 format!("{name} {:.0}→{:.0}%", b.value, d.value)
             }
             _ => shown(d, several),
@@ -143,6 +162,9 @@ pub fn headline(m: &[MonitorMetric], cpu_share_pct: f64) -> Option<String> {
         let busy = user.unwrap_or(0.0) + sys.unwrap_or(0.0);
         let iowait = host_figure(m, Figure::CpuIowait).map(|w| format!(", iowait {w:.0}%")).unwrap_or_default();
         groups.push(format!("CPU user+sys {busy:.0}%{iowait}"));
+    }
+    if let Some(p) = host_figure(m, Figure::IoPressure) {
+        groups.push(format!("I/O stalled {p:.0}%"));
     }
     if let Some(d) = find(m, Figure::DirtyMax).next().filter(|d| d.value >= 1024.0) {
         groups.push(shown(d, false));
@@ -208,6 +230,20 @@ mod tests {
         assert_eq!(bounds(&busy, cpu_share_pct(Some(1.0), Some(2.0))), [Bound::Cpu { busy_pct: 45.0 }]);
         assert!(bounds(&busy, 100.0).is_empty(), "45% of all CPUs is not all of them");
         assert_eq!(explain(&busy, None, 50.0).unwrap(), "%util 30% → CPU-bound");
+    }
+
+    #[test]
+    fn a_throttled_disk_is_disk_bound_by_its_stalls_though_its_util_is_low() {
+        let mut throttled = disk(14.0, 2.0);
+        throttled.push(m(Figure::IoPressure, None, 97.0));
+        assert_eq!(bounds(&throttled, 100.0), [Bound::IoStalled { pct: 97.0 }]);
+        let text = headline(&throttled, 100.0).unwrap();
+        assert!(text.ends_with("; I/O stalled 97% → disk-bound"), "{text}");
+        throttled[0].value = 99.0;
+        assert_eq!(bounds(&throttled, 100.0).len(), 1, "one disk-bound, by its %util");
+        throttled.last_mut().unwrap().value = 50.0;
+        throttled[0].value = 14.0;
+        assert!(bounds(&throttled, 100.0).is_empty(), "half the time stalled is not bound");
     }
 
     #[test]

@@ -113,12 +113,7 @@ impl MonitorMetric {
     }
 
     pub fn to_metric(&self) -> Metric {
-        Metric {
-            name: self.name(),
-            value: self.value,
-            unit: self.figure.unit().into(),
-            better: self.figure.better(),
-        }
+        Metric { name: self.name(), value: self.value, unit: self.figure.unit().into(), better: self.figure.better() }
     }
 }
 

@@ -258,8 +258,10 @@ mod tests {
                    "metrics": [{"name": "speed", "unit": "MB/s", "mean": 1.0, "n": 1, "samples": [1.0]}],
                    "monitors": monitors})
         };
-        let monitors = json!({"headline": "loop3: %util 90% → disk-bound", "series": [{"repetition": 1, "series": series}]});
-        let model = json!({"run": {"id": 1}, "hosts": [], "cells": [cell("read", monitors), cell("write", Json::Null)]});
+        let monitors =
+            json!({"headline": "loop3: %util 90% → disk-bound", "series": [{"repetition": 1, "series": series}]});
+        let model =
+            json!({"run": {"id": 1}, "hosts": [], "cells": [cell("read", monitors), cell("write", Json::Null)]});
         let html = render(&model);
         let section = &html[html.find("<h4>What the monitors saw</h4>").expect("a monitors section")..];
         assert!(section.starts_with("<h4>What the monitors saw</h4>\n<details open><summary>h1 · fs=ext4 · read: loop3: %util 90% → disk-bound</summary>"), "{section}");

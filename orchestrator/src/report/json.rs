@@ -150,31 +150,52 @@ mod tests {
         let places = places();
         let s = Store::open(&places.urls[0]).unwrap();
         let ev = json!({});
-        let nr =
-            NewRun { name: None, playbook: "p", playbook_text: "-", inventory: "i", limit: None, extra_vars: &ev, options: &ev };
+        let nr = NewRun {
+            name: None,
+            playbook: "p",
+            playbook_text: "-",
+            inventory: "i",
+            limit: None,
+            extra_vars: &ev,
+            options: &ev,
+        };
         let run = s.create_run(&nr).unwrap();
         s.set_host(run, "h1", crate::status::HostStatus::Ok, None).unwrap();
         let c = s.add_cell(run, &cell("0:a=1", "h1", 2)).unwrap();
         let metric = Metric { name: "throughput".into(), value: 40.0, unit: "MB/s".into(), better: Better::Higher };
         let series = crate::monitors::summary::tests::series();
         for rep in 1..=2 {
-            let out = StepOutput { metrics: vec![metric.clone()], monitors: Some(series.clone()), ..Default::default() };
-            s.add_samples(c, &StepRef { index: 0, name: "read", workload: "seq_read", repetition: rep, attempt: 1 }, &out)
-                .unwrap();
+            let out =
+                StepOutput { metrics: vec![metric.clone()], monitors: Some(series.clone()), ..Default::default() };
+            s.add_samples(
+                c,
+                &StepRef { index: 0, name: "read", workload: "seq_read", repetition: rep, attempt: 1 },
+                &out,
+            )
+            .unwrap();
             let bare = StepOutput { metrics: vec![metric.clone()], ..Default::default() };
-            s.add_samples(c, &StepRef { index: 1, name: "write", workload: "seq_write", repetition: rep, attempt: 1 }, &bare)
-                .unwrap();
+            s.add_samples(
+                c,
+                &StepRef { index: 1, name: "write", workload: "seq_write", repetition: rep, attempt: 1 },
+                &bare,
+            )
+            .unwrap();
         }
         let model = build(&s, run).unwrap();
         let cells = model["cells"].as_array().unwrap();
         assert_eq!(cells.len(), 2, "one entry per measured step");
         let m = &cells[0]["monitors"];
-        let names: Vec<&str> = cells[0]["metrics"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> =
+            cells[0]["metrics"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["throughput"], "monitor summaries are not the step's metrics");
         let util = m["metrics"].as_array().unwrap().iter().find(|x| x["name"] == "%util loop3").unwrap();
         assert_eq!((util["samples"].clone(), util["mean"].clone()), (json!([90.0, 90.0]), json!(90.0)));
-        assert_eq!(m["headline"], "loop3: %util 90%, rMB/s 16.0, r_await 5.0 ms; CPU user+sys 5%, iowait 36% → disk-bound");
-        let reps: Vec<i64> = m["series"].as_array().unwrap().iter().map(|x| x["repetition"].as_i64().unwrap()).collect();
+        assert_eq!(
+            m["headline"],
+            "loop3: %util 90%, rMB/s 16.0, r_await 5.0 ms; CPU user+sys 5%, iowait 36% → disk-bound"
+        );
+        let reps: Vec<i64> =
+            m["series"].as_array().unwrap().iter().map(|x| x["repetition"].as_i64().unwrap()).collect();
         assert_eq!(reps, [1, 2]);
         assert_eq!(m["series"][0]["series"]["devices"][0]["util_pct"], json!([100.0, 100.0, 50.0]));
         assert_eq!(cells[1]["monitors"], Json::Null, "a step run without monitors");

@@ -93,7 +93,11 @@ pub fn monitor_lines<'a>(cells: impl IntoIterator<Item = &'a Json>) -> Vec<Strin
         .filter_map(|c| {
             let headline = c["monitors"]["headline"].as_str()?;
             let step = c["step"].as_str().unwrap_or("-");
-            Some(format!("{} · {} · {step}: {headline}", md::text(&c["host"]), crate::human::describe_params(&c["params"])))
+            Some(format!(
+                "{} · {} · {step}: {headline}",
+                md::text(&c["host"]),
+                crate::human::describe_params(&c["params"])
+            ))
         })
         .collect()
 }

@@ -87,7 +87,8 @@ fn draw_panel(
     mesh(&mut chart, "s", unit, &|x: &f64| tick((x * 10.0).round() / 10.0))?;
     for (i, l) in lines.iter().enumerate() {
         let c = colour(first_colour + i);
-        let pts: Vec<(f64, f64)> = t.iter().copied().zip(l.values.iter().copied()).filter(|p| p.1.is_finite()).collect();
+        let pts: Vec<(f64, f64)> =
+            t.iter().copied().zip(l.values.iter().copied()).filter(|p| p.1.is_finite()).collect();
         chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?;
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
     }

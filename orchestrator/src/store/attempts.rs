@@ -167,7 +167,10 @@ impl Store {
     /// Their monitor series go with them.
     pub fn drop_partial_repetitions(&self, cell: i64, done: u32) -> Result<u64, StoreError> {
         self.db().transaction(|db| {
-            db.execute("DELETE FROM monitor_series WHERE cell_id = ?1 AND repetition > ?2", &[cell.into(), done.into()])?;
+            db.execute(
+                "DELETE FROM monitor_series WHERE cell_id = ?1 AND repetition > ?2",
+                &[cell.into(), done.into()],
+            )?;
             db.execute("DELETE FROM samples WHERE cell_id = ?1 AND repetition > ?2", &[cell.into(), done.into()])
         })
     }
