@@ -1523,16 +1523,17 @@ fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out
 /// Issue 16's monitors end to end: a cold 96 MB read on `hdd` (disks
 /// throttled to 31.5 MB/s and 150 IOPS: 128 KiB requests give 19.66 MB/s)
 /// is watched every half second; its rMB/s is the throttle's and the
-/// step's own throughput, the reader stalled on I/O nearly all along
-/// (PSI), so the step reads as disk-bound; the series is stored per step,
-/// and `show`, the JSON and HTML reports carry them. The same run with
-/// `monitors: false` stores no series and no summary. (%util is printed,
-/// not checked: blk-throttle holds requests before the loop device's
-/// queue, so the lab's "HDD" shows ~15% busy where a real one would show
-/// ~100; `explain` counts the stalls for that.)
+/// step's own throughput, and the reader's stalls on I/O are recorded
+/// (PSI); the series is stored per step, and `show`, the JSON and HTML
+/// reports carry them. The same run with `monitors: false` stores no
+/// series and no summary. (%util and the stalls are printed, not judged:
+/// blk-throttle holds requests before the loop device's queue, so the
+/// lab's "HDD" shows 5–15% busy where a real one shows ~100, and PSI's
+/// host-wide share is weighted over both CPUs, which other engineers'
+/// builds keep busy, so one stalled reader reads as ~50%.)
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
-fn a_cold_read_on_the_hdd_host_is_disk_bound_by_its_monitors_and_monitors_false_stores_none() {
+fn a_cold_read_on_the_hdd_host_is_seen_by_its_monitors_at_the_throttle_and_monitors_false_stores_none() {
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("orchestrator/tests/data/monitors/cold-read.yml");
@@ -1564,14 +1565,16 @@ fn a_cold_read_on_the_hdd_host_is_disk_bound_by_its_monitors_and_monitors_false_
     );
     let throttle = 150.0 * 131072.0 / 1e6;
     assert!((rmb / throttle - 1.0).abs() < 0.1, "rMB/s {rmb:.1} is the throttle's {throttle:.2} MB/s");
-    assert!(stalled >= 90.0, "the reader waited on the disk all along: {stalled:.1}%");
+    assert!(stalled > 10.0, "the reader's stalls on the disk are seen: {stalled:.1}%");
+    assert!((0.0..=105.0).contains(&util), "%util is a share: {util:.1}");
     // The monitors' MB/s is the device's over the step's time; the step's
     // own is the file's bytes over the same time.
     assert!((rmb / throughput - 1.0).abs() < 0.15, "rMB/s {rmb:.1} against the step's {throughput:.1} MB/s");
     let model: Json = serde_json::from_str(&stdout(&b.run(&["report", "on", "-f", "json"]))).unwrap();
     let entry = model["cells"].as_array().unwrap().iter().find(|c| c["step"] == "cold read").unwrap();
     let headline = entry["monitors"]["headline"].as_str().unwrap();
-    assert!(headline.ends_with("→ disk-bound"), "{headline}");
+    assert!(headline.starts_with(&format!("{dev}: %util ")) && headline.contains("rMB/s 19."), "{headline}");
+    assert!(headline.contains("; I/O stalled "), "{headline}");
     assert!(stdout(&b.run(&["show", "on"])).contains(&format!("cold read: {dev}: %util")), "a line under show's table");
     let html = stdout(&b.run(&["report", "on", "-f", "html"]));
     assert!(html.contains("<h4>What the monitors saw</h4>") && html.contains("cold read: repetition 1 over time"));
@@ -1582,5 +1585,6 @@ fn a_cold_read_on_the_hdd_host_is_disk_bound_by_its_monitors_and_monitors_false_
     assert_eq!(s.cells(off).unwrap()[0].steps.as_ref().unwrap()["monitors"], Json::Null);
     assert!(s.monitor_series(off).unwrap().is_empty(), "monitors: false stores no series");
     assert!(s.monitor_samples(off).unwrap().is_empty(), "and no summary");
-    assert_eq!(s.samples(off).unwrap().len(), 2, "the results themselves are there");
+    let results = |r: i64| s.samples(r).unwrap().iter().map(|x| (x.step.clone(), x.metric.clone())).collect::<Vec<_>>();
+    assert_eq!(results(off), results(run), "the results themselves are as with monitors");
 }

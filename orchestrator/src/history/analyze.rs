@@ -235,6 +235,26 @@ mod tests {
     }
 
     #[test]
+    fn a_change_carries_what_the_monitors_saw_against_the_run_before() {
+        let nights = steady_then(&[("6.1", 90.0), ("6.1", 90.2), ("6.1", 89.8)]);
+        let mut runs = made_up(&nights);
+        for (i, r) in runs.iter_mut().enumerate() {
+            let (util, await_ms) = if i < 10 { (60.0, 10.0) } else { (99.0, 14.0) };
+            for (name, v) in [("%util sdb", util), ("w_await sdb", await_ms)] {
+                r.data.monitors.push(crate::store::SampleRow {
+                    kind: crate::monitors::MetricKind::Monitor,
+                    ..crate::store::testing::sample_row(r.row.id, 1, name, v)
+                });
+            }
+        }
+        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        assert_eq!(all.len(), 1, "the monitor metrics are no series of their own");
+        let c = &all[0].changes;
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].monitors.as_deref(), Some("w_await +40%, %util 60→99% → disk-bound"));
+    }
+
+    #[test]
     fn noise_is_no_change_and_a_step_at_a_split_is_not_read_as_one() {
         let (_, all) = run_it(&steady_then(&[]), &Settings::default());
         assert!(all[0].changes.is_empty(), "{:?}", all[0].changes);

@@ -12,6 +12,9 @@ pub const DISK_BUSY_PCT: f64 = 90.0;
 /// `io some`) bound it too: a disk behind a blkio throttle (the lab's
 /// `hdd` and `old`) shows a low %util, since the throttle holds requests
 /// before they reach its queue, yet the reader waits on it all along.
+/// PSI's host-wide share is weighted over the CPUs by how busy each is, so
+/// on a host doing other work one stalled reader reads lower (~50% on the
+/// lab's two shared CPUs): this holds on a quiet host, not on a busy one.
 pub const IO_STALLED_PCT: f64 = 90.0;
 /// User + sys at least this share of what the host's CPUs could give bound it.
 pub const CPU_BUSY_SHARE: f64 = 0.9;
