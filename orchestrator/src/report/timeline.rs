@@ -51,11 +51,20 @@ pub fn series_names(s: &MonitorSeries) -> Vec<String> {
     panels(s).into_iter().flat_map(|(_, _, _, lines)| lines.into_iter().map(|l| l.name)).collect()
 }
 
+/// Ticks at a round step (1, 2 or 5 × a power of ten) from 0 to `t_max`,
+/// at most six.
+fn round_ticks(t_max: f64) -> Vec<f64> {
+    let magnitude = 10f64.powf((t_max / 5.0).log10().floor());
+    let step =
+        [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * magnitude).find(|s| t_max / s <= 5.0).unwrap_or(magnitude * 10.0);
+    (0..).map(|i| i as f64 * step).take_while(|t| *t <= t_max * 1.0001).collect()
+}
+
 /// The SVG of one step's series.
 pub fn chart(s: &MonitorSeries) -> String {
     let panels = panels(s);
     let t_max = s.t.last().copied().filter(|t| *t > 0.0).unwrap_or(1.0);
-    let ticks: Vec<f64> = (0..=5).map(|i| t_max * i as f64 / 5.0).collect();
+    let ticks = round_ticks(t_max);
     svg((MAX_WIDTH, 300), |root| {
         let areas = root.split_evenly((1, panels.len()));
         let mut k = 0;
@@ -84,7 +93,7 @@ fn draw_panel(
     b.margin(10).margin_right(14).x_label_area_size(52).y_label_area_size(70);
     b.caption(title, ("sans-serif", PANEL_FONT).into_font().style(FontStyle::Bold));
     let mut chart = b.build_cartesian_2d(Keyed::new(0.0..t_max, ticks.to_vec()), 0.0..top)?;
-    mesh(&mut chart, "s", unit, &|x: &f64| tick((x * 10.0).round() / 10.0))?;
+    mesh(&mut chart, "s", unit, &|x: &f64| tick(*x))?;
     for (i, l) in lines.iter().enumerate() {
         let c = colour(first_colour + i);
         let pts: Vec<(f64, f64)> =
@@ -98,6 +107,13 @@ fn draw_panel(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_ticks_fall_on_round_seconds() {
+        assert_eq!(round_ticks(1.2), [0.0, 0.5, 1.0]);
+        assert_eq!(round_ticks(7.3), [0.0, 2.0, 4.0, 6.0]);
+        assert_eq!(round_ticks(60.0), [0.0, 20.0, 40.0, 60.0]);
+    }
 
     #[test]
     fn every_series_is_named_and_drawn_in_its_own_colour() {
