@@ -72,9 +72,6 @@ pub struct StepRequest {
     pub monitor: Option<crate::monitor::MonitorConfig>,
 }
 
-// A step's output (with its monitor series) is the large variant and the
-// one that is sent most: boxing it would move the copy, not save one.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentMsg {
@@ -83,9 +80,6 @@ pub enum AgentMsg {
     Heartbeat { seq: u64 },
 }
 
-// A step's output (with its monitor series) is the large variant and the
-// one that is sent most: boxing it would move the copy, not save one.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event {
@@ -103,9 +97,6 @@ pub enum LogLevel {
     Warn,
 }
 
-// A step's output (with its monitor series) is the large variant and the
-// one that is sent most: boxing it would move the copy, not save one.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
