@@ -5,8 +5,8 @@
 //! Also prints the sampler's own CPU time per tick, at a 10 ms interval
 //! for two seconds, which bounds its cost at any interval.
 //!
-//! As root: `cargo run --release -p benchrig-agent --example monitor_overhead -- [pairs] [MiB]`
-//! (defaults 12 pairs of a 1024 MiB file).
+//! As root: `cargo run --release -p benchrig-agent --example monitor_overhead -- [pairs] [MiB] [bs] [direct]`
+//! (defaults: 12 pairs, a 1024 MiB file, bs 1M, through the page cache).
 
 use benchrig_agent::dispatch;
 use benchrig_agent::monitor::{Sampler, Watch};
@@ -46,6 +46,8 @@ fn main() {
     let mut a = std::env::args().skip(1);
     let pairs: usize = a.next().map(|s| s.parse().unwrap()).unwrap_or(12);
     let mib: u64 = a.next().map(|s| s.parse().unwrap()).unwrap_or(1024);
+    let bs = a.next().unwrap_or_else(|| "1M".into());
+    let direct = a.next().as_deref() == Some("direct");
     assert!(rustix::process::geteuid().is_root(), "run as root: it attaches a loop device and mounts it");
 
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
@@ -70,7 +72,7 @@ fn main() {
     step(&mut st, None, "seq_write", serde_json::json!({"size": format!("{mib}M"), "bs": "1M"}));
 
     let on = Some(MonitorConfig { interval_ms: 1000 });
-    let read = serde_json::json!({"bs": "1M"});
+    let read = serde_json::json!({"bs": bs, "direct": direct});
     let (mut with, mut without, mut ratios) = (vec![], vec![], vec![]);
     for i in 0..pairs {
         let order = if i % 2 == 0 { [on, None] } else { [None, on] };
@@ -104,7 +106,8 @@ fn main() {
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let (mr, sr) = mean_sd(&ratios);
-    println!("{pairs} pairs, cold seq_read of {mib} MiB, bs 1M, ext4 on {dev}:");
+    let how = if direct { ", O_DIRECT" } else { "" };
+    println!("{pairs} pairs, cold seq_read of {mib} MiB, bs {bs}{how}, ext4 on {dev}:");
     println!("  monitors at 1 s: {mw:.1} ± {sw:.1} MB/s; off: {mo:.1} ± {so:.1} MB/s");
     println!(
         "  throughput with / without, per pair: mean {mr:.4} ± {:.4} (95% CI of the mean), median {median:.4}",

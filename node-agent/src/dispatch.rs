@@ -15,7 +15,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOut
     ctx.check_cancel()?;
     let mut out = step(st, ctx, action)?;
     if out.monitors.is_none() {
-        out.monitors = ctx.watch.take();
+        out.monitors = ctx.watch.take().map(Box::new);
     }
     Ok(out)
 }

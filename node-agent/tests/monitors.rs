@@ -140,3 +140,24 @@ fn a_step_without_a_target_gets_host_wide_series_through_the_session() {
     assert_eq!(m.cpu.idle_pct.len(), m.t.len());
     assert_eq!(m.memory.dirty_kb.len(), m.t.len());
 }
+
+#[test]
+fn a_cancelled_step_stops_at_once_though_its_monitor_ticks_only_every_minute() {
+    let mut st = HostState::new(SysView::real());
+    let action = Action::from_parts("exec", serde_json::json!({"command": "sleep 30"})).unwrap();
+    let out = Outbox::new(Box::new(std::io::sink()));
+    let cancel = AtomicBool::new(false);
+    let ctx = StepCtx::new(1, &out, &cancel).with_watch(Watch::new(Some(MonitorConfig { interval_ms: 60_000 })));
+    let t0 = std::time::Instant::now();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        dispatch::run(&mut st, &ctx, &action)
+    });
+    let took = t0.elapsed();
+    let e = r.expect_err("a cancelled step succeeded");
+    assert_eq!(e.code, benchrig_wire::messages::ErrorCode::Cancelled, "{e:?}");
+    assert!(took < std::time::Duration::from_secs(5), "cancelling took {took:?}");
+}

@@ -27,7 +27,9 @@ pub struct MonitorSeries {
     /// counts), as `iostat -x` figures.
     #[serde(default)]
     pub devices: Vec<DeviceSeries>,
-    /// `/proc/stat`, all CPUs of the host.
+    /// `/proc/stat`, all CPUs of the host. A series whose /proc file could
+    /// not be read when the region began is empty (the agent never fails a
+    /// step over its monitors).
     pub cpu: CpuSeries,
     /// `/proc/meminfo`, the value at the end of each interval.
     pub memory: MemorySeries,
@@ -53,11 +55,16 @@ pub struct DeviceSeries {
     pub w_await_ms: Vec<f64>,
     /// Average queue length (aqu-sz).
     pub aqu_sz: Vec<f64>,
-    /// Share of the interval the device was busy, 0–100 (%util).
+    /// Share of the interval the device was busy, 0–100 (%util; not
+    /// capped, as iostat does not cap it: a little over 100 is clock skew).
+    /// A device behind a blkio throttle (the lab's `old` and `hdd`) stays
+    /// low: the throttle holds requests before they reach its queue.
     pub util_pct: Vec<f64>,
 }
 
-/// Shares of all CPUs' time in the interval, 0–100.
+/// Shares of all CPUs' time in the interval, 0–100, as iostat's avg-cpu:
+/// user without nice, sys with hard and soft interrupts (so the four need
+/// not add up to 100: nice and steal are left out).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuSeries {
     pub user_pct: Vec<f64>,

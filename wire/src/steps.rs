@@ -147,9 +147,10 @@ pub struct StepOutput {
     pub usage: Option<Usage>,
     #[serde(default)]
     pub info: serde_json::Map<String, serde_json::Value>,
-    /// What the monitors saw during the timed region, when asked for.
+    /// What the monitors saw during the timed region, when asked for (boxed:
+    /// a few hundred bytes of Vecs would make every `Reply` that large).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub monitors: Option<crate::monitor::MonitorSeries>,
+    pub monitors: Option<Box<crate::monitor::MonitorSeries>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
