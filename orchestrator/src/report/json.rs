@@ -165,8 +165,11 @@ mod tests {
         let metric = Metric { name: "throughput".into(), value: 40.0, unit: "MB/s".into(), better: Better::Higher };
         let series = crate::monitors::summary::tests::series();
         for rep in 1..=2 {
-            let out =
-                StepOutput { metrics: vec![metric.clone()], monitors: Some(series.clone()), ..Default::default() };
+            let out = StepOutput {
+                metrics: vec![metric.clone()],
+                monitors: Some(Box::new(series.clone())),
+                ..Default::default()
+            };
             s.add_samples(
                 c,
                 &StepRef { index: 0, name: "read", workload: "seq_read", repetition: rep, attempt: 1 },

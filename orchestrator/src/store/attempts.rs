@@ -201,7 +201,7 @@ mod tests {
         let summaries = crate::monitors::summary::summarise(&series).len();
         let out = StepOutput {
             metrics: vec![Metric { name: "m".into(), value: 1.0, unit: "s".into(), better: Better::Lower }],
-            monitors: Some(series),
+            monitors: Some(Box::new(series)),
             ..Default::default()
         };
         s.add_samples(cell, &StepRef { index: 5, name: "r", workload: "seq_read", repetition: rep, attempt: 1 }, &out)

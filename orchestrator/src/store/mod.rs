@@ -310,8 +310,12 @@ impl Store {
             (!usage.devices.is_empty()).then(|| usage.devices.iter().map(f).sum::<u64>() as i64)
         };
         let ts = now();
-        let summaries: Vec<_> =
-            out.monitors.iter().flat_map(summary::summarise).map(|m| (m.to_metric(), MetricKind::Monitor)).collect();
+        let summaries: Vec<_> = out
+            .monitors
+            .iter()
+            .flat_map(|s| summary::summarise(s))
+            .map(|m| (m.to_metric(), MetricKind::Monitor))
+            .collect();
         let metrics = out.metrics.iter().cloned().map(|m| (m, MetricKind::Benchmark)).chain(summaries);
         self.db().transaction(|db| {
             for (m, kind) in metrics {
@@ -581,7 +585,8 @@ mod tests {
             &output(412.5),
         )
         .unwrap();
-        let monitored = StepOutput { monitors: Some(crate::monitors::summary::tests::series()), ..output(50.0) };
+        let monitored =
+            StepOutput { monitors: Some(Box::new(crate::monitors::summary::tests::series())), ..output(50.0) };
         s.add_samples(c, &StepRef { index: 1, name: "r", workload: "seq_read", repetition: 1, attempt: 1 }, &monitored)
             .unwrap();
         let mut info = serde_json::Map::new();
