@@ -302,6 +302,18 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_monitor_interval_is_a_difference_unless_the_run_predates_monitors() {
+        let mut c = cell("/dev/loop3", "64M");
+        c.monitor = Some(benchrig_wire::monitor::MonitorConfig { interval_ms: 1000 });
+        let was = stored(&c);
+        c.monitor = Some(benchrig_wire::monitor::MonitorConfig { interval_ms: 500 });
+        assert_eq!(difference(&was, &c).unwrap(), "monitors.interval_ms was 1000, now 500");
+        let mut old = stored(&cell("/dev/loop3", "64M"));
+        old.steps.as_mut().unwrap().as_object_mut().unwrap().remove("monitors");
+        assert_eq!(difference(&old, &c), None, "stored before monitors were: nothing to compare");
+    }
+
+    #[test]
     fn the_first_difference_is_found_at_any_depth_and_in_lists_of_other_lengths() {
         let a = json!({"x": [1, {"y": 2}], "z": 1});
         assert_eq!(first_difference(&a, &a, String::new()), None);
