@@ -376,7 +376,7 @@ impl Store {
         rows.into_iter()
             .map(|r| {
                 let series = serde_json::from_str(&r.text(5))
-                    .map_err(|e| StoreError::Export(format!("a stored monitor series is not one: {e}")))?;
+                    .map_err(|e| StoreError::BadSeries { cell: r.int(0), why: e.to_string() })?;
                 Ok(SeriesRow {
                     cell_id: r.int(0),
                     step_index: r.int(1),
