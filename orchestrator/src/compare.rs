@@ -6,6 +6,8 @@
 //! runs come in loaded.
 
 use crate::human::describe_params;
+use crate::monitors::explain;
+use crate::monitors::summary::{self, MonitorMetric};
 use crate::significance::{mann_whitney, welch};
 use crate::stats::{skewness, Summary};
 use crate::store::{CellRow, HostRow, SampleRow};
@@ -18,6 +20,9 @@ pub struct RunData {
     pub hosts: Vec<HostRow>,
     pub cells: Vec<CellRow>,
     pub samples: Vec<SampleRow>,
+    /// Its monitor metrics (`Store::monitor_samples`): never judged, read
+    /// into `Row::monitors` beside a metric that changed.
+    pub monitors: Vec<SampleRow>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -77,6 +82,9 @@ pub struct Row {
     /// runs' setups were made differs (`fresh: cell → round`), which is
     /// what comparing them may be about.
     pub note: Option<String>,
+    /// What NEW's monitors say about a regressed or improved metric's step,
+    /// against BASE's ("w_await +40%, %util 99% → disk-bound").
+    pub monitors: Option<String>,
 }
 
 type Key = (String, String, String, String, String);
@@ -130,6 +138,7 @@ impl Row {
             test: "-",
             verdict,
             note: None,
+            monitors: None,
         }
     }
 }
@@ -155,12 +164,43 @@ pub fn compare(base: &RunData, new: &RunData, opts: Options) -> Vec<Row> {
         }
         let mut r = with_note(Row::new(key, bm, bs, ns, Verdict::Unchanged));
         judge(&mut r, &bm.values, &nm.values, opts);
+        if matches!(r.verdict, Verdict::Regressed | Verdict::Improved) {
+            r.monitors = explain_step(base, new, (&key.0, &key.1, &key.2, &key.3));
+        }
         rows.push(r);
     }
     for (key, nm) in n.iter().filter(|(k, _)| !b.contains_key(*k)) {
         rows.push(Row::new(key, nm, None, Summary::of(&nm.values), Verdict::NotComparable("not in BASE".into())));
     }
     rows
+}
+
+/// A step by host, play, cell parameters (described) and step name.
+pub type StepKey<'a> = (&'a str, &'a str, &'a str, &'a str);
+
+/// One step's monitor figures in a run (means over its repetitions).
+fn step_monitors(run: &RunData, key: StepKey) -> Vec<MonitorMetric> {
+    let cell_of: std::collections::HashMap<i64, &CellRow> = run.cells.iter().map(|c| (c.id, c)).collect();
+    let mut values: IndexMap<&str, Vec<f64>> = IndexMap::new();
+    for s in &run.monitors {
+        let Some(c) = cell_of.get(&s.cell_id) else { continue };
+        if c.host == key.0 && c.play == key.1 && s.step == key.3 && describe_params(&c.params) == key.2 {
+            values.entry(s.metric.as_str()).or_default().push(s.value);
+        }
+    }
+    summary::from_stored(values.iter().map(|(k, v)| (*k, v.as_slice())))
+}
+
+/// What NEW's monitors say about a step, against BASE's (`compare`
+/// beside a changed metric; `history` beside a change point).
+pub fn explain_step(base: &RunData, new: &RunData, key: StepKey) -> Option<String> {
+    let n = step_monitors(new, key);
+    if n.is_empty() {
+        return None;
+    }
+    let b = step_monitors(base, key);
+    let facts = new.hosts.iter().find(|h| h.name == key.0).and_then(|h| h.facts.as_ref());
+    explain::explain(&n, (!b.is_empty()).then_some(b.as_slice()), explain::cpu_share_of_facts(facts))
 }
 
 /// The ratio, its interval, both tests and the verdict for one metric.
@@ -341,11 +381,45 @@ mod tests {
             reason: None,
             facts: Some(json!({"kernel": {"release": kernel}})),
         }];
-        RunData { hosts, cells, samples }
+        RunData { hosts, cells, samples, monitors: Vec::new() }
     }
 
     fn verdicts(rows: &[Row]) -> Vec<&'static str> {
         rows.iter().map(|r| r.verdict.word()).collect()
+    }
+
+    /// Monitor metrics of cell `cell`'s step `read`, one sample per repetition.
+    fn with_monitors(mut run: RunData, cell: i64, figures: &[(&str, f64)]) -> RunData {
+        for rep in 1..=3 {
+            for (name, value) in figures {
+                run.monitors.push(SampleRow {
+                    kind: crate::monitors::MetricKind::Monitor,
+                    unit: "x".into(),
+                    ..crate::store::testing::sample_row(cell, rep, name, *value)
+                });
+            }
+        }
+        run
+    }
+
+    #[test]
+    fn a_regressed_metric_is_shown_with_what_the_monitors_saw_and_they_are_never_judged() {
+        let base = with_monitors(
+            run(1, &[100.0, 200.0], 5, "6.18", "higher"),
+            1,
+            &[("%util loop3", 97.0), ("r_await loop3", 10.0), ("%user", 2.0)],
+        );
+        let new = with_monitors(
+            run(2, &[100.0, 160.0], 5, "6.18", "higher"),
+            1,
+            &[("%util loop3", 99.0), ("r_await loop3", 14.0), ("%user", 2.0)],
+        );
+        let (base, new) =
+            (with_monitors(base, 0, &[("%util loop3", 50.0)]), with_monitors(new, 0, &[("%util loop3", 90.0)]));
+        let rows = compare(&base, &new, Options::default());
+        assert_eq!(verdicts(&rows), ["unchanged", "regressed"], "one row per result, none per monitor metric");
+        assert_eq!(rows[1].monitors.as_deref(), Some("r_await +40%, %util 99% → disk-bound"));
+        assert_eq!(rows[0].monitors, None, "an unchanged metric needs no explanation");
     }
 
     #[test]

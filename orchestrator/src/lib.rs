@@ -27,6 +27,7 @@ pub mod history;
 pub mod human;
 pub mod inventory;
 pub mod matrix;
+pub mod monitors;
 pub mod planner;
 pub mod playbook;
 pub mod profiles;

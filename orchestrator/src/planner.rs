@@ -13,6 +13,7 @@ use crate::playbook::{Assign, Fresh, Play, Step, UnknownFresh};
 use crate::profiles;
 use crate::template::Templates;
 use benchrig_wire::facts::{Facts, KNOWN_TOOLS};
+use benchrig_wire::monitor::MonitorConfig;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::{Action, FilesystemArgs, FsProfile};
 use serde_json::{json, Value as Json};
@@ -40,6 +41,9 @@ pub struct Cell {
     pub unsupported: Option<String>,
     /// How often its setup is made fresh (`fresh:` rendered for this cell).
     pub fresh: Fresh,
+    /// What the agent samples while each measured step runs (`monitors:`
+    /// rendered for this cell); `None`: `monitors: false`.
+    pub monitor: Option<MonitorConfig>,
     /// The scratch devices its steps name, as the inventory gave them: so
     /// `--resume` can tell that a cell would now land on another device.
     pub devices: Vec<CellDevice>,
@@ -122,6 +126,32 @@ fn fresh_policy(play: &Play, ctx: &Json, t: &Templates) -> Result<Fresh, ConfigE
     Ok(fresh)
 }
 
+/// The default `monitors: true`: one sample a second.
+pub const MONITOR_INTERVAL_MS: u64 = 1000;
+
+/// `monitors` rendered for a cell: `true` (1 s), `false`, or seconds above
+/// 0 (kept to the millisecond, at least 1 ms).
+fn monitor_policy(play: &Play, ctx: &Json, t: &Templates) -> Result<Option<MonitorConfig>, ConfigError> {
+    let Some(node) = &play.monitors else { return Ok(Some(MonitorConfig { interval_ms: MONITOR_INTERVAL_MS })) };
+    let v = t.render(&node.to_json(), ctx).map_err(|e| e.at(&node.loc))?;
+    let text = v.as_str().map(str::trim);
+    let seconds = match (&v, text) {
+        (Json::Bool(false), _) | (_, Some("false")) => return Ok(None),
+        (Json::Bool(true), _) | (_, Some("true")) => {
+            return Ok(Some(MonitorConfig { interval_ms: MONITOR_INTERVAL_MS }))
+        }
+        (Json::Number(n), _) => n.as_f64(),
+        (_, Some(t)) => t.parse::<f64>().ok(),
+        _ => None,
+    };
+    match seconds {
+        Some(s) if s > 0.0 && s.is_finite() => {
+            Ok(Some(MonitorConfig { interval_ms: ((s * 1000.0).round() as u64).max(1) }))
+        }
+        _ => Err(node.error(format!("`monitors` is `true`, `false` or seconds above 0, got {v}"))),
+    }
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PlannedStep {
     pub name: String,
@@ -166,6 +196,7 @@ impl Cell {
             "teardown": self.teardown,
             "devices": self.devices,
             "fresh": self.fresh,
+            "monitors": self.monitor,
         })
     }
 
@@ -447,6 +478,7 @@ impl<'a> PlayCtx<'a> {
                 Some(node) => repeat_policy(node, &cell_ctx[0], t)?,
             };
             let fresh = fresh_policy(play, &cell_ctx[0], t)?;
+            let monitor = monitor_policy(play, &cell_ctx[0], t)?;
             let mut unsupported = None;
             let mut steps = |list: &[Step]| -> Result<Vec<PlannedStep>, ConfigError> {
                 let mut out = Vec::new();
@@ -506,6 +538,7 @@ impl<'a> PlayCtx<'a> {
                 teardown,
                 unsupported,
                 fresh,
+                monitor,
                 devices,
             });
         }
@@ -1128,6 +1161,28 @@ mod tests {
         // Sequential has no rounds: fine unless the policy renders as `round`.
         let cells = plan(&with_fresh("sequential"), extra("fresh", json!("repetition")), None).unwrap();
         assert!(cells.iter().all(|c| c.fresh == Fresh::Repetition));
+    }
+
+    #[test]
+    fn monitors_are_rendered_per_cell_and_stored_with_its_steps() {
+        let with = |v: &str| PB.replace("  repeat:", &format!("  monitors: {v}\n  repeat:"));
+        let interval = |pb: &str, e: Vars| plan(pb, e, None).unwrap()[0].monitor.map(|m| m.interval_ms);
+        assert_eq!(interval(PB, Vars::new()), Some(1000), "no key: every second");
+        assert_eq!(interval(&with("true"), Vars::new()), Some(1000));
+        assert_eq!(interval(&with("0.25"), Vars::new()), Some(250));
+        assert_eq!(interval(&with("false"), Vars::new()), None);
+        let t = with("\"{{ every | default(2) }}\"");
+        assert_eq!(interval(&t, Vars::new()), Some(2000));
+        assert_eq!(interval(&t, extra("every", json!(false))), None, "-e every=false");
+        assert_eq!(interval(&t, extra("every", json!("0.5"))), Some(500));
+        assert_eq!(
+            plan(&with("0.25"), Vars::new(), None).unwrap()[0].steps_json()["monitors"],
+            json!({"interval_ms": 250})
+        );
+        assert_eq!(plan(&with("false"), Vars::new(), None).unwrap()[0].steps_json()["monitors"], Json::Null);
+        let e = plan(&t, extra("every", json!("often")), None).unwrap_err();
+        assert!(e.message.contains("seconds above 0, got \"often\""), "{e}");
+        assert_eq!(e.line, 9, "{e}");
     }
 
     #[test]

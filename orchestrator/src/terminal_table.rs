@@ -112,6 +112,7 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
             out += &format!("play `{play}`: {line}\n");
         }
     }
+    out += &monitor_lines(store, run, &cells)?;
     let times = crate::report::time::per_host(&hosts, &cells, &samples);
     if !times.is_empty() {
         out += "time per host (busy from its first cell to its last):\n";
@@ -123,6 +124,37 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
     for line in crate::report::attempt_lines(&attempts) {
         out += &line;
         out.push('\n');
+    }
+    Ok(out)
+}
+
+/// A stored monitor metric: its name and its value per repetition.
+type Stored<'a> = (&'a str, &'a [f64]);
+
+/// What the monitors saw during each measured step, a line per step under
+/// the table (none for a run without monitors).
+fn monitor_lines(store: &Store, run: i64, cells: &[CellRow]) -> Result<String, StoreError> {
+    use crate::monitors::{explain, summary};
+    let monitors = store.monitor_samples(run)?;
+    if monitors.is_empty() {
+        return Ok(String::new());
+    }
+    let share: HashMap<String, f64> =
+        store.hosts(run)?.iter().map(|h| (h.name.clone(), explain::cpu_share_of_facts(h.facts.as_ref()))).collect();
+    let grouped = group(&monitors);
+    let mut out = String::from("monitors (means over repetitions):\n");
+    for c in cells {
+        let mut steps: IndexMap<(i64, &str), Vec<Stored>> = IndexMap::new();
+        for ((_, index, step, metric, _), values) in grouped.iter().filter(|(k, _)| k.0 == c.id) {
+            steps.entry((*index, step.as_str())).or_default().push((metric.as_str(), values.as_slice()));
+        }
+        for ((_, step), metrics) in steps {
+            let figures = summary::from_stored(metrics);
+            let cpu = share.get(&c.host).copied().unwrap_or(100.0);
+            if let Some(line) = explain::headline(&figures, cpu) {
+                out += &format!("  {} · {} · {step}: {line}\n", c.host, describe_params(&c.params));
+            }
+        }
     }
     Ok(out)
 }

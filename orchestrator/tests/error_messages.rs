@@ -33,6 +33,7 @@ const CASES: &[(&str, &str)] = &[
     ("deep-nesting.yml", "YAML nested deeper than the limit"),
     ("fresh-unknown.yml", "a `fresh` that is no policy, with a near miss"),
     ("fresh-round-sequential.yml", "a templated `fresh: round` with `cell_order: sequential` (no rounds)"),
+    ("monitors-zero.yml", "`monitors: 0`, no interval"),
 ];
 
 fn run(file: &str) -> (Option<i32>, String) {

@@ -258,6 +258,25 @@ fn the_reports_render_in_chromium_with_their_charts_and_legends_and_fetch_nothin
     let seen = proxy.page_requests();
     assert!(seen.iter().any(|r| r.contains("fonts.benchrig.invalid")), "{seen:?}");
 
+    // A run with monitors: its step's result chart, then the timeline of
+    // what the monitors saw, in a figure of its own with a legend naming
+    // each of its series.
+    let monitored = repo().join("orchestrator/tests/data/html/monitored.yml");
+    run_ok(&b, &["run", monitored.to_str().unwrap(), "--name", "monitored"]);
+    let page = b.write("monitored.html", &stdout(&b.run(&["report", "monitored", "-f", "html"])));
+    let l = load(&page, &proxy, &profile, 1500);
+    check_rendered(&l, "benchrig run").unwrap();
+    // speed and exec's time, then the one step's timeline.
+    check_charts(&l.dom, 3).unwrap();
+    check_no_request(&l.dom, &proxy).unwrap();
+    let timeline = figures(&l.dom).into_iter().find(|f| f.contains("over time")).expect("a timeline figure");
+    assert!(timeline.contains("wait: repetition 1 over time (every 200 ms)"), "{timeline}");
+    for series in ["%iowait", "%user+sys", "rMB/s", "wMB/s"] {
+        assert!(timeline.contains(&format!("</span>{series}</span>")), "the legend names {series}");
+    }
+    assert!(series_colours(timeline).len() >= 4, "a colour per series: {timeline}");
+    assert!(l.dom.contains("<details open"), "shown at once in a small run");
+
     // Nights of speed.yml, a step down after the fifth: a history with a change.
     let speed = repo().join("orchestrator/tests/data/compare/speed.yml");
     for (i, s) in ["100", "100", "101", "100", "100", "80", "80", "81", "80"].iter().enumerate() {

@@ -18,7 +18,7 @@ pub mod steps;
 pub mod units;
 
 /// Bumped on every incompatible change to a frame or message.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Lower-case hex of a byte string (a sha256 digest, in practice).
 pub fn hex(bytes: &[u8]) -> String {

@@ -12,7 +12,15 @@ use crate::terminal_table::table;
 /// A run (id, name or `last`) as `compare` takes it.
 pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
     let r = store.resolve_run(spec)?;
-    Ok((r.id, RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? }))
+    Ok((
+        r.id,
+        RunData {
+            hosts: store.hosts(r.id)?,
+            cells: store.cells(r.id)?,
+            samples: store.samples(r.id)?,
+            monitors: store.monitor_samples(r.id)?,
+        },
+    ))
 }
 
 /// The newest run before `new` of the same playbook on the same hosts
@@ -98,6 +106,11 @@ fn cells(r: &Row) -> Vec<String> {
     };
     let verdict = match &r.note {
         Some(note) => format!("{verdict} ({note})"),
+        None => verdict,
+    };
+    // What the step's monitors saw, beside the verdict it explains.
+    let verdict = match &r.monitors {
+        Some(m) => format!("{verdict}: {m}"),
         None => verdict,
     };
     vec![

@@ -53,6 +53,8 @@ pub struct Change {
     pub direction: Direction,
     /// Between this run and the one before: what else differed.
     pub what_changed: Vec<String>,
+    /// What this run's monitors say about the step, against the run before's.
+    pub monitors: Option<String>,
 }
 
 pub struct Analysis {
@@ -110,6 +112,10 @@ fn analyze_one(runs: &[HistoryRun], series: Series, s: &Settings) -> Result<Anal
                 pvalue: cp.stats.pvalue,
                 direction: direction(&series.better, change_pct),
                 what_changed: what_changed(prev, this, &series.key.host),
+                monitors: {
+                    let k = &series.key;
+                    crate::compare::explain_step(&prev.data, &this.data, (&k.host, &k.play, &k.cell, &k.step))
+                },
             });
         }
     }
@@ -226,6 +232,26 @@ mod tests {
         assert!(lo < c[0].change_pct && c[0].change_pct < hi);
         assert!(c[0].pvalue < 0.001);
         assert!(all[0].unstable_cv.is_none());
+    }
+
+    #[test]
+    fn a_change_carries_what_the_monitors_saw_against_the_run_before() {
+        let nights = steady_then(&[("6.1", 90.0), ("6.1", 90.2), ("6.1", 89.8)]);
+        let mut runs = made_up(&nights);
+        for (i, r) in runs.iter_mut().enumerate() {
+            let (util, await_ms) = if i < 10 { (60.0, 10.0) } else { (99.0, 14.0) };
+            for (name, v) in [("%util sdb", util), ("w_await sdb", await_ms)] {
+                r.data.monitors.push(crate::store::SampleRow {
+                    kind: crate::monitors::MetricKind::Monitor,
+                    ..crate::store::testing::sample_row(r.row.id, 1, name, v)
+                });
+            }
+        }
+        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        assert_eq!(all.len(), 1, "the monitor metrics are no series of their own");
+        let c = &all[0].changes;
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].monitors.as_deref(), Some("w_await +40%, %util 60→99% → disk-bound"));
     }
 
     #[test]

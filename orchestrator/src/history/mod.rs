@@ -30,7 +30,12 @@ pub struct HistoryRun {
 pub fn load(store: &Store, runs: &[RunRow]) -> Result<Vec<HistoryRun>, StoreError> {
     runs.iter()
         .map(|r| {
-            let data = RunData { hosts: store.hosts(r.id)?, cells: store.cells(r.id)?, samples: store.samples(r.id)? };
+            let data = RunData {
+                hosts: store.hosts(r.id)?,
+                cells: store.cells(r.id)?,
+                samples: store.samples(r.id)?,
+                monitors: store.monitor_samples(r.id)?,
+            };
             Ok(HistoryRun { row: r.clone(), record: store.run_record(r.id)?, data })
         })
         .collect()
@@ -75,7 +80,7 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
             let cell = CellRow { repeat: values.len() as i64, ..testing::cell_row(id, "h") };
             let samples =
                 values.iter().enumerate().map(|(r, v)| testing::sample_row(id, r as i64 + 1, "m", *v)).collect();
-            HistoryRun { row, record, data: RunData { hosts, cells: vec![cell], samples } }
+            HistoryRun { row, record, data: RunData { hosts, cells: vec![cell], samples, monitors: Vec::new() } }
         })
         .collect()
 }

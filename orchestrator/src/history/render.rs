@@ -25,6 +25,12 @@ pub(super) fn change_cells(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Vec
     let ci = c.ci_pct.map(|(lo, hi)| format!("{} – {}", pct(lo), pct(hi))).unwrap_or_else(|| "-".into());
     let means = format!("{} → {} {}", fmt_num(c.before.mean), fmt_num(c.after.mean), a.series.unit);
     let also = if c.what_changed.is_empty() { "-".to_string() } else { c.what_changed.join("; ") };
+    // What the monitors saw, beside what else changed.
+    let also = match (&c.monitors, also.as_str()) {
+        (Some(m), "-") => format!("monitors: {m}"),
+        (Some(m), _) => format!("{also}; monitors: {m}"),
+        (None, _) => also,
+    };
     vec![
         a.series.key.describe(),
         run_label(run),
@@ -135,7 +141,7 @@ pub fn json(runs: &[HistoryRun], all: &[Analysis]) -> Json {
                     json!({"run": run_ref(s.points[c.at].run), "change_pct": c.change_pct,
                            "ci_pct": c.ci_pct.map(|(lo, hi)| json!([lo, hi])), "pvalue": c.pvalue,
                            "direction": c.direction, "mean_before": c.before.mean, "mean_after": c.after.mean,
-                           "what_changed": c.what_changed})
+                           "what_changed": c.what_changed, "monitors": c.monitors})
                 })
                 .collect();
             json!({"host": s.key.host, "play": s.key.play, "cell": s.key.cell, "step": s.key.step,

@@ -65,6 +65,9 @@ pub struct Play {
     /// `tune:`, keys and literal values checked (`tune::check`); rendered
     /// per cell and host by `tune::render`.
     pub tune: Option<Node>,
+    /// `true` (1 s), seconds between samples, `false`, or a template giving
+    /// one (rendered per cell, like `fresh`); `None` is `true`.
+    pub monitors: Option<Node>,
     pub setup: Vec<Step>,
     pub before_each: Vec<Step>,
     pub benchmark: Vec<Step>,

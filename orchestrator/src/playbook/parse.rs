@@ -29,6 +29,7 @@ const PLAY_KEYS: &[&str] = &[
     "assign",
     "fresh",
     "tune",
+    "monitors",
     "setup",
     "before_each",
     "benchmark",
@@ -91,6 +92,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         assign: Assign::All,
         fresh: None,
         tune: None,
+        monitors: None,
         setup: Vec::new(),
         before_each: Vec::new(),
         benchmark: Vec::new(),
@@ -146,6 +148,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
             "roles" => p.roles = roles(v)?,
             "fresh" => p.fresh = Some(fresh(v)?),
             "tune" => p.tune = Some(super::tune::check(v)?),
+            "monitors" => p.monitors = Some(monitors(v)?),
             "assign" => {
                 p.assign = match v.as_str() {
                     Some("all") => Assign::All,
@@ -271,6 +274,26 @@ fn fresh(v: &Node) -> Result<Node, ConfigError> {
             "`fresh` is `cell`, `round` or `repetition` (or a template giving one), found {}",
             v.type_name()
         ))),
+    }
+}
+
+/// `monitors: true | false | <seconds above 0>`, or a template giving one
+/// (checked when the planner renders it for a cell).
+fn monitors(v: &Node) -> Result<Node, ConfigError> {
+    match &v.value {
+        Value::Bool(_) => Ok(v.clone()),
+        Value::Int(n) if *n > 0 => Ok(v.clone()),
+        Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(v.clone()),
+        Value::Str(s) if Templates::is_template(s) => Ok(v.clone()),
+        _ => {
+            let found = match &v.value {
+                Value::Int(_) | Value::Float(_) | Value::Str(_) => format!("`{}`", v.scalar_text().unwrap_or_default()),
+                _ => v.type_name().to_string(),
+            };
+            Err(v
+                .error(format!("`monitors` is `true` (every second), `false` or seconds above 0, found {found}"))
+                .with_hint("e.g. `monitors: 0.5` samples twice a second"))
+        }
     }
 }
 
@@ -697,6 +720,23 @@ mod tests {
             (s.tags.clone(), s.ignore_errors, s.timeout, s.when.len()),
             (vec!["a".to_string()], true, Some(30), 1)
         );
+    }
+
+    #[test]
+    fn monitors_is_a_boolean_seconds_or_a_template() {
+        let play = |extra: &str| format!("- hosts: all\n{extra}  benchmark:\n    - noop:\n");
+        let monitors =
+            |extra: &str| parse("m.yml", &play(extra)).unwrap().plays[0].monitors.as_ref().map(|n| n.to_json());
+        assert_eq!(monitors(""), None, "no key: on, every second");
+        assert_eq!(monitors("  monitors: false\n"), Some(serde_json::json!(false)));
+        assert_eq!(monitors("  monitors: 0.5\n"), Some(serde_json::json!(0.5)));
+        assert_eq!(monitors("  monitors: 2\n"), Some(serde_json::json!(2)));
+        assert!(monitors("  monitors: \"{{ every | default(1) }}\"\n").is_some(), "checked once rendered");
+        for (bad, found) in [("0", "`0`"), ("-1", "`-1`"), ("often", "`often`"), ("[1]", "a list")] {
+            let e = err(&play(&format!("  monitors: {bad}\n")));
+            assert_eq!((e.line, e.col), (2, 13), "{bad}: {e}");
+            assert!(e.message.ends_with(&format!("seconds above 0, found {found}")), "{bad}: {e}");
+        }
     }
 
     #[test]

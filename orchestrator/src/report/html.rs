@@ -42,6 +42,7 @@ pub fn render(model: &Json) -> String {
             out += &format!("<p class=\"meta\">{}</p>\n", esc(&line));
         }
         out += &table(&mine);
+        out += &timelines(&mine);
     }
     let warnings = warnings(model);
     out += &page::warnings(by_kind(&warnings).into_iter().map(|(k, list)| (k.title(), list)));
@@ -87,6 +88,34 @@ fn table(cells: &[&Json]) -> String {
         );
     }
     out + "</table>\n"
+}
+
+/// Under the play's table, each measured step that ran with monitors: its
+/// headline, folded open to the timeline of its first repetition (open
+/// when the play has few, so a small run shows them at once).
+fn timelines(cells: &[&Json]) -> String {
+    let monitored: Vec<(&Json, benchrig_wire::monitor::MonitorSeries)> = cells
+        .iter()
+        .filter_map(|c| {
+            let first = c["monitors"]["series"].as_array()?.first()?;
+            Some((*c, serde_json::from_value(first["series"].clone()).ok()?))
+        })
+        .collect();
+    if monitored.is_empty() {
+        return String::new();
+    }
+    let open = if monitored.len() <= 4 { " open" } else { "" };
+    let mut out = String::from("<h4>What the monitors saw</h4>\n");
+    for (c, series) in &monitored {
+        let step = c["step"].as_str().unwrap_or("-");
+        let what = format!("{} · {} · {step}", text(&c["host"]), crate::human::describe_params(&c["params"]));
+        let headline = c["monitors"]["headline"].as_str().map(|h| format!(": {h}")).unwrap_or_default();
+        let caption = format!("{what}: repetition 1 over time (every {} ms)", series.interval_ms);
+        out += &format!("<details{open}><summary>{}</summary>\n", esc(&format!("{what}{headline}")));
+        out += &page::figure(&caption, None, &super::timeline::series_names(series), &super::timeline::chart(series));
+        out += "</details>\n";
+    }
+    out
 }
 
 /// Every parameter name the play's cells have, in first-seen order.
@@ -221,6 +250,28 @@ fn limits(f: &Json) -> Option<Limits> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_step_with_monitors_gets_its_timeline_under_the_table_and_one_without_none() {
+        let series = serde_json::to_value(crate::monitors::summary::tests::series()).unwrap();
+        let cell = |step: &str, monitors: Json| {
+            json!({"play": "p", "host": "h1", "params": {"fs": "ext4"}, "step": step, "status": "ok",
+                   "metrics": [{"name": "speed", "unit": "MB/s", "mean": 1.0, "n": 1, "samples": [1.0]}],
+                   "monitors": monitors})
+        };
+        let monitors =
+            json!({"headline": "loop3: %util 90% → disk-bound", "series": [{"repetition": 1, "series": series}]});
+        let model =
+            json!({"run": {"id": 1}, "hosts": [], "cells": [cell("read", monitors), cell("write", Json::Null)]});
+        let html = render(&model);
+        let section = &html[html.find("<h4>What the monitors saw</h4>").expect("a monitors section")..];
+        assert!(section.starts_with("<h4>What the monitors saw</h4>\n<details open><summary>h1 · fs=ext4 · read: loop3: %util 90% → disk-bound</summary>"), "{section}");
+        assert_eq!(section.matches("<figure>").count(), 1, "the monitored step alone");
+        assert_eq!(section.matches("class=\"key\"").count(), 5, "a legend naming every series");
+        assert!(section.contains("read: repetition 1 over time (every 1000 ms)"), "{section}");
+        let none = render(&json!({"run": {"id": 1}, "hosts": [], "cells": [cell("write", Json::Null)]}));
+        assert!(!none.contains("What the monitors saw"));
+    }
 
     #[test]
     fn the_hosts_table_shows_each_hosts_limits() {

@@ -1,14 +1,17 @@
 //! `benchrig report RUN -f json`: the run, its hosts with their facts, and one
 //! entry per cell and measured step with every raw sample and its summary.
 
+use crate::monitors::{explain, summary};
 use crate::stats::Summary;
-use crate::store::{Store, StoreError};
+use crate::store::{SampleRow, SeriesRow, Store, StoreError};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
 pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
     let r = store.resolve_run(&run.to_string())?;
     let host_rows = store.hosts(run)?;
+    let share_of: HashMap<String, f64> =
+        host_rows.iter().map(|h| (h.name.clone(), explain::cpu_share_of_facts(h.facts.as_ref()))).collect();
     // Hosts in inventory order (as the run listed them), each host's cells in plan order.
     let order: Vec<String> = host_rows.iter().map(|h| h.name.clone()).collect();
     let hosts: Vec<Json> = host_rows
@@ -26,6 +29,16 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
     let mut samples_of: HashMap<i64, Vec<_>> = HashMap::new();
     for s in &samples {
         samples_of.entry(s.cell_id).or_default().push(s);
+    }
+    // Each step's monitor summaries and series, by (cell, step index).
+    let (monitor_rows, series_rows) = (store.monitor_samples(run)?, store.monitor_series(run)?);
+    let mut monitors_of: HashMap<(i64, i64), Vec<&SampleRow>> = HashMap::new();
+    for m in &monitor_rows {
+        monitors_of.entry((m.cell_id, m.step_index)).or_default().push(m);
+    }
+    let mut series_of: HashMap<(i64, i64), Vec<&SeriesRow>> = HashMap::new();
+    for x in &series_rows {
+        series_of.entry((x.cell_id, x.step_index)).or_default().push(x);
     }
     let mut artifacts_of: HashMap<i64, Vec<Json>> = HashMap::new();
     for a in &artifacts {
@@ -89,6 +102,12 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                 // fio jobs whose steady state (`ss`) was not attained, by repetition.
                 entry["steady_state_not_attained"] = unsteady.iter().map(|u| u.to_json()).collect();
             }
+            let share = share_of.get(&c.host).copied().unwrap_or(100.0);
+            entry["monitors"] = step_monitors(
+                monitors_of.get(&(c.id, index)).map(Vec::as_slice).unwrap_or_default(),
+                series_of.get(&(c.id, index)).map(Vec::as_slice).unwrap_or_default(),
+                share,
+            );
             cells.push(entry);
         }
     }
@@ -103,4 +122,103 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
             "host": t.host, "busy_s": t.busy_s, "measured_s": t.measured_s, "outside_s": t.outside_s(),
         })).collect::<Vec<_>>(),
     }))
+}
+
+/// What the monitors saw during one measured step: each summary with its
+/// value per repetition and their mean (never judged: no CI, no flags), the
+/// one-line headline, and each repetition's series. `null` when the step
+/// ran without monitors.
+fn step_monitors(metrics: &[&SampleRow], series: &[&SeriesRow], cpu_share_pct: f64) -> Json {
+    if metrics.is_empty() && series.is_empty() {
+        return Json::Null;
+    }
+    let mut by_name: Vec<(&str, &str, Vec<f64>)> = Vec::new();
+    for m in metrics {
+        match by_name.iter_mut().find(|(n, _, _)| *n == m.metric) {
+            Some(e) => e.2.push(m.value),
+            None => by_name.push((&m.metric, &m.unit, vec![m.value])),
+        }
+    }
+    let figures = summary::from_stored(by_name.iter().map(|(n, _, v)| (*n, v.as_slice())));
+    json!({
+        "metrics": by_name.iter().map(|(name, unit, values)| json!({
+            "name": name, "unit": unit, "samples": values,
+            "mean": values.iter().sum::<f64>() / values.len() as f64,
+        })).collect::<Vec<_>>(),
+        "headline": explain::headline(&figures, cpu_share_pct),
+        "series": series.iter().map(|x| json!({
+            "repetition": x.repetition, "attempt": x.attempt, "series": x.series,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::{cell, places};
+    use crate::store::{NewRun, StepRef};
+    use benchrig_wire::steps::{Better, Metric, StepOutput};
+
+    #[test]
+    fn each_measured_step_carries_its_monitors_and_a_step_without_has_none() {
+        let places = places();
+        let s = Store::open(&places.urls[0]).unwrap();
+        let ev = json!({});
+        let nr = NewRun {
+            name: None,
+            playbook: "p",
+            playbook_text: "-",
+            inventory: "i",
+            limit: None,
+            extra_vars: &ev,
+            options: &ev,
+        };
+        let run = s.create_run(&nr).unwrap();
+        s.set_host(run, "h1", crate::status::HostStatus::Ok, None).unwrap();
+        let c = s.add_cell(run, &cell("0:a=1", "h1", 2)).unwrap();
+        let metric = Metric { name: "throughput".into(), value: 40.0, unit: "MB/s".into(), better: Better::Higher };
+        let series = crate::monitors::summary::tests::series();
+        for rep in 1..=2 {
+            let out = StepOutput {
+                metrics: vec![metric.clone()],
+                monitors: Some(Box::new(series.clone())),
+                ..Default::default()
+            };
+            s.add_samples(
+                c,
+                &StepRef { index: 0, name: "read", workload: "seq_read", repetition: rep, attempt: 1 },
+                &out,
+            )
+            .unwrap();
+            let bare = StepOutput { metrics: vec![metric.clone()], ..Default::default() };
+            s.add_samples(
+                c,
+                &StepRef { index: 1, name: "write", workload: "seq_write", repetition: rep, attempt: 1 },
+                &bare,
+            )
+            .unwrap();
+        }
+        let model = build(&s, run).unwrap();
+        let cells = model["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 2, "one entry per measured step");
+        let m = &cells[0]["monitors"];
+        let names: Vec<&str> =
+            cells[0]["metrics"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["throughput"], "monitor summaries are not the step's metrics");
+        let util = m["metrics"].as_array().unwrap().iter().find(|x| x["name"] == "%util loop3").unwrap();
+        assert_eq!((util["samples"].clone(), util["mean"].clone()), (json!([90.0, 90.0]), json!(90.0)));
+        assert_eq!(
+            m["headline"],
+            "loop3: %util 90%, rMB/s 16.0, r_await 5.0 ms; CPU user+sys 5%, iowait 36% → disk-bound"
+        );
+        let reps: Vec<i64> =
+            m["series"].as_array().unwrap().iter().map(|x| x["repetition"].as_i64().unwrap()).collect();
+        assert_eq!(reps, [1, 2]);
+        assert_eq!(m["series"][0]["series"]["devices"][0]["util_pct"], json!([100.0, 100.0, 50.0]));
+        assert_eq!(cells[1]["monitors"], Json::Null, "a step run without monitors");
+        let md = super::super::md::render(&model);
+        let lines: Vec<&str> = md.lines().filter(|l| l.contains("%util")).collect();
+        assert_eq!(lines.len(), 1, "a line for the monitored step alone:\n{md}");
+        assert!(lines[0].starts_with("- h1 · ") && lines[0].contains(" · read: loop3: %util 90%"), "{md}");
+    }
 }

@@ -27,6 +27,13 @@ pub fn render(model: &Json) -> String {
             let row = [&r.host, &r.cell, &r.step, &r.metric, &r.n, &r.mean, &r.ci, &r.unit, &r.status];
             out += &format!("| {} |\n", row.map(|x| esc(x)).join(" | "));
         }
+        let monitors = super::monitor_lines(cells.iter().filter(|c| c["play"] == play));
+        if !monitors.is_empty() {
+            out += "\nWhat the monitors saw (means over repetitions):\n\n";
+            for line in monitors {
+                out += &format!("- {}\n", esc(&line));
+            }
+        }
     }
     let attempts = super::attempt_lines(&model["attempts"]);
     if !attempts.is_empty() {

@@ -14,6 +14,7 @@ pub mod page;
 pub mod shape;
 pub mod steady_state;
 pub mod time;
+pub mod timeline;
 
 use crate::human::{cpus, mem};
 use benchrig_wire::facts::Limits;
@@ -83,6 +84,24 @@ pub fn fresh_line<'a>(steps: impl IntoIterator<Item = Option<&'a Json>>) -> Opti
             format!("fresh: {}", each.join(", "))
         }
     })
+}
+
+/// A line per measured step that ran with monitors ("h1 · fs=ext4 · read:
+/// loop3: %util 99%, … → disk-bound"), from the JSON model's cells of one
+/// play: under the table, where it does not crowd the metrics.
+pub fn monitor_lines<'a>(cells: impl IntoIterator<Item = &'a Json>) -> Vec<String> {
+    cells
+        .into_iter()
+        .filter_map(|c| {
+            let headline = c["monitors"]["headline"].as_str()?;
+            let step = c["step"].as_str().unwrap_or("-");
+            Some(format!(
+                "{} · {} · {step}: {headline}",
+                md::text(&c["host"]),
+                crate::human::describe_params(&c["params"])
+            ))
+        })
+        .collect()
 }
 
 /// What a host's limits leave of it, in one line: "memory 512 MiB, CPU

@@ -73,6 +73,7 @@ mod tests {
             info: Some(info),
             attempt: Some(1),
             wall_s: None,
+            kind: crate::monitors::MetricKind::Benchmark,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::status::CellStatus;
 use crate::store::{StepRef, Store};
 use benchrig_wire::kernel_log::KernelLog;
 use benchrig_wire::messages::{ErrorCode, Event, LogLevel, Reply, Request, StepRequest};
+use benchrig_wire::monitor::MonitorConfig;
 use benchrig_wire::steps::{Action, StepOutput, UnmountArgs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -115,12 +116,20 @@ fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
 
 impl CellRunner<'_> {
     /// Send one step to its host's agent; a failure comes back classified.
-    async fn step(&self, cell: &Cell, step: &PlannedStep, cancellable: bool) -> Result<StepOutput, CellOutcome> {
+    /// `monitor` is the cell's for a measured step, `None` for any other:
+    /// setup and teardown are not what the samples describe.
+    async fn step(
+        &self,
+        cell: &Cell,
+        step: &PlannedStep,
+        cancellable: bool,
+        monitor: Option<MonitorConfig>,
+    ) -> Result<StepOutput, CellOutcome> {
         let req = Request::Run(StepRequest {
             cell: cell.key.clone(),
             name: step.name.clone(),
             action: step.action.clone(),
-            monitor: None,
+            monitor,
         });
         let host = step.host.as_str();
         let Some(agent) = self.agents.iter().find(|(h, _)| *h == host).map(|(_, a)| *a) else {
@@ -303,7 +312,7 @@ impl CellRunner<'_> {
             if lost.contains(&s.host) {
                 continue;
             }
-            match self.step(cell, s, false).await {
+            match self.step(cell, s, false, None).await {
                 Ok(mut out) => {
                     // The visit's kernel log goes to its own table, with every cell that ran on this setup.
                     let log = out.info.remove("kernel_log").and_then(|l| serde_json::from_value::<KernelLog>(l).ok());
@@ -380,7 +389,7 @@ impl CellRunner<'_> {
             if self.interrupted() {
                 return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
-            match self.step(cell, s, true).await {
+            match self.step(cell, s, true, None).await {
                 Ok(out) => {
                     let key = format!("setup[{i}] {}@{}", s.name, s.host);
                     let info = self.record_setup(cell_id, &key, out.info).map_err(store_failed)?;
@@ -429,7 +438,7 @@ impl CellRunner<'_> {
             if self.interrupted() {
                 return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
-            if let Err(bad) = self.step(cell, s, true).await {
+            if let Err(bad) = self.step(cell, s, true, None).await {
                 self.tolerate(s, bad).map_or(Ok(()), Err)?;
             }
         }
@@ -438,7 +447,7 @@ impl CellRunner<'_> {
             if self.interrupted() {
                 return Err(CellOutcome::Skipped(policy::INTERRUPTED.into()));
             }
-            let mut out = match self.step(cell, s, true).await {
+            let mut out = match self.step(cell, s, true, cell.monitor).await {
                 Ok(out) => out,
                 Err(bad) => {
                     self.tolerate(s, bad).map_or(Ok(()), Err)?;

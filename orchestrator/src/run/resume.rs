@@ -187,6 +187,10 @@ pub fn difference(stored: &CellRow, cell: &Cell) -> Option<String> {
     if before.get("fresh").is_none() {
         now.as_object_mut().map(|m| m.remove("fresh"));
     }
+    // Likewise `monitors`, stored since issue 16.
+    if before.get("monitors").is_none() {
+        now.as_object_mut().map(|m| m.remove("monitors"));
+    }
     let (path, was, is) = first_difference(before, &now, String::new())?;
     let shown = |v: Option<&Json>| v.map_or("nothing".to_string(), Json::to_string);
     if let Some(rest) = path.strip_prefix("devices[") {
@@ -295,6 +299,18 @@ mod tests {
         let mut old = stored(&cell("/dev/loop3", "64M"));
         old.steps.as_mut().unwrap().as_object_mut().unwrap().remove("fresh");
         assert_eq!(difference(&old, &c), None, "stored before the policy was: nothing to compare");
+    }
+
+    #[test]
+    fn a_changed_monitor_interval_is_a_difference_unless_the_run_predates_monitors() {
+        let mut c = cell("/dev/loop3", "64M");
+        c.monitor = Some(benchrig_wire::monitor::MonitorConfig { interval_ms: 1000 });
+        let was = stored(&c);
+        c.monitor = Some(benchrig_wire::monitor::MonitorConfig { interval_ms: 500 });
+        assert_eq!(difference(&was, &c).unwrap(), "monitors.interval_ms was 1000, now 500");
+        let mut old = stored(&cell("/dev/loop3", "64M"));
+        old.steps.as_mut().unwrap().as_object_mut().unwrap().remove("monitors");
+        assert_eq!(difference(&old, &c), None, "stored before monitors were: nothing to compare");
     }
 
     #[test]

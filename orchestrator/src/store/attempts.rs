@@ -164,8 +164,15 @@ impl Store {
     /// Drop the samples of repetitions after `done`: a repetition cut off
     /// part-way (its other steps never ran) is measured again in full, not
     /// left beside its repeat. Returns how many samples went.
+    /// Their monitor series go with them.
     pub fn drop_partial_repetitions(&self, cell: i64, done: u32) -> Result<u64, StoreError> {
-        self.db().execute("DELETE FROM samples WHERE cell_id = ?1 AND repetition > ?2", &[cell.into(), done.into()])
+        self.db().transaction(|db| {
+            db.execute(
+                "DELETE FROM monitor_series WHERE cell_id = ?1 AND repetition > ?2",
+                &[cell.into(), done.into()],
+            )?;
+            db.execute("DELETE FROM samples WHERE cell_id = ?1 AND repetition > ?2", &[cell.into(), done.into()])
+        })
     }
 }
 
@@ -186,6 +193,46 @@ mod tests {
         };
         let step = StepRef { index, name: "w", workload: "exec", repetition: rep, attempt };
         s.add_samples(cell, &step, &out).unwrap();
+    }
+
+    /// A monitored step's result (step index 5), with its series.
+    fn monitored(s: &Store, cell: i64, rep: u32) -> usize {
+        let series = crate::monitors::summary::tests::series();
+        let summaries = crate::monitors::summary::summarise(&series).len();
+        let out = StepOutput {
+            metrics: vec![Metric { name: "m".into(), value: 1.0, unit: "s".into(), better: Better::Lower }],
+            monitors: Some(Box::new(series)),
+            ..Default::default()
+        };
+        s.add_samples(cell, &StepRef { index: 5, name: "r", workload: "seq_read", repetition: rep, attempt: 1 }, &out)
+            .unwrap();
+        1 + summaries
+    }
+
+    #[test]
+    fn a_cut_off_repetition_takes_its_monitor_series_with_it() {
+        for url in &places().urls {
+            let s = Store::open(url).unwrap();
+            let ev = serde_json::json!({});
+            let nr = NewRun {
+                name: None,
+                playbook: "pb.yml",
+                playbook_text: "- hosts: all\n",
+                inventory: "i",
+                limit: None,
+                extra_vars: &ev,
+                options: &ev,
+            };
+            let run = s.create_run(&nr).unwrap();
+            let id = s.add_cell(run, &cell("0:n=1", "h1", 3)).unwrap();
+            monitored(&s, id, 1);
+            let cut = monitored(&s, id, 2);
+            let reps = |s: &Store| s.monitor_series(run).unwrap().iter().map(|x| x.repetition).collect::<Vec<_>>();
+            assert_eq!(reps(&s), [1, 2]);
+            assert_eq!(s.drop_partial_repetitions(id, 1).unwrap(), cut as u64, "{url}: its result and its summaries");
+            assert_eq!(reps(&s), [1], "{url}");
+            assert!(s.monitor_samples(run).unwrap().iter().all(|x| x.repetition == 1), "{url}");
+        }
     }
 
     #[test]

@@ -17,4 +17,7 @@ pub enum StoreError {
     Postgres(String),
     #[error("database: `{0}` is no status this benchrig knows")]
     UnknownStatus(String),
+    /// A `monitor_series` row that does not read as a `MonitorSeries`.
+    #[error("database: the monitor series of cell {cell} is unreadable: {why}")]
+    BadSeries { cell: i64, why: String },
 }

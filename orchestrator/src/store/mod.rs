@@ -26,8 +26,10 @@ pub use error::StoreError;
 pub use leases::{unix_now, Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
 
+use crate::monitors::{summary, MetricKind};
 use crate::status::{CellStatus, HostStatus, RunStatus};
 use benchrig_wire::facts::Facts;
+use benchrig_wire::monitor::MonitorSeries;
 use benchrig_wire::steps::StepOutput;
 use db::Db;
 use serde_json::Value as Json;
@@ -144,6 +146,20 @@ pub struct SampleRow {
     pub attempt: Option<i64>,
     /// How long its step took (the same for every metric of one step).
     pub wall_s: Option<f64>,
+    /// The step's own result, or a summary of its monitors (`Store::samples`
+    /// gives the first, `Store::monitor_samples` the second).
+    pub kind: MetricKind,
+}
+
+/// One measured step's monitor series, as stored.
+#[derive(Clone, Debug)]
+pub struct SeriesRow {
+    pub cell_id: i64,
+    pub step_index: i64,
+    pub step: String,
+    pub repetition: i64,
+    pub attempt: i64,
+    pub series: MonitorSeries,
 }
 
 /// A kernel log line flagged during a cell, on `host`.
@@ -292,7 +308,9 @@ impl Store {
         Ok(())
     }
 
-    /// Every metric of one step's result, committed at once.
+    /// Every metric of one step's result, committed at once; with its
+    /// monitors' series, when it has them, and their summaries as monitor
+    /// metrics (`MetricKind::Monitor`).
     pub fn add_samples(&self, cell: i64, step: &StepRef, out: &StepOutput) -> Result<(), StoreError> {
         let usage = out.usage.clone().unwrap_or_default();
         // No device to count (a directory on tmpfs, say) is unknown, not zero I/O.
@@ -300,12 +318,19 @@ impl Store {
             (!usage.devices.is_empty()).then(|| usage.devices.iter().map(f).sum::<u64>() as i64)
         };
         let ts = now();
+        let summaries: Vec<_> = out
+            .monitors
+            .iter()
+            .flat_map(|s| summary::summarise(s))
+            .map(|m| (m.to_metric(), MetricKind::Monitor))
+            .collect();
+        let metrics = out.metrics.iter().cloned().map(|m| (m, MetricKind::Benchmark)).chain(summaries);
         self.db().transaction(|db| {
-            for m in &out.metrics {
+            for (m, kind) in metrics {
                 db.execute(
                     "INSERT INTO samples (cell_id, step_index, step, workload, repetition, metric, value, unit, better,
-                        wall_s, user_s, sys_s, dev_read_bytes, dev_write_bytes, dev_read_ios, dev_write_ios, usage, info, ts, attempt)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                        wall_s, user_s, sys_s, dev_read_bytes, dev_write_bytes, dev_read_ios, dev_write_ios, usage, info, ts, attempt, kind)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
                     &[
                         cell.into(),
                         step.index.into(),
@@ -327,11 +352,49 @@ impl Store {
                         Json::Object(out.info.clone()).to_string().into(),
                         ts.as_str().into(),
                         step.attempt.into(),
+                        kind.as_str().into(),
+                    ],
+                )?;
+            }
+            if let Some(series) = &out.monitors {
+                db.execute(
+                    "INSERT INTO monitor_series (cell_id, step_index, step, repetition, attempt, series)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    &[
+                        cell.into(),
+                        step.index.into(),
+                        step.name.into(),
+                        step.repetition.into(),
+                        step.attempt.into(),
+                        serde_json::to_string(series).unwrap_or_default().into(),
                     ],
                 )?;
             }
             Ok(())
         })
+    }
+
+    /// Every monitor series of a run, in the order stored.
+    pub fn monitor_series(&self, run: i64) -> Result<Vec<SeriesRow>, StoreError> {
+        let rows = self.db().query(
+            "SELECT m.cell_id, m.step_index, m.step, m.repetition, m.attempt, m.series
+             FROM monitor_series m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1 ORDER BY m.id",
+            &[run.into()],
+        )?;
+        rows.into_iter()
+            .map(|r| {
+                let series = serde_json::from_str(&r.text(5))
+                    .map_err(|e| StoreError::BadSeries { cell: r.int(0), why: e.to_string() })?;
+                Ok(SeriesRow {
+                    cell_id: r.int(0),
+                    step_index: r.int(1),
+                    step: r.text(2),
+                    repetition: r.int(3),
+                    attempt: r.int(4),
+                    series,
+                })
+            })
+            .collect()
     }
 
     /// Long text a step produced, stored beside its cell.
@@ -458,23 +521,34 @@ impl Store {
         rows.iter().map(cell_row).collect()
     }
 
+    /// A run's results: the steps' own metrics, never the monitors'.
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
-        self.samples_where("c.run_id = ?1", run)
+        self.samples_where("c.run_id = ?1", run, MetricKind::Benchmark)
+    }
+
+    /// A run's monitor metrics: what the monitors saw, summarised per step.
+    pub fn monitor_samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
+        self.samples_where("c.run_id = ?1", run, MetricKind::Monitor)
     }
 
     /// One cell's samples so far (adaptive repetition reads them).
     pub fn cell_samples(&self, cell: i64) -> Result<Vec<SampleRow>, StoreError> {
-        self.samples_where("s.cell_id = ?1", cell)
+        self.samples_where("s.cell_id = ?1", cell, MetricKind::Benchmark)
     }
 
-    fn samples_where(&self, condition: &str, id: i64) -> Result<Vec<SampleRow>, StoreError> {
+    fn samples_where(&self, condition: &str, id: i64, kind: MetricKind) -> Result<Vec<SampleRow>, StoreError> {
+        // NULL: stored before the kind was, a result.
+        let of_kind = match kind {
+            MetricKind::Benchmark => "(s.kind IS NULL OR s.kind = ?2)",
+            MetricKind::Monitor => "s.kind = ?2",
+        };
         let rows = self.db().query(
             &format!(
                 "SELECT s.cell_id, s.step_index, s.step, s.workload, s.repetition, s.metric, s.value, s.unit, s.better,
                         s.dev_read_bytes, s.dev_write_bytes, s.info, s.attempt, s.wall_s
-                 FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} ORDER BY s.id"
+                 FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {condition} AND {of_kind} ORDER BY s.id"
             ),
-            &[id.into()],
+            &[id.into(), kind.as_str().into()],
         )?;
         Ok(rows
             .into_iter()
@@ -493,6 +567,7 @@ impl Store {
                 info: r.json(11),
                 attempt: r.opt_int(12),
                 wall_s: r.opt_real(13),
+                kind,
             })
             .collect())
     }
@@ -565,6 +640,10 @@ mod tests {
             &output(412.5),
         )
         .unwrap();
+        let monitored =
+            StepOutput { monitors: Some(Box::new(crate::monitors::summary::tests::series())), ..output(50.0) };
+        s.add_samples(c, &StepRef { index: 1, name: "r", workload: "seq_read", repetition: 1, attempt: 1 }, &monitored)
+            .unwrap();
         let mut info = serde_json::Map::new();
         info.insert("mkfs_command".into(), "mkfs.ext4 -F /dev/loop0".into());
         s.add_cell_info(c, "setup 1", &info).unwrap();
@@ -597,6 +676,18 @@ mod tests {
         let artifacts = s.artifacts(run).unwrap();
         assert_eq!((artifacts[0].cell_id, artifacts[0].name.as_str()), (c, "setup 1: fs_dump"));
         assert_eq!(s.kernel_log(run).unwrap(), [KernelLogRow { cell_id: c, host: "h1".into(), line: logged.clone() }]);
+        // The results alone in `samples`, the monitors' summaries apart, marked; the series as sent.
+        let results: Vec<(&str, i64)> = samples.iter().map(|x| (x.metric.as_str(), x.step_index)).collect();
+        assert_eq!(results, [("throughput", 0), ("throughput", 1)]);
+        assert!(samples.iter().all(|x| x.kind == MetricKind::Benchmark));
+        let monitors = s.monitor_samples(run).unwrap();
+        assert!(monitors.iter().all(|x| x.kind == MetricKind::Monitor && x.step_index == 1), "{monitors:?}");
+        let util = monitors.iter().find(|x| x.metric == "%util loop3").expect("a %util summary");
+        assert_eq!((util.value, util.unit.as_str()), (90.0, "%"));
+        let series = s.monitor_series(run).unwrap();
+        assert_eq!(series.len(), 1, "only the monitored step has a series");
+        assert_eq!((series[0].cell_id, series[0].step_index, series[0].repetition, series[0].attempt), (c, 1, 1, 1));
+        assert_eq!(series[0].series, crate::monitors::summary::tests::series());
 
         // Export, import into another database (twice into the same: refused), export again: equal but for ids.
         let doc = s.export_run(run).unwrap();
@@ -611,7 +702,7 @@ mod tests {
         let again = other.export_run(imported).unwrap();
         let strip = |mut d: Json| {
             d["run"]["id"] = Json::Null;
-            for k in ["hosts", "cells", "samples", "artifacts", "attempts", "kernel_log"] {
+            for k in ["hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series"] {
                 for row in d[k].as_array_mut().unwrap() {
                     for id in ["id", "run_id", "cell_id"] {
                         if row.get(id).is_some() {
@@ -628,6 +719,10 @@ mod tests {
         assert_eq!((attempts.len(), attempts[0].hosts.as_slice()), (1, &["h1".to_string(), "h0".into()][..]));
         assert_eq!(other.artifacts(imported).unwrap()[0].content, "Filesystem volume name:   <none>\n");
         assert_eq!(other.kernel_log(imported).unwrap()[0].line, logged, "the kernel log goes with the run");
+        let moved = other.monitor_series(imported).unwrap();
+        assert_eq!(moved[0].series, series[0].series, "the series travels with the run");
+        assert_eq!(moved[0].cell_id, other.cells(imported).unwrap()[0].id, "renumbered to the imported cell");
+        assert_eq!(other.monitor_samples(imported).unwrap().len(), monitors.len(), "and its summaries, still marked");
         let doc_cell_id = |d: &Json| d["cells"][0]["id"].clone();
         let mut broken = doc;
         broken["samples"][0]["cell_id"] = serde_json::json!(999);

@@ -129,6 +129,21 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
         text TEXT NOT NULL
     );
     CREATE INDEX kernel_log_by_cell ON kernel_log (cell_id);",
+    // 7: monitors: what a sample is (`kind`: its step's result, or a summary
+    // of what the monitors saw, which is never judged; NULL before this is
+    // a result), and each measured step's series as compact JSON, a row per
+    // step, repetition and attempt.
+    "ALTER TABLE samples ADD COLUMN kind TEXT;
+    CREATE TABLE monitor_series (
+        id INTEGER PRIMARY KEY,
+        cell_id INTEGER NOT NULL REFERENCES cells(id),
+        step_index INTEGER NOT NULL,
+        step TEXT NOT NULL,
+        repetition INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        series TEXT NOT NULL
+    );
+    CREATE INDEX monitor_series_by_cell ON monitor_series (cell_id);",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -249,6 +264,17 @@ pub const PG_MIGRATIONS: &[&str] = &[
         text TEXT NOT NULL
     );
     CREATE INDEX kernel_log_by_cell ON kernel_log (cell_id);",
+    "ALTER TABLE samples ADD COLUMN kind TEXT;
+    CREATE TABLE monitor_series (
+        id BIGSERIAL PRIMARY KEY,
+        cell_id BIGINT NOT NULL REFERENCES cells(id),
+        step_index BIGINT NOT NULL,
+        step TEXT NOT NULL,
+        repetition BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        series TEXT NOT NULL
+    );
+    CREATE INDEX monitor_series_by_cell ON monitor_series (cell_id);",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

@@ -68,6 +68,7 @@ pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
         teardown: vec![],
         unsupported: None,
         fresh: crate::playbook::Fresh::Cell,
+        monitor: None,
         devices: vec![],
     }
 }
@@ -109,5 +110,6 @@ pub fn sample_row(cell_id: i64, repetition: i64, metric: &str, value: f64) -> su
         info: None,
         attempt: Some(1),
         wall_s: None,
+        kind: crate::monitors::MetricKind::Benchmark,
     }
 }

@@ -1,6 +1,6 @@
 //! `benchrig export RUN` and `benchrig import FILE`: a run with everything
 //! stored about it (hosts and their facts, cells, every sample) as one JSON
-//! document (with its attempts), so a lab's runners can merge their results into one database.
+//! document (with its attempts and monitor series), so a lab's runners can merge their results into one database.
 //!
 //! Rows travel as column → value maps, so a column added by a later
 //! migration travels too; ids are renumbered on import.
@@ -72,6 +72,7 @@ impl Store {
             "artifacts": rows(db, "artifacts", "SELECT a.* FROM artifacts a JOIN cells c ON c.id = a.cell_id WHERE c.run_id = ?1 ORDER BY a.id", run)?,
             "attempts": rows(db, "attempts", "SELECT * FROM attempts WHERE run_id = ?1 ORDER BY attempt", run)?,
             "kernel_log": rows(db, "kernel_log", "SELECT k.* FROM kernel_log k JOIN cells c ON c.id = k.cell_id WHERE c.run_id = ?1 ORDER BY k.id", run)?,
+            "monitor_series": rows(db, "monitor_series", "SELECT m.* FROM monitor_series m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1 ORDER BY m.id", run)?,
         }))
     }
 
@@ -91,6 +92,8 @@ impl Store {
         let attempts = doc["attempts"].as_array().cloned().unwrap_or_default();
         // And from before the kernel log was.
         let kernel_log = doc["kernel_log"].as_array().cloned().unwrap_or_default();
+        // And from before monitors were.
+        let series = doc["monitor_series"].as_array().cloned().unwrap_or_default();
         statuses_known(run, &hosts, &cells, &attempts).map_err(|why| bad(&why))?;
         let mut db = self.db();
         let existing = db.query_one(
@@ -119,7 +122,12 @@ impl Store {
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
             }
-            for (table, items) in [("samples", &samples), ("artifacts", &artifacts), ("kernel_log", &kernel_log)] {
+            for (table, items) in [
+                ("samples", &samples),
+                ("artifacts", &artifacts),
+                ("kernel_log", &kernel_log),
+                ("monitor_series", &series),
+            ] {
                 for s in items {
                     let mut s =
                         s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
