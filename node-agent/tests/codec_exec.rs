@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-use common::require_root;
+use common::{require_root, Loop};
 
 struct Host {
     st: HostState,
@@ -291,22 +291,7 @@ fn exec_does_not_wait_forever_for_what_the_command_left_running() {
 /// losetup's search for a free device races with a parallel one: one test at a time.
 static LOOPS: Mutex<()> = Mutex::new(());
 
-/// A loop device over a sparse file, detached on drop.
-struct Loop {
-    dev: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 impl Loop {
-    fn new(mib: u64) -> Loop {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let img = dir.path().join("disk.img");
-        std::fs::File::create(&img).unwrap().set_len(mib << 20).unwrap();
-        let out = std::process::Command::new("losetup").args(["--find", "--show"]).arg(&img).output().unwrap();
-        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
-        Loop { dev: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()), _dir: dir }
-    }
-
     fn head(&self, n: usize) -> Vec<u8> {
         let mut f = std::fs::File::open(&self.dev).unwrap();
         let mut v = vec![0u8; n];
@@ -323,12 +308,6 @@ impl Loop {
 
     fn kernel_name(&self) -> String {
         self.dev.file_name().unwrap().to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.dev).status();
     }
 }
 

@@ -11,31 +11,8 @@ use benchrig_agent::sysfs::SysView;
 use benchrig_wire::monitor::MonitorConfig;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
 use benchrig_wire::steps::{Action, StepOutput};
-use std::path::PathBuf;
+use common::Loop;
 use std::sync::atomic::AtomicBool;
-
-/// A loop device over a sparse file under /var/tmp, detached on drop.
-struct Loop {
-    dev: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Loop {
-    fn new(mib: u64) -> Loop {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let img = dir.path().join("disk.img");
-        std::fs::File::create(&img).unwrap().set_len(mib << 20).unwrap();
-        let out = std::process::Command::new("losetup").args(["--find", "--show"]).arg(&img).output().unwrap();
-        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
-        Loop { dev: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()), _dir: dir }
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
 
 fn step(st: &mut HostState, monitor: Option<MonitorConfig>, action: &str, args: serde_json::Value) -> StepOutput {
     let action = Action::from_parts(action, args.clone()).unwrap();
