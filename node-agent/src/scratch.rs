@@ -68,6 +68,30 @@ pub fn expand_home(path: &str) -> PathBuf {
     }
 }
 
+/// The session's block devices, as the kernel names them: its scratch
+/// devices and their partitions, the loop devices over its images, and
+/// every device under what it mounted.
+pub fn session_devices(st: &HostState) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in &st.scratch {
+        let path = expand_home(&s.path);
+        match s.kind {
+            benchrig_wire::scratch::ScratchKind::Block => {
+                if let Ok((d, _)) = st.view.resolve_block(&path) {
+                    out.extend(st.view.partitions(&d.name));
+                    out.push(d.name);
+                }
+            }
+            benchrig_wire::scratch::ScratchKind::Image => out.extend(st.view.loops_backed_by(&path)),
+            benchrig_wire::scratch::ScratchKind::Directory => {}
+        }
+    }
+    out.extend(st.mounted.iter().flat_map(|m| m.devices.iter().cloned()));
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A device entry's block device (an image's attached loop device): what
 /// reading it needs. A directory entry is no block device, and is refused
 /// as one; callers that have a better word for it say it first.

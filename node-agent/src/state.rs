@@ -70,30 +70,6 @@ impl HostState {
         }
     }
 
-    /// The session's block devices, as the kernel names them: its scratch
-    /// devices and their partitions, the loop devices over its images, and
-    /// every device under what it mounted.
-    pub fn session_devices(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for s in &self.scratch {
-            let path = crate::scratch::expand_home(&s.path);
-            match s.kind {
-                benchrig_wire::scratch::ScratchKind::Block => {
-                    if let Ok((d, _)) = self.view.resolve_block(&path) {
-                        out.extend(self.view.partitions(&d.name));
-                        out.push(d.name);
-                    }
-                }
-                benchrig_wire::scratch::ScratchKind::Image => out.extend(self.view.loops_backed_by(&path)),
-                benchrig_wire::scratch::ScratchKind::Directory => {}
-            }
-        }
-        out.extend(self.mounted.iter().flat_map(|m| m.devices.iter().cloned()));
-        out.sort();
-        out.dedup();
-        out
-    }
-
     /// What the kernel logged since the last call (or the session's
     /// start) that concerns this session's `devices` (see `kmsg`).
     pub fn kernel_log(&mut self, devices: &[String]) -> Result<benchrig_wire::kernel_log::KernelLog, String> {

@@ -7,7 +7,7 @@ use benchrig_wire::steps::{StepOutput, UnmountArgs};
 /// read after the unmounts so their own errors count, for the devices the
 /// session had before them.
 pub fn run(st: &mut HostState, args: &UnmountArgs) -> Result<StepOutput, AgentError> {
-    let devices = args.device.is_none().then(|| st.session_devices());
+    let devices = args.device.is_none().then(|| crate::scratch::session_devices(st));
     let released = st.release(args.device.as_deref()).map_err(AgentError::failed)?;
     let mut out = StepOutput::default();
     out.info.insert("released".into(), released.into());
