@@ -1027,7 +1027,8 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
     // Verdicts are read on the declared metric: the `time` exec adds is the
     // wall time of one `echo`, which swings several-fold with the machine's
     // load (a real difference, but not this test's).
-    // The metric is the fifth column (host, play, cell, step, metric), the verdict the last.
+    // The metric is the fifth column (host, play, cell, step, metric), the
+    // verdict the one the header calls VERDICT (every cell holds a word or "-").
     let verdict = |text: &str, md: bool| -> String {
         let cols = |l: &str| -> Vec<String> {
             if md {
@@ -1036,8 +1037,10 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
                 l.split("  ").map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()
             }
         };
+        let header = text.lines().map(cols).find(|c| c.first().map(String::as_str) == Some("HOST"));
+        let at = header.and_then(|h| h.iter().position(|c| c == "VERDICT")).unwrap_or_else(|| panic!("{text}"));
         let row = text.lines().map(cols).find(|c| c.get(4).map(String::as_str) == Some("speed"));
-        row.and_then(|c| c.last().cloned()).unwrap_or_else(|| panic!("no speed row in {text}"))
+        row.and_then(|c| c.get(at).cloned()).unwrap_or_else(|| panic!("no speed row in {text}"))
     };
     let out = b.run(&["compare", "base", "slower", "--fail-on-regression", "--threshold", "5"]);
     assert_eq!(out.status.code(), Some(3), "a 20% drop must fail the job");
@@ -1414,8 +1417,11 @@ fn the_html_report_is_one_file_with_a_chart_per_metric() {
     }
     // `noise` is the one numeric axis: a line chart per metric (speed, time), each an SVG with
     // a path per host series, and error bars; the warning list names the noisy cell.
-    let svgs: Vec<&str> = html.split("<svg").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+    // The monitors' timelines follow the play's table, under their own heading.
+    let (charts, monitors) = html.split_once("<h4>What the monitors saw</h4>").expect("the steps were monitored");
+    let svgs: Vec<&str> = charts.split("<svg").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
     assert_eq!(svgs.len(), 2, "{html}");
+    assert!(monitors.contains("measure: repetition 1 over time") && monitors.contains("<svg"), "{monitors}");
     let x_label = regex::Regex::new(r"<text[^>]*>\s*noise\s*</text>").unwrap();
     for svg in &svgs {
         assert!(svg.contains("<polyline") || svg.contains("<path"), "no line drawn");

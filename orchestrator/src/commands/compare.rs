@@ -86,8 +86,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     Ok(if args.fail_on_regression && regressed { exit_code::REGRESSED } else { exit_code::OK })
 }
 
-const HEADER: [&str; 11] =
-    ["HOST", "PLAY", "CELL", "STEP", "METRIC", "BASE", "NEW", "CHANGE", "RATIO CI95", "P", "VERDICT"];
+/// MONITORS is what NEW's monitors saw of a changed metric's step against
+/// BASE's: a column of its own, so VERDICT stays one word a script can read.
+const HEADER: [&str; 12] =
+    ["HOST", "PLAY", "CELL", "STEP", "METRIC", "BASE", "NEW", "CHANGE", "RATIO CI95", "P", "VERDICT", "MONITORS"];
 
 fn cells(r: &Row) -> Vec<String> {
     let mean = |s: &Option<crate::stats::Summary>| {
@@ -108,11 +110,6 @@ fn cells(r: &Row) -> Vec<String> {
         Some(note) => format!("{verdict} ({note})"),
         None => verdict,
     };
-    // What the step's monitors saw, beside the verdict it explains.
-    let verdict = match &r.monitors {
-        Some(m) => format!("{verdict}: {m}"),
-        None => verdict,
-    };
     vec![
         r.host.clone(),
         r.play.clone(),
@@ -125,6 +122,7 @@ fn cells(r: &Row) -> Vec<String> {
         ci,
         p,
         verdict,
+        r.monitors.clone().unwrap_or_else(|| "-".into()),
     ]
 }
 

@@ -23,6 +23,8 @@ pub const CPU_BUSY_SHARE: f64 = 0.9;
 pub const WRITEBACK_KB: f64 = 4096.0;
 /// A figure that moved less than this (relative) is not worth naming.
 pub const CHANGE_SHARE: f64 = 0.10;
+/// A share (%util, CPU, stalls) that moved less than this many points is not worth naming.
+pub const CHANGE_POINTS: f64 = 5.0;
 /// At most this many changes are named.
 const MAX_CHANGES: usize = 3;
 
@@ -100,6 +102,26 @@ fn shown(x: &MonitorMetric, several_devices: bool) -> String {
     }
 }
 
+/// How a figure moved from `base` to `new`, worth naming: its weight
+/// among the changes and how it reads. A share (%) moves in points, or
+/// user+sys 1% → 4% would read "+300%"; memory below 1 MiB and throughput
+/// below 0.05 MB/s at both ends is too little to matter.
+fn change(unit: &str, base: f64, new: f64) -> Option<(f64, String)> {
+    match unit {
+        "%" => {
+            let points = new - base;
+            (points.abs() >= CHANGE_POINTS)
+                .then(|| (points.abs() / base.abs().max(10.0), format!("{base:.0}→{new:.0}%")))
+        }
+        "kB" if base.abs().max(new.abs()) < 1024.0 => None,
+        "MB/s" if base.abs().max(new.abs()) < 0.05 => None,
+        _ => {
+            let rel = (base != 0.0).then(|| (new - base) / base.abs())?;
+            (rel.abs() >= CHANGE_SHARE).then(|| (rel.abs(), format!("{:+.0}%", rel * 100.0)))
+        }
+    }
+}
+
 /// The short explanation of `new` (against `base` when there is one), or
 /// `None` when the monitors have nothing to say.
 pub fn explain(new: &[MonitorMetric], base: Option<&[MonitorMetric]>, cpu_share_pct: f64) -> Option<String> {
@@ -111,12 +133,11 @@ pub fn explain(new: &[MonitorMetric], base: Option<&[MonitorMetric]>, cpu_share_
             .filter(|x| x.figure != Figure::Util)
             .filter_map(|x| {
                 let b = base.iter().find(|b| b.figure == x.figure && b.device == x.device)?;
-                let rel = (b.value != 0.0).then(|| (x.value - b.value) / b.value.abs())?;
                 let name = match (&x.device, several) {
                     (Some(d), true) => format!("{} {d}", x.figure.name()),
                     _ => x.figure.name().to_string(),
                 };
-                (rel.abs() >= CHANGE_SHARE).then(|| (rel.abs(), format!("{name} {:+.0}%", rel * 100.0)))
+                change(x.figure.unit(), b.value, x.value).map(|(score, text)| (score, format!("{name} {text}")))
             })
             .collect();
         changes.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -270,6 +291,15 @@ mod tests {
             "sdb: %util 99%, wMB/s 100.0, w_await 14.0 ms; CPU user+sys 7%, iowait 48%; Dirty_max 2 MiB → disk-bound"
         );
         assert_eq!(headline(&[], 100.0), None);
+    }
+
+    #[test]
+    fn shares_move_in_points_and_small_amounts_are_not_named() {
+        let base = [m(Figure::CpuSys, None, 1.0), m(Figure::DirtyMax, None, 200.0), m(Figure::CpuIowait, None, 10.0)];
+        let new = [m(Figure::CpuSys, None, 4.0), m(Figure::DirtyMax, None, 500.0), m(Figure::CpuIowait, None, 40.0)];
+        assert_eq!(explain(&new, Some(&base), 100.0).unwrap(), "%iowait 10→40%", "sys +3 points and 0.5 MiB are noise");
+        let more = [m(Figure::DirtyMax, None, 4096.0)];
+        assert_eq!(explain(&more, Some(&[m(Figure::DirtyMax, None, 1024.0)]), 100.0).unwrap(), "Dirty_max +300%");
     }
 
     #[test]
