@@ -643,8 +643,14 @@ impl TryFrom<FioArgsUnchecked> for FioArgs {
             job_file: u.job_file,
             job_text: u.job_text,
         };
-        if a.dir.is_empty() || a.dir.starts_with('/') || a.dir.split('/').any(|c| c == "..") {
-            return Err(format!("`dir` ({:?}) is a directory under the target: relative, without `..`", a.dir));
+        // fio reads `directory` as a `:`-separated list and expands `$`: a
+        // plain relative path only, or a part could name another place.
+        let plain = a.dir.chars().all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c));
+        if a.dir.is_empty() || !plain || a.dir.starts_with('/') || a.dir.split('/').any(|c| c == "..") {
+            return Err(format!(
+                "`dir` ({:?}) is a directory under the target: relative, without `..`, of letters, digits and `._-/`",
+                a.dir
+            ));
         }
         a.job()?;
         Ok(a)

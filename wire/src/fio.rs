@@ -60,7 +60,15 @@ const REFUSED: &[(&str, &str)] = &[
     ("include", "a job file may not include another: benchrig checks every option it runs"),
     ("exec_prerun", "fio runs no commands here; use an `exec` step"),
     ("exec_postrun", "fio runs no commands here; use an `exec` step"),
+    ("ioscheduler", "fio would switch the device's scheduler and leave it so; use the play's `tune: {scheduler: …}`, which restores it"),
+    ("replay_redirect", "a replay goes to the job's own files, never to another device"),
+    ("read_iolog", "an I/O log names the files it replays, which benchrig cannot check; name files with `filename`"),
+    ("cgroup", "fio would make cgroups of its own; the host's limits are the lab's"),
 ];
+
+/// `ioengine` values that run something other than fio's own I/O.
+const REFUSED_ENGINES: &[(&str, &str)] =
+    &[("exec", "fio runs no commands here; use an `exec` step"), ("external", "fio loads no engine from a file here")];
 
 /// Options naming paths fio writes (or reads) under `directory` or its
 /// working directory: relative, never with `..`.
@@ -69,7 +77,6 @@ const PATHS: &[&str] = &[
     "filename_format",
     "opendir",
     "write_iolog",
-    "read_iolog",
     "write_bw_log",
     "write_lat_log",
     "write_iops_log",
@@ -95,9 +102,31 @@ pub fn check_option(name: &str, value: Option<&str>) -> Result<(), String> {
     if value.contains(['\n', '\r']) {
         return Err(format!("fio option `{name}`: a value is one line"));
     }
-    if PATHS.contains(&name) {
+    // fio replaces `${VAR}` with the environment's VAR in every value, which
+    // no check here could follow (`filename=${HOME}/x`).
+    if value.contains("${") {
+        return Err(format!(
+            "fio option `{name}={value}`: `${{…}}` is fio's environment substitution; write the value out"
+        ));
+    }
+    if name == "ioengine" {
+        let engine = value.split(':').next().unwrap_or_default();
+        if let Some((_, why)) = REFUSED_ENGINES.iter().find(|(e, _)| *e == engine) {
+            return Err(format!("fio `ioengine={value}` is refused: {why}"));
+        }
+    }
+    // `mem=mmap:FILE` / `mmaphuge:FILE` back the buffers with a file.
+    let paths: Option<&str> = match name {
+        "mem" | "iomem" => value.split_once(':').map(|(_, file)| file),
+        n if PATHS.contains(&n) => Some(value),
+        _ => None,
+    };
+    if let Some(paths) = paths {
+        if paths.contains('$') {
+            return Err(format!("fio option `{name}={value}`: a path with `$` is expanded by fio; write it out"));
+        }
         // fio splits `filename` at `:`; every part is a path.
-        for part in value.split(':') {
+        for part in paths.split(':') {
             if part.starts_with('/') {
                 return Err(format!(
                     "fio option `{name}={value}`: `{part}` is absolute; paths are relative to the target's directory \
@@ -303,8 +332,19 @@ mod tests {
         assert!(refused("size=1M\n[x]\n").contains("line 1: an option before any section"));
         assert!(refused("[global]\nsize=1M\n").contains("at least one job"));
         assert!(refused("[bad name]\n").contains("not a fio name"));
-        // Relative names stay under the directory.
-        assert!(FioJob::parse("[x]\nfilename=a/b:c\nwrite_lat_log=lat\n").is_ok());
+        // fio's environment substitution, engines and options that reach elsewhere.
+        assert!(refused("[x]\nfilename=${HOME}/x\n").contains("environment substitution"));
+        assert!(refused("[x]\nrw=${RW}\n").contains("environment substitution"));
+        assert!(refused("[x]\nwrite_bw_log=$HOME/bw\n").contains("with `$`"));
+        assert!(refused("[x]\nioengine=exec\nprogram=/bin/sh\n").contains("runs no commands"));
+        assert!(refused("[x]\nioengine=external:/tmp/e.so\n").contains("loads no engine"));
+        assert!(refused("[x]\nmem=mmap:/dev/shm/buf\n").contains("`/dev/shm/buf` is absolute"));
+        assert!(refused("[x]\nioscheduler=none\n").contains("tune: {scheduler"));
+        assert!(refused("[x]\nread_iolog=trace\n").contains("`read_iolog` is refused"));
+        assert!(refused("[x]\nreplay_redirect=/dev/sda\n").contains("refused"));
+        // Relative names stay under the directory; fio's own `$` keywords stay usable.
+        assert!(FioJob::parse("[x]\nfilename=a/b:c\nwrite_lat_log=lat\nmem=mmap:buf\nioengine=psync\n").is_ok());
+        assert!(FioJob::parse("[x]\nsize=$mb_memory/4\n").is_ok());
         // A mapping cannot smuggle a section or a line in.
         let mut jobs = IndexMap::new();
         jobs.insert("x".to_string(), opts(&[("rw", FioValue::Text("read\n[y]".into()))]));
@@ -341,6 +381,11 @@ mod tests {
         );
         assert!(refused(json!({"job_text": "[r]\ndirectory=/\n"})).contains("refused"));
         assert!(refused(json!({"jobs": {"r": {}}, "dir": "../x"})).contains("`dir`"));
+        // fio reads `directory` as a `:` list and expands `$`; a newline would add an option.
+        for dir in ["x:/etc", "x\ndirectory=/etc", "${HOME}", "a b"] {
+            assert!(refused(json!({"jobs": {"r": {}}, "dir": dir})).contains("`dir`"), "{dir:?}");
+        }
+        assert!(build(json!({"jobs": {"r": {}}, "dir": "fio/run-1.a"})).is_ok());
         assert!(refused(json!({"jobs": {"r": {}}, "bogus": 1})).contains("bogus"));
         assert_eq!(
             Action::arg_names("fio"),

@@ -28,7 +28,8 @@ const STDOUT_KEEP: usize = 16 << 20;
 /// The completion-latency percentiles reported, as fio keys them, and their names.
 const PERCENTILES: [(&str, &str); 3] = [("50.000000", "p50"), ("99.000000", "p99"), ("99.900000", "p99_9")];
 /// The directions a job reports.
-const DIRECTIONS: [&str; 3] = ["read", "write", "trim"];
+/// fio's directions in its JSON; `mixed` is all of them as one, under `unified_rw_reporting=mixed`.
+const DIRECTIONS: [&str; 4] = ["read", "write", "trim", "mixed"];
 
 pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutput, AgentError> {
     let job = match args.job().map_err(|e| AgentError::bad_request(format!("fio: {e}")))? {
@@ -260,6 +261,15 @@ mod tests {
         let m = r.metrics.iter().find(|m| m.name == "mixed.read.bw").unwrap();
         assert_eq!((m.unit.as_str(), m.better), ("MB/s", Better::Higher));
         assert!(r.steady_state.is_empty());
+    }
+
+    #[test]
+    fn unified_reporting_gives_the_mixed_direction() {
+        let text = include_str!("../../tests/data/fio/unified.json");
+        let (doc, _) = document(text).unwrap();
+        let r = Report::walk(&doc, false).unwrap();
+        assert_eq!(value(&r, "rw.mixed.iops"), doc["jobs"][0]["mixed"]["iops"].as_f64().unwrap());
+        assert!(!r.metrics.iter().any(|m| m.name.starts_with("rw.read")), "fio reported no read apart");
     }
 
     #[test]
