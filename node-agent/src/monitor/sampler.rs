@@ -26,6 +26,14 @@ use std::time::{Duration, Instant};
 /// Below this an interval would cost more than the step it watches.
 pub const MIN_INTERVAL_MS: u64 = 10;
 
+/// At most this many entries: the series goes back in the step's reply,
+/// one frame of at most 16 MiB, and a reply too large to send would lose
+/// the step's result. A series that reaches it is rebuilt from every other
+/// reading (exact for counters: an entry then spans two intervals; a level
+/// such as Dirty is the one at the kept reading) and sampled half as often.
+/// 2048 entries of a few devices are well under 2 MB.
+pub const MAX_ENTRIES: usize = 2048;
+
 pub struct Sampler {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<MonitorSeries>>,
@@ -36,11 +44,18 @@ impl Sampler {
     /// sample every interval from here on. `proc_` is /proc (a fake tree in
     /// tests), `devices` kernel names as in `/proc/diskstats`.
     pub fn start(proc_: &Path, devices: &[String], cfg: MonitorConfig) -> Sampler {
+        Self::start_capped(proc_, devices, cfg, MAX_ENTRIES)
+    }
+
+    /// [`Self::start`] with at most `max_entries` (even, at least 2).
+    fn start_capped(proc_: &Path, devices: &[String], cfg: MonitorConfig, max_entries: usize) -> Sampler {
         let mut r = Reader::new(proc_, devices);
         let first = r.read(None);
         let interval = Duration::from_millis(cfg.interval_ms.max(MIN_INTERVAL_MS));
         let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new().name("monitor".into()).spawn(move || run(r, first, interval, rx)).ok();
+        let max = max_entries.max(2) & !1;
+        let thread =
+            std::thread::Builder::new().name("monitor".into()).spawn(move || run(r, first, interval, rx, max)).ok();
         Sampler { stop: Some(tx), thread }
     }
 
@@ -61,25 +76,34 @@ impl Drop for Sampler {
     }
 }
 
-fn run(mut r: Reader, first: Snapshot, interval: Duration, stop: mpsc::Receiver<()>) -> MonitorSeries {
-    let mut b = Builder::new(&r, &first, interval);
-    let mut prev = first;
-    let mut k = 1u32;
+fn run(mut r: Reader, first: Snapshot, base: Duration, stop: mpsc::Receiver<()>, max: usize) -> MonitorSeries {
+    let mut b = Builder::new(&r, &first, base);
+    // The readings at the entries' ends, the first included: what a
+    // coarser series is rebuilt from.
+    let mut readings = vec![first];
+    // Ticks at start + k·base, every `stride`-th, so a slow reading does not shift the rest.
+    let (mut k, mut stride) = (1u32, 1u32);
     loop {
-        // Ticks at start + k·interval, so a slow reading does not shift the rest.
-        let due = b.start + interval * k;
+        let due = b.start + base * k;
         let wait = due.saturating_duration_since(Instant::now());
         let last = !matches!(stop.recv_timeout(wait), Err(mpsc::RecvTimeoutError::Timeout));
-        let cur = r.read(Some(&prev));
-        b.push(&prev, &cur);
-        prev = cur;
+        let prev = readings.last().expect("the first reading");
+        let cur = r.read(Some(prev));
+        b.push(prev, &cur);
+        readings.push(cur);
+        if readings.len() > max {
+            // Every other reading, the first and the last among them (`max` is even).
+            readings = readings.into_iter().step_by(2).collect();
+            stride *= 2;
+            b.rebuild(&readings, base * stride);
+        }
         if last {
             return b.series;
         }
-        k += 1;
+        k += stride;
         // A reading that took longer than an interval skips the ticks it missed.
-        while b.start + interval * k <= Instant::now() {
-            k += 1;
+        while b.start + base * k <= Instant::now() {
+            k += stride;
         }
     }
 }
@@ -178,6 +202,24 @@ impl Builder {
             ..Default::default()
         };
         Builder { start: first.at, series, devices }
+    }
+
+    /// The same series from `readings` alone, at `interval`.
+    fn rebuild(&mut self, readings: &[Snapshot], interval: Duration) {
+        let s = &self.series;
+        self.series = MonitorSeries {
+            interval_ms: interval.as_millis() as u64,
+            devices: s
+                .devices
+                .iter()
+                .map(|d| DeviceSeries { device: d.device.clone(), ..Default::default() })
+                .collect(),
+            pressure: s.pressure.as_ref().map(|_| PressureSeries::default()),
+            ..Default::default()
+        };
+        for w in readings.windows(2) {
+            self.push(&w[0], &w[1]);
+        }
     }
 
     fn push(&mut self, p: &Snapshot, c: &Snapshot) {
@@ -279,6 +321,34 @@ mod tests {
         let r = &series.devices[0].r_s;
         assert_eq!(r.iter().filter(|&&x| x > 0.0).count(), 1, "one interval saw the reads: {r:?}");
         assert_eq!(series.pressure.as_ref().map(|p| p.io_some_pct.len()), Some(series.t.len()));
+    }
+
+    #[test]
+    fn a_series_at_its_cap_goes_on_at_half_the_rate_and_keeps_every_count() {
+        let dir = tempfile::tempdir().unwrap();
+        fake_proc(dir.path(), true);
+        let s = Sampler::start_capped(dir.path(), &["loop0".to_string()], MonitorConfig { interval_ms: 10 }, 8);
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/monitor/x86_64-6.18");
+        std::thread::sleep(Duration::from_millis(150));
+        std::fs::copy(src.join("diskstats.2"), dir.path().join("diskstats")).unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        let series = s.finish().unwrap();
+        assert!(series.t.len() <= 8 && series.t.len() >= 4, "{:?}", series.t);
+        assert!(series.interval_ms >= 40, "coarser at least twice: {} ms", series.interval_ms);
+        assert!(series.t.windows(2).all(|w| w[0] < w[1]), "{:?}", series.t);
+        let d = &series.devices[0];
+        assert_eq!((d.r_s.len(), series.cpu.user_pct.len()), (series.t.len(), series.t.len()));
+        // The reads between the two captures are in the series, all of them: the
+        // rates times each entry's length add up to the captures' difference.
+        let reads = |f: &str| {
+            let text = std::fs::read_to_string(src.join(f)).unwrap();
+            let l = text.lines().find(|l| l.split_whitespace().nth(2) == Some("loop0")).unwrap();
+            l.split_whitespace().nth(3).unwrap().parse::<f64>().unwrap()
+        };
+        let lengths: Vec<f64> = std::iter::once(series.t[0]).chain(series.t.windows(2).map(|w| w[1] - w[0])).collect();
+        let counted: f64 = d.r_s.iter().zip(&lengths).map(|(r, s)| r * s).sum();
+        let want = reads("diskstats.2") - reads("diskstats.1");
+        assert!(want > 0.0 && (counted - want).abs() < 1e-6 * want.max(1.0), "{counted} of {want} reads");
     }
 
     #[test]

@@ -23,8 +23,9 @@ use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Better, Metric, StepOutput};
 use serde_json::{json, Value};
 
-/// fio's JSON for a few jobs is tens of KB; this bounds a runaway.
-const STDOUT_KEEP: usize = 16 << 20;
+/// fio's JSON for a few jobs is tens of KB; this bounds a runaway, well
+/// under the 16 MiB frame its reply travels in (escaped, with monitors).
+const STDOUT_KEEP: usize = 4 << 20;
 /// The completion-latency percentiles reported, as fio keys them, and their names.
 const PERCENTILES: [(&str, &str); 3] = [("50.000000", "p50"), ("99.000000", "p99"), ("99.900000", "p99_9")];
 /// The directions a job reports.
