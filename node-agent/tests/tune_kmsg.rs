@@ -104,6 +104,34 @@ fn tune_sets_a_devices_read_ahead_and_the_release_that_ends_the_visit_restores_i
     assert!(out.info.contains_key("kernel_log"), "{:?}", out.info);
 }
 
+/// A scheduler switch resets the queue's nr_requests (the kernel sizes it
+/// for the new scheduler): restoring the scheduler alone would leave it at
+/// the kernel's default, not the host's own value.
+#[test]
+fn a_tuned_scheduler_is_restored_with_the_nr_requests_it_reset() {
+    require_root("it attaches loop devices and tunes one");
+    let disk = Disk::new(None);
+    let q = format!("/sys/class/block/{}/queue", disk.name());
+    sh(&format!("echo none > {q}/scheduler; echo 32 > {q}/nr_requests"));
+    let mut st = host(&disk);
+    let out =
+        run(&mut st, serde_json::json!({"action": "tune", "args": {"scheduler": "mq-deadline", "devices": ["d"]}}))
+            .unwrap();
+    assert!(sh(&format!("cat {q}/scheduler")).contains("[mq-deadline]"));
+    assert_ne!(sh(&format!("cat {q}/nr_requests")), "32", "the kernel reset it with the switch");
+    assert_eq!(out.info["tune"].as_array().map(Vec::len), Some(1), "the guard is not shown as applied: {:?}", out.info);
+    run(&mut st, serde_json::json!({"action": "unmount", "args": {}})).unwrap();
+    assert!(sh(&format!("cat {q}/scheduler")).contains("[none]"));
+    assert_eq!(sh(&format!("cat {q}/nr_requests")), "32", "the host's own nr_requests is back");
+    // Both asked for: the scheduler goes first, so the nr_requests asked for is the one in effect.
+    run(&mut st, serde_json::json!({"action": "tune", "args": {"scheduler": "mq-deadline", "nr_requests": 32, "devices": ["d"]}}))
+        .unwrap();
+    assert_eq!(sh(&format!("cat {q}/nr_requests")), "32");
+    run(&mut st, serde_json::json!({"action": "unmount", "args": {}})).unwrap();
+    assert!(sh(&format!("cat {q}/scheduler")).contains("[none]"));
+    assert_eq!(sh(&format!("cat {q}/nr_requests")), "32");
+}
+
 #[test]
 fn an_io_error_during_the_visit_is_in_its_release_for_the_sessions_device() {
     require_root("it mounts a tmpfs and attaches loop devices");

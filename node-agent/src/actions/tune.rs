@@ -22,6 +22,10 @@ pub struct Write {
     pub path: PathBuf,
     pub value: String,
     pub previous: String,
+    /// Written only to be restored after a later write that changes it too:
+    /// a scheduler switch resets the queue's `nr_requests`, so its value
+    /// goes in before the scheduler and comes back after it.
+    pub guard: bool,
 }
 
 pub fn run(st: &mut HostState, args: &TuneArgs) -> Result<StepOutput, AgentError> {
@@ -62,12 +66,12 @@ fn offered(setting: &str, value: &str, words: &str, path: &Path) -> Result<(), A
 pub fn plan(st: &HostState, args: &TuneArgs) -> Result<Vec<Write>, AgentError> {
     let view = &st.view;
     let mut out: Vec<Write> = Vec::new();
-    let mut add = |setting: String, path: PathBuf, value: String, choice: bool| -> Result<(), AgentError> {
+    let add = |out: &mut Vec<Write>, setting: String, path: PathBuf, value: String, choice: bool| {
         let previous = current(&setting, &path, choice)?;
-        if !out.iter().any(|w| w.path == path) {
-            out.push(Write { setting, path, value, previous });
+        if !out.iter().any(|w| w.path == path && !w.guard) {
+            out.push(Write { setting, path, value, previous, guard: false });
         }
-        Ok(())
+        Ok::<(), AgentError>(())
     };
     if let Some(g) = &args.governor {
         let policies = ks::cpufreq_policies(view);
@@ -80,16 +84,16 @@ pub fn plan(st: &HostState, args: &TuneArgs) -> Result<Vec<Write>, AgentError> {
             if let Some(words) = view.read(&list) {
                 offered("governor", g, &words, &list)?;
             }
-            add(format!("governor of {name}"), p.join("scaling_governor"), g.clone(), false)?;
+            add(&mut out, format!("governor of {name}"), p.join("scaling_governor"), g.clone(), false)?;
         }
     }
     if let Some(on) = args.boost {
         let generic = ks::cpufreq_dir(view).join("boost");
         let pstate = view.sys.join("devices/system/cpu/intel_pstate/no_turbo");
         if generic.exists() {
-            add("boost".into(), generic, if on { "1" } else { "0" }.into(), false)?;
+            add(&mut out, "boost".into(), generic, if on { "1" } else { "0" }.into(), false)?;
         } else if pstate.exists() {
-            add("boost (intel_pstate no_turbo)".into(), pstate, if on { "0" } else { "1" }.into(), false)?;
+            add(&mut out, "boost (intel_pstate no_turbo)".into(), pstate, if on { "0" } else { "1" }.into(), false)?;
         } else {
             return Err(AgentError::unsupported(format!(
                 "tune boost: neither {} nor {} exists",
@@ -105,15 +109,15 @@ pub fn plan(st: &HostState, args: &TuneArgs) -> Result<Vec<Write>, AgentError> {
             let path = ks::thp_dir(view).join(file);
             let words = std::fs::read_to_string(&path).map_err(|_| absent("thp", &path))?;
             offered(&format!("thp {file}"), value, &words, &path)?;
-            add(format!("thp {file}"), path, value.to_string(), true)?;
+            add(&mut out, format!("thp {file}"), path, value.to_string(), true)?;
         }
     }
     if let Some(s) = args.swappiness {
-        add("vm.swappiness".into(), ks::vm_sysctl(view, "swappiness"), s.to_string(), false)?;
+        add(&mut out, "vm.swappiness".into(), ks::vm_sysctl(view, "swappiness"), s.to_string(), false)?;
     }
     for (name, value) in &args.sysctl {
         TuneArgs::check_sysctl_name(name).map_err(AgentError::bad_request)?;
-        add(name.clone(), ks::sysctl_path(view, name), value.clone(), false)?;
+        add(&mut out, name.clone(), ks::sysctl_path(view, name), value.clone(), false)?;
     }
     if args.tunes_queues() {
         if args.devices.is_empty() {
@@ -126,13 +130,20 @@ pub fn plan(st: &HostState, args: &TuneArgs) -> Result<Vec<Write>, AgentError> {
                 let path = q.join("scheduler");
                 let words = std::fs::read_to_string(&path).map_err(|_| absent("scheduler", &path))?;
                 offered(&format!("scheduler of {dev}"), s, &words, &path)?;
-                add(format!("scheduler of {dev}"), path, s.clone(), true)?;
+                let nr = q.join("nr_requests");
+                if let Some(n) = view.read(&nr).map(|t| t.trim().to_string()) {
+                    let setting = format!("nr_requests of {dev} (reset by a scheduler switch)");
+                    if !out.iter().any(|w| w.path == nr) {
+                        out.push(Write { setting, path: nr, value: n.clone(), previous: n, guard: true });
+                    }
+                }
+                add(&mut out, format!("scheduler of {dev}"), path, s.clone(), true)?;
             }
             if let Some(r) = args.read_ahead_kb {
-                add(format!("read_ahead_kb of {dev}"), q.join("read_ahead_kb"), r.to_string(), false)?;
+                add(&mut out, format!("read_ahead_kb of {dev}"), q.join("read_ahead_kb"), r.to_string(), false)?;
             }
             if let Some(n) = args.nr_requests {
-                add(format!("nr_requests of {dev}"), q.join("nr_requests"), n.to_string(), false)?;
+                add(&mut out, format!("nr_requests of {dev}"), q.join("nr_requests"), n.to_string(), false)?;
             }
         }
     }
@@ -158,9 +169,10 @@ fn queue_device(st: &HostState, name: &str) -> Result<String, AgentError> {
 /// kernel refuses, write back what was written and say which and why.
 pub fn apply(st: &mut HostState, writes: Vec<Write>) -> Result<StepOutput, AgentError> {
     let mut info = Vec::new();
+    let first = st.tuned.len();
     for w in &writes {
         if let Err(e) = std::fs::write(&w.path, &w.value) {
-            let undone = st.restore_tuning_since(st.tuned.len() - info.len());
+            let undone = st.restore_tuning_since(first);
             let why = match e.kind() {
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => "is not writable",
                 _ => "was refused",
@@ -172,6 +184,9 @@ pub fn apply(st: &mut HostState, writes: Vec<Write>) -> Result<StepOutput, Agent
             return Err(AgentError::unsupported(msg));
         }
         st.tuned.push(Tuned { setting: w.setting.clone(), path: w.path.clone(), previous: w.previous.clone() });
+        if w.guard {
+            continue;
+        }
         info.push(serde_json::json!({
             "setting": w.setting, "path": w.path.to_string_lossy(), "previous": w.previous, "applied": w.value,
         }));
@@ -287,7 +302,13 @@ mod tests {
         // A directory in place of a file: writing it fails, as a refused sysfs write does.
         let bad = d.path().join("proc/sys/vm/bad");
         fs::create_dir_all(&bad).unwrap();
-        writes.push(Write { setting: "vm.bad".into(), path: bad, value: "1".into(), previous: "0".into() });
+        writes.push(Write {
+            setting: "vm.bad".into(),
+            path: bad,
+            value: "1".into(),
+            previous: "0".into(),
+            guard: false,
+        });
         let e = apply(&mut st, writes).unwrap_err();
         assert_eq!(e.code, ErrorCode::Unsupported);
         assert!(e.message.starts_with("tune vm.bad: "), "{e:?}");
