@@ -289,6 +289,37 @@ pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) 
             _ => None,
         })
         .or_else(|| crate::system_state::difference(bf.as_ref(), nf.as_ref(), &cell_scratch(&bc)))
+        .or_else(|| tune_difference(&bc, &nc))
+}
+
+/// What a cell's `tune` step applied, by setting without its device or
+/// policy ("read_ahead_kb of loop3" is "read_ahead_kb": loop numbers change
+/// between labs' starts), each setting's values joined. Facts are read
+/// before a visit tunes anything, so this is the only record of it.
+fn tuned(c: &CellRow) -> std::collections::BTreeMap<String, String> {
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let info = c.info.as_ref().and_then(Json::as_object);
+    let entries =
+        info.into_iter().flatten().filter(|(k, _)| k.starts_with("setup[")).filter_map(|(_, v)| v.get("tune"));
+    for t in entries.filter_map(Json::as_array).flatten() {
+        let (Some(setting), Some(applied)) = (t["setting"].as_str(), t["applied"].as_str()) else { continue };
+        let setting = setting.split(" of ").next().unwrap_or(setting).to_string();
+        let values = out.entry(setting).or_default();
+        if !values.iter().any(|v| v == applied) {
+            values.push(applied.to_string());
+        }
+    }
+    out.into_iter().map(|(k, v)| (k, v.join(","))).collect()
+}
+
+/// The first setting one cell's `tune:` set otherwise than the other's.
+fn tune_difference(b: &CellRow, n: &CellRow) -> Option<String> {
+    let (bt, nt) = (tuned(b), tuned(n));
+    let untuned = || "not tuned".to_string();
+    bt.keys().chain(nt.keys()).find_map(|k| {
+        let (x, y) = (bt.get(k).cloned().unwrap_or_else(untuned), nt.get(k).cloned().unwrap_or_else(untuned));
+        (x != y).then(|| format!("tune {k}: {x} → {y}"))
+    })
 }
 
 /// The scratch devices a cell's steps name on its own host (none for a
@@ -562,5 +593,26 @@ mod tests {
         );
         // Facts from before these were recorded: unknown, judged as usual.
         assert_eq!(verdict(&run(1, &[100.0], 5, "6.18", "higher"), &with("none", perf, true)), Verdict::Unchanged);
+    }
+
+    #[test]
+    fn another_tune_is_not_comparable_whatever_the_devices_are_called() {
+        let with = |tune: Option<(String, &str)>| {
+            let mut r = run(1, &[100.0], 5, "6.18", "higher");
+            r.cells[0].info = tune
+                .map(|(s, v)| json!({"setup[0] tune@h": {"tune": [{"setting": s, "applied": v, "previous": "128"}]}}));
+            r
+        };
+        let verdict = |a: &RunData, b: &RunData| compare(a, b, Options::default())[0].verdict.clone();
+        let ra = |dev: &str, v: &'static str| with(Some((format!("read_ahead_kb of {dev}"), v)));
+        assert_eq!(verdict(&ra("loop3", "16"), &ra("loop8", "16")), Verdict::Unchanged, "the same tune, renumbered");
+        assert_eq!(
+            verdict(&with(None), &ra("loop3", "16")),
+            Verdict::NotComparable("tune read_ahead_kb: not tuned → 16".into())
+        );
+        assert_eq!(
+            verdict(&ra("loop3", "16"), &ra("loop3", "4096")),
+            Verdict::NotComparable("tune read_ahead_kb: 16 → 4096".into())
+        );
     }
 }
