@@ -41,8 +41,9 @@ pub fn parse_record(raw: &str) -> Option<Record> {
     Some(Record { seq, usec, text: text.to_string(), block_dev })
 }
 
-/// Device names a message mentions: after "dev " (up to `,` `:` or space)
-/// and in parentheses ("EXT4-fs (loop3)"), if `is_device` says it is one.
+/// Device names a message mentions: after "dev " (up to `,` `:` or space),
+/// in parentheses ("EXT4-fs (loop3)") and after "(device " ("EXT4-fs
+/// warning (device loop3): …"), if `is_device` says it is one.
 pub fn devices_named(text: &str, is_device: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let token =
@@ -52,6 +53,7 @@ pub fn devices_named(text: &str, is_device: &dyn Fn(&str) -> bool) -> Vec<String
     }
     for (i, _) in text.match_indices('(') {
         let rest = &text[i + 1..];
+        let rest = rest.strip_prefix("device ").unwrap_or(rest);
         let t = token(rest);
         if rest[t.len()..].starts_with(')') {
             out.push(t);
@@ -186,5 +188,6 @@ mod tests {
             ]
         );
         assert_eq!(devices_named("EXT4-fs (loop3p1): error op 0x1:(WRITE)", &is_device), ["loop3p1"]);
+        assert_eq!(devices_named("EXT4-fs warning (device loop3): ext4_end_bio: I/O error 10", &is_device), ["loop3"]);
     }
 }

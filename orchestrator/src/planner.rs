@@ -145,10 +145,9 @@ fn monitor_policy(play: &Play, ctx: &Json, t: &Templates) -> Result<Option<Monit
         _ => None,
     };
     match seconds {
-        Some(s) if s > 0.0 && s.is_finite() => {
-            Ok(Some(MonitorConfig { interval_ms: ((s * 1000.0).round() as u64).max(1) }))
-        }
-        _ => Err(node.error(format!("`monitors` is `true`, `false` or seconds above 0, got {v}"))),
+        // The agent samples no faster than every 10 ms (`monitor::sampler::MIN_INTERVAL_MS`).
+        Some(s) if s >= 0.01 && s.is_finite() => Ok(Some(MonitorConfig { interval_ms: (s * 1000.0).round() as u64 })),
+        _ => Err(node.error(format!("`monitors` is `true`, `false` or seconds, at least 0.01, got {v}"))),
     }
 }
 
@@ -1181,7 +1180,7 @@ mod tests {
         );
         assert_eq!(plan(&with("false"), Vars::new(), None).unwrap()[0].steps_json()["monitors"], Json::Null);
         let e = plan(&t, extra("every", json!("often")), None).unwrap_err();
-        assert!(e.message.contains("seconds above 0, got \"often\""), "{e}");
+        assert!(e.message.contains("seconds, at least 0.01, got \"often\""), "{e}");
         assert_eq!(e.line, 9, "{e}");
     }
 

@@ -277,13 +277,13 @@ fn fresh(v: &Node) -> Result<Node, ConfigError> {
     }
 }
 
-/// `monitors: true | false | <seconds above 0>`, or a template giving one
+/// `monitors: true | false | <seconds, at least 0.01>`, or a template giving one
 /// (checked when the planner renders it for a cell).
 fn monitors(v: &Node) -> Result<Node, ConfigError> {
     match &v.value {
         Value::Bool(_) => Ok(v.clone()),
         Value::Int(n) if *n > 0 => Ok(v.clone()),
-        Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(v.clone()),
+        Value::Float(f) if *f >= 0.01 && f.is_finite() => Ok(v.clone()),
         Value::Str(s) if Templates::is_template(s) => Ok(v.clone()),
         _ => {
             let found = match &v.value {
@@ -291,7 +291,7 @@ fn monitors(v: &Node) -> Result<Node, ConfigError> {
                 _ => v.type_name().to_string(),
             };
             Err(v
-                .error(format!("`monitors` is `true` (every second), `false` or seconds above 0, found {found}"))
+                .error(format!("`monitors` is `true` (every second), `false` or seconds, at least 0.01, found {found}"))
                 .with_hint("e.g. `monitors: 0.5` samples twice a second"))
         }
     }
@@ -732,10 +732,12 @@ mod tests {
         assert_eq!(monitors("  monitors: 0.5\n"), Some(serde_json::json!(0.5)));
         assert_eq!(monitors("  monitors: 2\n"), Some(serde_json::json!(2)));
         assert!(monitors("  monitors: \"{{ every | default(1) }}\"\n").is_some(), "checked once rendered");
-        for (bad, found) in [("0", "`0`"), ("-1", "`-1`"), ("often", "`often`"), ("[1]", "a list")] {
+        for (bad, found) in
+            [("0", "`0`"), ("0.001", "`0.001`"), ("-1", "`-1`"), ("often", "`often`"), ("[1]", "a list")]
+        {
             let e = err(&play(&format!("  monitors: {bad}\n")));
             assert_eq!((e.line, e.col), (2, 13), "{bad}: {e}");
-            assert!(e.message.ends_with(&format!("seconds above 0, found {found}")), "{bad}: {e}");
+            assert!(e.message.ends_with(&format!("seconds, at least 0.01, found {found}")), "{bad}: {e}");
         }
     }
 
