@@ -8,7 +8,18 @@ use benchrig_wire::steps::{StepOutput, UnmountArgs};
 /// session had before them.
 pub fn run(st: &mut HostState, args: &UnmountArgs) -> Result<StepOutput, AgentError> {
     let devices = args.device.is_none().then(|| crate::scratch::session_devices(st));
-    let released = st.release(args.device.as_deref()).map_err(AgentError::failed)?;
+    let released = match st.release(args.device.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            // What the kernel said likely explains the failure: in the error, not the next visit's log.
+            let log = devices.as_ref().and_then(|d| st.kernel_log(d).ok()).filter(|l| !l.lines.is_empty());
+            let said = log.map(|l| {
+                let lines: Vec<&str> = l.lines.iter().map(|x| x.text.as_str()).collect();
+                format!("; the kernel logged: {}", lines.join(" | "))
+            });
+            return Err(AgentError::failed(format!("{e}{}", said.unwrap_or_default())));
+        }
+    };
     let mut out = StepOutput::default();
     out.info.insert("released".into(), released.into());
     if let Some(devices) = devices {
