@@ -146,7 +146,8 @@ path_leftovers() {
 
 # ci/lab.sh: the hosts' netns (arm1's brlab-arm1 too) and what runs in them,
 # the bridge, the disks' loop devices, mounts (binds of lab files over the
-# tools a host lacks too), sshds, cgroups, the lab dir.
+# tools a host lacks too, the model disks' FUSE mounts), sshds, the model
+# disks' daemons, cgroups, the lab dir.
 lab_leftovers() {
     local lab=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
     lab=${lab%/}
@@ -160,6 +161,7 @@ lab_leftovers() {
         mount_leftovers "$lab/"
     fi
     process_leftovers 'sshd.*benchrig-lab'
+    process_leftovers 'benchrig-diskmodel.*benchrig-lab'
     path_leftovers /sys/fs/cgroup/*/benchrig-lab "$lab"
 }
 

@@ -33,8 +33,9 @@ enum Profile {
 /// The image is read and written with O_DIRECT (no page cache here) and the
 /// file opened with FOPEN_DIRECT_IO (none in the kernel for it either). Runs
 /// as root (mount(2) directly, no libfuse). SIGTERM or SIGINT unmounts
-/// (lazily, if the loop device still holds the file) and, once the file is
-/// released, exits, printing how the requests were served.
+/// (lazily, if the loop device still holds the file) and exits once the file
+/// is released, or 5 s on regardless (detach the loop device first), printing
+/// how the requests were served.
 #[derive(Parser, Debug)]
 #[command(name = "benchrig-diskmodel", version)]
 struct Args {
@@ -123,8 +124,13 @@ fn model(a: &Args, capacity: u64) -> Result<Disk, String> {
 
 /// Blocks the signals that end the daemon in every thread (the session's
 /// threads inherit the mask) and waits for them on one thread of its own,
-/// which unmounts. The session then ends once the kernel releases the file.
-fn unmount_on_signal(mountpoint: PathBuf) -> std::io::Result<()> {
+/// which unmounts (lazily). The session then ends once the kernel releases
+/// the file; if it has not within 5 s, the daemon exits all the same, which
+/// aborts the FUSE connection (whatever still has the file open gets
+/// ENOTCONN: stop the daemon after detaching the loop device, as the lab's
+/// `down` does). The kernel can keep a lazily unmounted FUSE superblock
+/// well after its last user went, so waiting for it alone can hang.
+fn unmount_on_signal(mountpoint: PathBuf, stats: Arc<Stats>) -> std::io::Result<()> {
     // SAFETY: plain libc signal-set calls on a local set.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -137,18 +143,25 @@ fn unmount_on_signal(mountpoint: PathBuf) -> std::io::Result<()> {
             return Err(std::io::Error::from_raw_os_error(r));
         }
         let path = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
-        std::thread::spawn(move || loop {
+        std::thread::spawn(move || {
             let mut sig = 0;
-            if libc::sigwait(&set, &mut sig) == 0 {
-                eprintln!("benchrig-diskmodel: signal {sig}: unmounting {}", mountpoint.display());
-                libc::umount2(path.as_ptr(), libc::MNT_DETACH);
-            }
+            while libc::sigwait(&set, &mut sig) != 0 {}
+            eprintln!("benchrig-diskmodel: signal {sig}: unmounting {}", mountpoint.display());
+            libc::umount2(path.as_ptr(), libc::MNT_DETACH);
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            eprintln!("benchrig-diskmodel: the kernel still holds the file 5 s on: exiting; {}", stats.summary());
+            std::process::exit(0);
         });
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
+    // A daemon outlives its starter: hold none of its descriptors (a
+    // `flock LOCK ci/lab.sh up` would otherwise stay locked for as long as
+    // the disks are up).
+    // SAFETY: close_range on descriptors this process has not opened itself.
+    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
     let args = Args::parse();
     // Wake on time: the default 50 µs timer slack is added to every sleep,
     // and so to every request.
@@ -176,7 +189,7 @@ fn main() -> ExitCode {
         // allow_other: the loop device and the lab hosts reach the file too.
         config.acl = fuser::SessionACL::All;
         config.n_threads = Some(threads);
-        unmount_on_signal(args.mountpoint.clone()).map_err(|e| format!("signals: {e}"))?;
+        unmount_on_signal(args.mountpoint.clone(), stats.clone()).map_err(|e| format!("signals: {e}"))?;
         let session = fuser::Session::new(fs, &args.mountpoint, &config)
             .map_err(|e| format!("mount on {}: {e}", args.mountpoint.display()))?;
         eprintln!(
