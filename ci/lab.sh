@@ -743,10 +743,6 @@ cmd_down() {
             umount -A "$dev" 2>/dev/null || umount -A -l "$dev" || rc=1
         fi
     done < <(lab_loops)
-    # Anything else mounted below the lab dir (deepest first), so rm -rf is safe.
-    while read -r c; do
-        [[ -n $c ]] && { umount "$c" 2>/dev/null || umount -l "$c" || rc=1; }
-    done < <(findmnt -rn -o TARGET | awk -v p="$LAB/" 'index($0 "/", p) == 1' | sort -r)
 
     # 3. Detach loops. If something still holds one, losetup -d only marks it
     #    autoclear, so wait for it to really go away.
@@ -759,6 +755,13 @@ cmd_down() {
     done
     # 3b. The model disks' daemons, now that no loop device holds their file.
     models_down || rc=1
+    # Anything else mounted below the lab dir (deepest first), so rm -rf is
+    # safe. After the loops: a model disk's FUSE mount unmounted lazily
+    # first would hide its loop device from lab_loops (its backing file
+    # then reads "/disk").
+    while read -r c; do
+        [[ -n $c ]] && { umount "$c" 2>/dev/null || umount -l "$c" || rc=1; }
+    done < <(findmnt -rn -o TARGET | awk -v p="$LAB/" 'index($0 "/", p) == 1' | sort -r)
 
     # 4. cgroups (children before parents).
     for c in "${CG_CONTROLLERS[@]}"; do

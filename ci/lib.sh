@@ -154,6 +154,9 @@ lab_leftovers() {
     netns_leftovers brlab-
     if ip link show brlab0 >/dev/null 2>&1; then echo "link brlab0"; fi
     loop_leftovers benchrig-lab
+    # A loop device on a model disk's file whose FUSE mount went first: the
+    # kernel names its backing file from the detached mount's root.
+    { losetup -l -n -O NAME,BACK-FILE 2>/dev/null || true; } | awk '$2 == "/disk" { print "loop " $0 " (on a detached model disk)" }'
     mount_leftovers benchrig-lab
     bind_leftovers benchrig-lab
     if [[ $lab != /var/tmp/benchrig-lab ]]; then

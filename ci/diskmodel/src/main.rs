@@ -128,8 +128,8 @@ fn model(a: &Args, capacity: u64) -> Result<Disk, String> {
 /// the file; if it has not within 5 s, the daemon exits all the same, which
 /// aborts the FUSE connection (whatever still has the file open gets
 /// ENOTCONN: stop the daemon after detaching the loop device, as the lab's
-/// `down` does). The kernel can keep a lazily unmounted FUSE superblock
-/// well after its last user went, so waiting for it alone can hang.
+/// `down` does). A loop device still on the file keeps the connection open
+/// however long one waits, so waiting alone could hang a teardown.
 fn unmount_on_signal(mountpoint: PathBuf, stats: Arc<Stats>) -> std::io::Result<()> {
     // SAFETY: plain libc signal-set calls on a local set.
     unsafe {
