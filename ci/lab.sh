@@ -22,7 +22,8 @@ usage: ${0##*/} COMMAND [ARGS]
   ssh HOST [CMD]   ssh into a lab host with the lab key and known_hosts
   throttle HOST RBPS WBPS
                    set the read/write bytes/s limit of each of HOST's disks
-                   (a slower disk for a night; 'up' puts the table's back)
+                   (a slower disk for a night; 'up' puts the table's back;
+                   not on a host with model disks)
 
 Hosts: ${HOSTS[*]}
 Lab dir: $LAB (override with BENCHRIG_LAB_DIR, for experiments only)
@@ -50,14 +51,26 @@ EOF
 #             last process does (`down`); lab_leftovers in ci/lib.sh looks
 #             for one anyway. old lacks fio: a run there has its fio cells
 #             unsupported (lab.rs), and no other test runs fio on old.
+#   model     the disks' timing model (optional column), or - for none. -: the
+#             loop device sits on the image and the blkio throttles above
+#             shape it (fast, fine for sequential transfers, but a small read
+#             costs no seek). hdd:KEY=VALUE,... or ssd:KEY=VALUE,...: the image
+#             is served by ci/diskmodel (benchrig-diskmodel --profile hdd
+#             --KEY VALUE ...; its --help lists the keys: seek, t2t, rpm, outer,
+#             inner, cache, bus, overhead; latency, rate, channels) as
+#             <image>.model/disk, the loop device sits on that file, and the
+#             disk's timing is the model's: no blkio throttle on it (rbps ..
+#             wiops are ignored), cpu and memory limits as for any host. The
+#             daemon runs outside the hosts' cgroups, as a disk's firmware
+#             would, and logs to <image>.model.log.
 # --------------------------------------------------------------------------
 HOST_TABLE=$(cat <<'EOF'
-# name  ip          arch    cpu_quota mem   size disks               rot rbps       wbps       riops wiops lacks
-old     10.77.0.11  i686    12000     512M  1G   hdd0,hdd1           1   31457280   26214400   150   150   fio
-fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   524288000  419430400  40000 40000 -
-fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -
-hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   31457280   26214400   150   150   -
-soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -
+# name  ip          arch    cpu_quota mem   size disks               rot rbps       wbps       riops wiops lacks model
+old     10.77.0.11  i686    12000     512M  1G   hdd0,hdd1           1   31457280   26214400   150   150   fio   hdd:seek=9.8,t2t=1.2,rpm=7200,outer=40,inner=24,cache=2048
+fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   524288000  419430400  40000 40000 -     -
+fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -
+hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   31457280   26214400   150   150   -     hdd:seek=8.5,t2t=1.0,rpm=7200,outer=60,inner=35,cache=8192
+soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -
 EOF
 )
 # Another table, for experiments (ci/bench-fanout.sh builds N disk-less hosts
@@ -82,7 +95,7 @@ SSH_WAIT_SECONDS=20
 IPT_RULE=(FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment "$CG_NAME" -j ACCEPT)
 
 HOSTS=()
-declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS H_LACKS
+declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS H_LACKS H_MODEL
 
 log() { printf '%s\n' "lab: $*" >&2; }
 die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
@@ -90,8 +103,8 @@ die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_hosts() {
-    local name ip arch cpu mem size disks rot rbps wbps riops wiops lacks
-    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops lacks; do
+    local name ip arch cpu mem size disks rot rbps wbps riops wiops lacks model
+    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops lacks model; do
         [[ -z $name || $name == \#* ]] && continue
         # Interface names are limited to 15 chars: "vbr-" + 11.
         [[ $name =~ ^[a-z0-9]{1,11}$ ]] || die "bad host name '$name' in HOST_TABLE"
@@ -104,6 +117,10 @@ load_hosts() {
         [[ -z $lacks || $lacks == - ]] && lacks=""
         [[ $lacks =~ ^[a-z0-9._,+-]*$ ]] || die "bad tool list '$lacks' for '$name' in HOST_TABLE"
         H_LACKS[$name]=${lacks//,/ }
+        [[ -z $model ]] && model=-
+        [[ $model == - || $model =~ ^(hdd|ssd)(:[a-z0-9]+=[0-9.]+(,[a-z0-9]+=[0-9.]+)*)?$ ]] \
+            || die "bad disk model '$model' for '$name' in HOST_TABLE (- or hdd:KEY=VALUE,... or ssd:...)"
+        H_MODEL[$name]=$model
     done <<<"$HOST_TABLE"
 }
 
@@ -186,6 +203,96 @@ lab_loops() {
 
 image_loop() {   # the /dev/loopN an image is attached to (empty if none)
     losetup -n -O NAME -j "$1" 2>/dev/null | head -n1
+}
+
+# ------------------------------------------------------------------ model disks
+# A model disk (the table's model column): benchrig-diskmodel serves
+# $LAB/disks/<host>-<disk>.img as <image>.model/disk, and the loop device sits
+# on that file. Everything lives under $LAB/disks/, so lab_loops, the mounts
+# below the lab dir and rm -rf find it as they find a plain disk's.
+
+has_model() { [[ ${H_MODEL[$1]} != - ]]; }
+model_dir() { echo "$1.model"; }   # model_dir IMAGE: the FUSE mount point
+# The file the loop device goes on: the image, or the model's file for it.
+disk_file() {   # disk_file HOST IMAGE
+    if has_model "$1"; then echo "$(model_dir "$2")/disk"; else echo "$2"; fi
+}
+
+# The daemon's binary: BENCHRIG_DISKMODEL, or built here (release, cargo's
+# no-op when it is up to date).
+diskmodel_bin() {
+    if [[ -n ${BENCHRIG_DISKMODEL:-} ]]; then echo "$BENCHRIG_DISKMODEL"; return; fi
+    local root
+    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    (cd "$root" && cargo build --locked --release -q -p benchrig-diskmodel >&2) \
+        || die "cannot build ci/diskmodel (cargo build -p benchrig-diskmodel)"
+    echo "$root/target/release/benchrig-diskmodel"
+}
+
+# The pid of the daemon serving IMAGE, if it is running.
+model_pid() {   # model_pid IMAGE
+    local pid
+    pid=$(cat "$1.model.pid" 2>/dev/null) || return 1
+    [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == benchrig-diskmo* ]] || return 1
+    [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]] || return 1
+    echo "$pid"
+}
+
+# Start the daemon for IMAGE unless it runs and serves; a dead one's stale
+# mount (ENOTCONN) and the loop device on it go first.
+model_up() {   # model_up HOST IMAGE
+    local h=$1 img=$2 dir spec args=() kv loop i
+    dir=$(model_dir "$img")
+    if model_pid "$img" >/dev/null && [[ -e $dir/disk ]]; then return 0; fi
+    loop=$(image_loop "$dir/disk")
+    [[ -n $loop ]] && losetup -d "$loop" 2>/dev/null
+    mountpoint -q "$dir" 2>/dev/null && { umount "$dir" 2>/dev/null || umount -l "$dir"; }
+    # A stale FUSE mount answers ENOTCONN even to mountpoint(1).
+    findmnt -rn -o TARGET | grep -qxF "$dir" && umount -l "$dir"
+    mkdir -p "$dir"
+    spec=${H_MODEL[$h]}
+    args=(--profile "${spec%%:*}")
+    if [[ $spec == *:* ]]; then
+        IFS=, read -r -a kv <<<"${spec#*:}"
+        for i in "${kv[@]}"; do args+=("--${i%%=*}" "${i#*=}"); done
+    fi
+    setsid "$DISKMODEL" --image "$img" "${args[@]}" "$dir" >>"$img.model.log" 2>&1 </dev/null &
+    echo "$!" >"$img.model.pid"
+    for ((i = 0; i < 100; i++)); do
+        [[ -e $dir/disk ]] && return 0
+        model_pid "$img" >/dev/null || break
+        sleep 0.1
+    done
+    tail -n 5 "$img.model.log" >&2 || true
+    die "the model disk for $img did not come up (log: $img.model.log)"
+}
+
+# Stop every model daemon under the lab dir: its loop device is detached
+# already (down's step 3), so SIGTERM unmounts and the daemon exits (in 5 s at
+# most, see its --help); one still there after 10 s is killed.
+models_down() {
+    local f pid dir i pids=() rc=0
+    for f in "$LAB"/disks/*.img.model.pid; do
+        [[ -e $f ]] || continue
+        pid=$(model_pid "${f%.model.pid}") && { kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); }
+        rm -f "$f"
+    done
+    for pid in "${pids[@]}"; do
+        for ((i = 0; i < 100; i++)); do
+            [[ -e /proc/$pid ]] || break
+            sleep 0.1
+        done
+        if [[ -e /proc/$pid ]]; then
+            log "model daemon $pid did not exit on SIGTERM: killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+            rc=1
+        fi
+    done
+    for dir in "$LAB"/disks/*.img.model; do
+        [[ -d $dir ]] || continue
+        if findmnt -rn -o TARGET | grep -qxF "$dir"; then umount "$dir" 2>/dev/null || umount -l "$dir" || rc=1; fi
+    done
+    return "$rc"
 }
 
 # ------------------------------------------------------------------ network
@@ -288,17 +395,21 @@ keys_up() {
 declare -A DISK_LOOP   # "<host>-<disk>" -> /dev/loopN (filled by disks_up)
 
 disks_up() {
-    local h d img loop
+    local h d img loop file
+    DISKMODEL=""
     for h in "${HOSTS[@]}"; do
+        has_model "$h" && [[ -n ${H_DISKS[$h]} && -z $DISKMODEL ]] && DISKMODEL=$(diskmodel_bin)
         for d in ${H_DISKS[$h]}; do
             img=$LAB/disks/$h-$d.img
             [[ -e $img ]] || truncate -s "${H_SIZE[$h]}" "$img"   # sparse
-            loop=$(image_loop "$img")
+            has_model "$h" && model_up "$h" "$img"
+            file=$(disk_file "$h" "$img")
+            loop=$(image_loop "$file")
             if [[ -z $loop ]]; then
                 # Direct I/O keeps the host page cache out of the numbers; not
                 # every backing filesystem supports it, so fall back.
-                loop=$(losetup --find --show --direct-io=on "$img" 2>/dev/null) \
-                    || loop=$(losetup --find --show "$img")
+                loop=$(losetup --find --show --direct-io=on "$file" 2>/dev/null) \
+                    || loop=$(losetup --find --show "$file")
             fi
             DISK_LOOP[$h-$d]=$loop
             # Re-point on every up: the loop number may differ after down/up.
@@ -345,10 +456,12 @@ cgroups_up() {
             echo -1 >"$d/memory.limit_in_bytes"
         fi
 
-        # blkio throttles per disk, keyed by the loop device's MAJ:MIN.
+        # blkio throttles per disk, keyed by the loop device's MAJ:MIN; none
+        # on a model disk (the model times it; a rule left from a table
+        # without the model is dropped below).
         d=$(cg_dir blkio "$h")
         want=()
-        for disk in ${H_DISKS[$h]}; do
+        has_model "$h" || for disk in ${H_DISKS[$h]}; do
             want+=("$(cat "/sys/block/${DISK_LOOP[$h-$disk]#/dev/}/dev")")
         done
         for file in read_bps_device:${H_RBPS[$h]} write_bps_device:${H_WBPS[$h]} \
@@ -559,9 +672,11 @@ cmd_status() {
         for d in ${H_DISKS[$h]}; do
             img=$LAB/disks/$h-$d.img
             loop=""
-            [[ -e $img ]] && loop=$(image_loop "$img")
+            [[ -e $img ]] && loop=$(image_loop "$(disk_file "$h" "$img")")
             # The symlink must point at the loop the image is really attached to.
-            if [[ -n $loop && $(readlink "$LAB/dev/$h-$d" 2>/dev/null) == "$loop" ]]; then
+            if has_model "$h" && ! model_pid "$img" >/dev/null; then
+                disks+="$d=NO-MODEL "; rc=1
+            elif [[ -n $loop && $(readlink "$LAB/dev/$h-$d" 2>/dev/null) == "$loop" ]]; then
                 disks+="$d=$loop "
             else
                 disks+="$d=MISSING "; rc=1
@@ -578,6 +693,7 @@ cmd_throttle() {
     [[ $rbps =~ ^[0-9]+$ && $wbps =~ ^[0-9]+$ ]] || die "throttle: RBPS and WBPS are bytes per second"
     d=$(cg_dir blkio "$h")
     [[ -d $d ]] || die "host $h has no blkio cgroup: is the lab up?"
+    has_model "$h" && die "throttle: $h's disks are model disks (${H_MODEL[$h]}): their timing is the model's, not a throttle's"
     for disk in ${H_DISKS[$h]}; do
         dev=$(cat "/sys/block/$(readlink "$LAB/dev/$h-$disk" | sed 's|^/dev/||')/dev")
         echo "$dev $rbps" >"$d/blkio.throttle.read_bps_device"
@@ -627,10 +743,6 @@ cmd_down() {
             umount -A "$dev" 2>/dev/null || umount -A -l "$dev" || rc=1
         fi
     done < <(lab_loops)
-    # Anything else mounted below the lab dir (deepest first), so rm -rf is safe.
-    while read -r c; do
-        [[ -n $c ]] && { umount "$c" 2>/dev/null || umount -l "$c" || rc=1; }
-    done < <(findmnt -rn -o TARGET | awk -v p="$LAB/" 'index($0 "/", p) == 1' | sort -r)
 
     # 3. Detach loops. If something still holds one, losetup -d only marks it
     #    autoclear, so wait for it to really go away.
@@ -641,6 +753,15 @@ cmd_down() {
         [[ -z $(lab_loops) ]] && break
         sleep 0.1
     done
+    # 3b. The model disks' daemons, now that no loop device holds their file.
+    models_down || rc=1
+    # Anything else mounted below the lab dir (deepest first), so rm -rf is
+    # safe. After the loops: a model disk's FUSE mount unmounted lazily
+    # first would hide its loop device from lab_loops (its backing file
+    # then reads "/disk").
+    while read -r c; do
+        [[ -n $c ]] && { umount "$c" 2>/dev/null || umount -l "$c" || rc=1; }
+    done < <(findmnt -rn -o TARGET | awk -v p="$LAB/" 'index($0 "/", p) == 1' | sort -r)
 
     # 4. cgroups (children before parents).
     for c in "${CG_CONTROLLERS[@]}"; do

@@ -146,13 +146,17 @@ path_leftovers() {
 
 # ci/lab.sh: the hosts' netns (arm1's brlab-arm1 too) and what runs in them,
 # the bridge, the disks' loop devices, mounts (binds of lab files over the
-# tools a host lacks too), sshds, cgroups, the lab dir.
+# tools a host lacks too, the model disks' FUSE mounts), sshds, the model
+# disks' daemons, cgroups, the lab dir.
 lab_leftovers() {
     local lab=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
     lab=${lab%/}
     netns_leftovers brlab-
     if ip link show brlab0 >/dev/null 2>&1; then echo "link brlab0"; fi
     loop_leftovers benchrig-lab
+    # A loop device on a model disk's file whose FUSE mount went first: the
+    # kernel names its backing file from the detached mount's root.
+    { losetup -l -n -O NAME,BACK-FILE 2>/dev/null || true; } | awk '$2 == "/disk" { print "loop " $0 " (on a detached model disk)" }'
     mount_leftovers benchrig-lab
     bind_leftovers benchrig-lab
     if [[ $lab != /var/tmp/benchrig-lab ]]; then
@@ -160,6 +164,7 @@ lab_leftovers() {
         mount_leftovers "$lab/"
     fi
     process_leftovers 'sshd.*benchrig-lab'
+    process_leftovers 'benchrig-diskmodel.*benchrig-lab'
     path_leftovers /sys/fs/cgroup/*/benchrig-lab "$lab"
 }
 

