@@ -169,7 +169,10 @@ fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
     // Mounted inside fast2's own mount namespace, where its agent looks;
     // read-only so the filesystem itself writes nothing while we watch.
     lab(&["ssh", "fast2", &format!("'mkdir -p /mnt/held && mount -o ro {} /mnt/held'", mounted.dev)]);
-    let before: Vec<String> = [&mounted, &swap, &sig, &serial].iter().map(|d| d.digest()).collect();
+    // The swap device's slots are the kernel's to write (the lab's memory
+    // cgroups swap), so only its signature page is held still.
+    let digests = || [mounted.digest(), swap.header_digest(), sig.digest(), serial.digest()];
+    let before = digests();
     let scratch = format!(
         "        - {{ path: {}, name: mounted, wipe: true }}\n        - {{ path: {}, name: swap, wipe: true }}\n        \
          - {{ path: {}, name: sig }}\n        - {{ path: {}, name: serial, serial: WD-NOT-THIS-ONE }}\n        - {{ path: {}, name: blank }}\n",
@@ -182,7 +185,8 @@ fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
          benchmark:\n    - noop:\n  teardown:\n    - unmount:\n",
     );
     let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()]);
-    let after: Vec<String> = [&mounted, &swap, &sig, &serial].iter().map(|d| d.digest()).collect();
+    let after = digests();
+    assert!(sh("swapon --show=NAME --noheadings").lines().any(|l| l.trim() == swap.dev), "the swap device is no longer in use");
     lab(&["ssh", "fast2", "umount /mnt/held"]);
     assert_eq!(out.status.code(), Some(2), "refusals are failed cells");
     let s = b.store();

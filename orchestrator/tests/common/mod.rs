@@ -273,6 +273,14 @@ impl LoopDisk {
     pub fn digest(&self) -> String {
         sh(&format!("sha256sum {} | cut -d' ' -f1", self.dev))
     }
+
+    /// sha256 of the first 4 KiB: for an active swap device, whose slots
+    /// the kernel may write whenever some cgroup of the lab is short of
+    /// memory. That page holds the swap signature, which any mkfs or
+    /// wipefs over the device rewrites.
+    pub fn header_digest(&self) -> String {
+        sh(&format!("head -c 4096 {} | sha256sum | cut -d' ' -f1", self.dev))
+    }
 }
 
 impl Drop for LoopDisk {
