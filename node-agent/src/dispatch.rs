@@ -31,7 +31,7 @@ fn step(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput
         Action::NfsExport(a) => actions::nfs_export::run(st, ctx, a),
         Action::Service(a) => actions::service::run(ctx, a),
         Action::Unmount(a) => actions::unmount::run(st, a),
-        Action::DropCaches(_) => actions::drop_caches::run(ctx),
+        Action::DropCaches(_) => actions::drop_caches::run(st, ctx),
         Action::Cleanup(_) => actions::cleanup::run(st),
         Action::Noop(_) => Ok(StepOutput::default()),
         Action::Tune(a) => actions::tune::run(st, a),

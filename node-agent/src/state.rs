@@ -111,6 +111,12 @@ impl HostState {
     }
 
     /// Where a workload works: the named scratch's mount, or the latest one.
+    /// Mount points of the filesystems this session mounted (not a
+    /// directory scratch it only uses): the ones a cold step checkpoints.
+    pub fn own_filesystems(&self) -> Vec<PathBuf> {
+        self.mounted.iter().filter(|m| m.mounted_by_us).map(|m| m.mountpoint.clone()).collect()
+    }
+
     pub fn target(&self, name: Option<&str>) -> Result<&Mounted, AgentError> {
         let found = match name {
             Some(n) => self.mounted.iter().rev().find(|m| m.scratch == n),

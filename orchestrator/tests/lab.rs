@@ -186,7 +186,10 @@ fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
     );
     let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap()]);
     let after = digests();
-    assert!(sh("swapon --show=NAME --noheadings").lines().any(|l| l.trim() == swap.dev), "the swap device is no longer in use");
+    assert!(
+        sh("swapon --show=NAME --noheadings").lines().any(|l| l.trim() == swap.dev),
+        "the swap device is no longer in use"
+    );
     lab(&["ssh", "fast2", "umount /mnt/held"]);
     assert_eq!(out.status.code(), Some(2), "refusals are failed cells");
     let s = b.store();

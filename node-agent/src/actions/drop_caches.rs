@@ -1,11 +1,12 @@
 use crate::cache;
 use crate::outbox::StepCtx;
+use crate::state::HostState;
 use benchrig_wire::messages::{AgentError, LogLevel};
 use benchrig_wire::steps::StepOutput;
 
-pub fn run(ctx: &StepCtx) -> Result<StepOutput, AgentError> {
+pub fn run(st: &HostState, ctx: &StepCtx) -> Result<StepOutput, AgentError> {
     let mut out = StepOutput::default();
-    let method = match cache::make_cold(None) {
+    let method = match cache::make_cold(None, &st.own_filesystems()) {
         Ok(c) => c.method,
         Err(e) => {
             // Not root: only per-file eviction is possible, which cold reads do themselves.

@@ -51,7 +51,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &AclCheckArgs) -> Result<Ste
     if files.is_empty() {
         return Err(AgentError::failed(format!("{} has no regular files to check", root.display())));
     }
-    let cold = if args.cold { super::tree::make_cold(ctx) } else { None };
+    let cold = if args.cold { super::tree::make_cold(ctx, st) } else { None };
     let dir = rustix::fs::open(&root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| AgentError::failed(format!("open {}: {e}", root.display())))?;
 

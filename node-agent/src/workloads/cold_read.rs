@@ -63,7 +63,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     let prepare_s = t0.elapsed().as_secs_f64();
     let compressed_bytes =
         std::fs::metadata(&stored).map_err(|e| AgentError::failed(format!("{}: {e}", stored.display())))?.len();
-    let cold = cache::make_cold(Some(&stored)).map_err(AgentError::failed)?;
+    let cold = cache::make_cold(Some(&stored), &st.own_filesystems()).map_err(AgentError::failed)?;
     // The tool's own executable and libraries were just evicted too; the
     // question is how fast the data comes back, not how fast a binary
     // loads, so they are read back in (asking the version) before the clock.

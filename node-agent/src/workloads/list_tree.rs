@@ -33,7 +33,7 @@ pub(crate) struct Listing {
 
 pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ListTreeArgs) -> Result<StepOutput, AgentError> {
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
-    let cold = if args.cold { make_cold(ctx) } else { None };
+    let cold = if args.cold { make_cold(ctx, st) } else { None };
     let meter = Meter::start(ctx, &st.view, &devices);
     let l = list(ctx, &root)?;
     let usage = meter.stop();

@@ -176,7 +176,11 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &RawArgs) -> Result<StepOutp
     let mut buf = IoBuffer::new(bs);
     // O_DIRECT bypasses the page cache, but a cold start is cold everywhere
     // (the device's own pages, metadata a copy's destination might share).
-    let cold = if src.is_some() { Some(cache::make_cold(None).map(|c| c.method).unwrap_or("none")) } else { None };
+    let cold = if src.is_some() {
+        Some(cache::make_cold(None, &st.own_filesystems()).map(|c| c.method).unwrap_or("none"))
+    } else {
+        None
+    };
 
     let devices: Vec<String> = from.iter().chain(to.iter()).map(|d| d.kernel_name.clone()).collect();
     let message = match args.op {

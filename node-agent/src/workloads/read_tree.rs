@@ -47,7 +47,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<Ste
                 .ok_or_else(|| AgentError::unsupported("read_tree: `tar` is not installed on this host"))?,
         ),
     };
-    let cold = if args.cold { make_cold(ctx) } else { None };
+    let cold = if args.cold { make_cold(ctx, st) } else { None };
     let meter = Meter::start(ctx, &st.view, &devices);
     let a = match &tar {
         None => builtin(ctx, &root)?,

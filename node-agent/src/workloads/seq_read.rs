@@ -27,7 +27,11 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &SeqReadArgs) -> Result<Step
     if !path.exists() {
         return Err(AgentError::failed(format!("{} does not exist: run seq_write before seq_read", path.display())));
     }
-    let cold = if args.cold { Some(cache::make_cold(Some(&path)).map_err(AgentError::failed)?) } else { None };
+    let cold = if args.cold {
+        Some(cache::make_cold(Some(&path), &st.own_filesystems()).map_err(AgentError::failed)?)
+    } else {
+        None
+    };
     let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut buf = IoBuffer::new(bs);
 

@@ -152,12 +152,12 @@ pub(crate) fn remove_existing(path: &Path) -> Result<(), AgentError> {
 /// Drop the page, dentry and inode caches before a cold step: `Some(method)`
 /// as root; without root nothing global can be dropped, so the step runs
 /// warm and says so (`cold: false` in its info).
-pub(crate) fn make_cold(ctx: &StepCtx) -> Option<&'static str> {
+pub(crate) fn make_cold(ctx: &StepCtx, st: &HostState) -> Option<&'static str> {
     if !rustix::process::geteuid().is_root() {
         ctx.log(LogLevel::Warn, "caches not dropped (the agent is not root): this run is warm");
         return None;
     }
-    match cache::make_cold(None) {
+    match cache::make_cold(None, &st.own_filesystems()) {
         Ok(c) => Some(c.method),
         Err(e) => {
             ctx.log(LogLevel::Warn, format!("caches not dropped: {e}"));
