@@ -78,7 +78,8 @@ pub fn per_host(hosts: &[String], cells: &[CellRow], samples: &[SampleRow]) -> V
             if spans.is_empty() {
                 return None;
             }
-            let measured_s = walls.get(h.as_str()).into_iter().flatten().sum();
+            // fold, not sum: an empty f64 sum is -0.0, printed "-0.0 s measured (-0%)".
+            let measured_s = walls.get(h.as_str()).into_iter().flatten().fold(0.0, |a, b| a + b);
             Some(HostTime { host: h.clone(), busy_s: union_len(spans), measured_s })
         })
         .collect()
@@ -137,5 +138,17 @@ mod tests {
         assert_eq!((t[0].busy_s, t[0].measured_s, t[0].outside_s()), (20.0, 9.0, 11.0));
         assert_eq!((t[1].host.as_str(), t[1].busy_s, t[1].measured_s), ("b", 4.0, 1.0));
         assert_eq!(describe(&t[0]), "a 20.0 s busy: 9.0 s measured (45%), 11.0 s setup, teardown and between");
+    }
+
+    #[test]
+    fn a_host_whose_cells_all_failed_measured_nothing_not_minus_nothing() {
+        use crate::store::testing::cell_row;
+        let cells = [CellRow {
+            started: Some("2026-12-01T00:00:00Z".into()),
+            finished: Some("2026-12-01T00:00:01Z".into()),
+            ..cell_row(1, "hdd")
+        }];
+        let t = per_host(&["hdd".to_string()], &cells, &[]);
+        assert_eq!(describe(&t[0]), "hdd 1.0 s busy: 0.0 s measured (0%), 1.0 s setup, teardown and between");
     }
 }
