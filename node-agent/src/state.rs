@@ -111,10 +111,11 @@ impl HostState {
     }
 
     /// Where a workload works: the named scratch's mount, or the latest one.
-    /// Mount points of the filesystems this session mounted (not a
-    /// directory scratch it only uses): the ones a cold step checkpoints.
+    /// Mount points of the filesystems this session made on block devices
+    /// (not a directory scratch it only uses, a ramdisk or a network
+    /// mount): the ones a cold step checkpoints by freezing them.
     pub fn own_filesystems(&self) -> Vec<PathBuf> {
-        self.mounted.iter().filter(|m| m.mounted_by_us).map(|m| m.mountpoint.clone()).collect()
+        self.mounted.iter().filter(|m| m.mounted_by_us && !m.devices.is_empty()).map(|m| m.mountpoint.clone()).collect()
     }
 
     pub fn target(&self, name: Option<&str>) -> Result<&Mounted, AgentError> {
