@@ -53,22 +53,56 @@ pub fn make_cold(file: Option<&Path>, filesystems: &[PathBuf]) -> Result<Cold, S
 /// leaves only clean, unpinned buffers, which the drop then frees.
 /// Best effort: a filesystem without freeze support (tmpfs, FUSE) or one
 /// frozen by someone else is left as it is, and the drop still runs.
+/// Only a mount's own root is frozen, never the root filesystem: if the
+/// mount went away behind the agent, the path leads into the filesystem
+/// below it, which is not ours ([`own_mount_root`]).
 fn checkpoint(mountpoint: &Path) {
     use rustix::fs::{Mode, OFlags};
-    use rustix::ioctl::{opcode, Setter};
-    // <linux/fs.h>: FIFREEZE _IOWR('X', 119, int), FITHAW _IOWR('X', 120, int).
-    const FIFREEZE: rustix::ioctl::Opcode = opcode::read_write::<libc::c_int>(b'X', 119);
-    const FITHAW: rustix::ioctl::Opcode = opcode::read_write::<libc::c_int>(b'X', 120);
     let Ok(fd) = rustix::fs::open(mountpoint, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
     else {
         return;
     };
-    // SAFETY: both take an int the kernel ignores; the fd is a directory
-    // on the filesystem to freeze, as the ioctls want.
-    if unsafe { rustix::ioctl::ioctl(&fd, Setter::<FIFREEZE, libc::c_int>::new(0)) }.is_ok() {
-        // SAFETY: as above.
-        let _ = unsafe { rustix::ioctl::ioctl(&fd, Setter::<FITHAW, libc::c_int>::new(0)) };
+    if !own_mount_root(&fd, mountpoint) {
+        return;
     }
+    // Written out first, so the frozen window is only the journal's flush.
+    let _ = rustix::fs::syncfs(&fd);
+    // SAFETY: FIFREEZE takes an int the kernel ignores; the fd is the
+    // root of the filesystem to freeze, as the ioctl wants.
+    if unsafe { rustix::ioctl::ioctl(&fd, rustix::ioctl::Setter::<FIFREEZE, libc::c_int>::new(0)) }.is_ok() {
+        thaw_fd(&fd);
+    }
+}
+
+// <linux/fs.h>: FIFREEZE _IOWR('X', 119, int), FITHAW _IOWR('X', 120, int).
+const FIFREEZE: rustix::ioctl::Opcode = rustix::ioctl::opcode::read_write::<libc::c_int>(b'X', 119);
+const FITHAW: rustix::ioctl::Opcode = rustix::ioctl::opcode::read_write::<libc::c_int>(b'X', 120);
+
+fn thaw_fd(fd: &std::os::fd::OwnedFd) -> bool {
+    // SAFETY: as FIFREEZE above; EINVAL when the filesystem is not frozen.
+    unsafe { rustix::ioctl::ioctl(fd, rustix::ioctl::Setter::<FITHAW, libc::c_int>::new(0)) }.is_ok()
+}
+
+/// Thaw the filesystem at `mountpoint` if a cold step of an agent that
+/// died between its freeze and its thaw left it frozen (its writers would
+/// hang, and so would its unmount): release calls this before unmounting.
+/// Not frozen (the usual case), not a mount root, or gone: nothing happens.
+pub fn thaw(mountpoint: &Path) -> bool {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::open(mountpoint, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) if own_mount_root(&fd, mountpoint) => thaw_fd(&fd),
+        _ => false,
+    }
+}
+
+/// Whether `fd` (opened from `path`) is the root of a mount other than
+/// the root filesystem: its device differs from its parent directory's
+/// and from `/`'s.
+pub fn own_mount_root(fd: &std::os::fd::OwnedFd, path: &Path) -> bool {
+    let dev = |p: &Path| rustix::fs::stat(p).ok().map(|s| s.st_dev);
+    let Ok(me) = rustix::fs::fstat(fd) else { return false };
+    let parent = path.parent().and_then(dev);
+    parent.is_some_and(|p| p != me.st_dev) && dev(Path::new("/")).is_some_and(|r| r != me.st_dev)
 }
 
 pub fn drop_caches() -> std::io::Result<()> {

@@ -110,7 +110,6 @@ impl HostState {
         }
     }
 
-    /// Where a workload works: the named scratch's mount, or the latest one.
     /// Mount points of the filesystems this session made on block devices
     /// (not a directory scratch it only uses, a ramdisk or a network
     /// mount): the ones a cold step checkpoints by freezing them.
@@ -118,6 +117,7 @@ impl HostState {
         self.mounted.iter().filter(|m| m.mounted_by_us && !m.devices.is_empty()).map(|m| m.mountpoint.clone()).collect()
     }
 
+    /// Where a workload works: the named scratch's mount, or the latest one.
     pub fn target(&self, name: Option<&str>) -> Result<&Mounted, AgentError> {
         let found = match name {
             Some(n) => self.mounted.iter().rev().find(|m| m.scratch == n),
@@ -247,6 +247,8 @@ pub enum Unmount {
 /// exclusive-open check sees it).
 pub fn unmount(mountpoint: &Path) -> Result<(), Unmount> {
     use rustix::mount::{unmount, UnmountFlags};
+    // A cold step's freeze that was never thawed would hang the unmount.
+    crate::cache::thaw(mountpoint);
     for _ in 0..20 {
         match unmount(mountpoint, UnmountFlags::empty()) {
             Ok(()) => return Ok(()),

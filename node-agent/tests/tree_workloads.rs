@@ -379,3 +379,21 @@ fn a_cold_acl_check_of_a_tree_just_written_reads_inodes_and_acls_from_the_disk()
         assert_eq!(warm_reads, 0, "{mkfs:?}: a warm check read the disk");
     }
 }
+
+/// A cold step freezes only the root of a mount of its own: a recorded
+/// mount point that is a plain directory now (the mount went away behind
+/// the agent) leads into the filesystem below, which must not be frozen.
+#[test]
+fn only_a_mounts_own_root_is_ever_frozen() {
+    require_root("formats and mounts a loop device");
+    let open = |p: &Path| std::fs::File::open(p).map(std::os::fd::OwnedFd::from).unwrap();
+    let plain = tempdir();
+    assert!(!benchrig_agent::cache::own_mount_root(&open(plain.path()), plain.path()), "a plain directory");
+    assert!(!benchrig_agent::cache::own_mount_root(&open(Path::new("/")), Path::new("/")), "the root filesystem");
+    let fs = MountedLoop::new(&["mkfs.ext4", "-q", "-F"]);
+    assert!(benchrig_agent::cache::own_mount_root(&open(fs.dir.path()), fs.dir.path()), "a mount's root");
+    let sub = fs.dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    assert!(!benchrig_agent::cache::own_mount_root(&open(&sub), &sub), "a directory inside a mount");
+    assert!(!benchrig_agent::cache::thaw(fs.dir.path()), "thawing a filesystem that is not frozen does nothing");
+}

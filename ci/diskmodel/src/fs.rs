@@ -303,9 +303,10 @@ impl Filesystem for DiskFs {
 
 /// A sleep wakes 0.2–0.3 ms late on the lab's VM (timer slack and the
 /// hypervisor's timer), which would lengthen every modelled request by as
-/// much: sleep to just before `due`, then yield until it.
+/// much: sleep to just before `due`, then yield until it (up to 0.3 ms of
+/// CPU a request, outside the hosts' cgroups, like a disk's firmware).
 fn wait_until(due: Instant) {
-    const SPIN: Duration = Duration::from_micros(400);
+    const SPIN: Duration = Duration::from_micros(300);
     loop {
         let now = Instant::now();
         let Some(left) = due.checked_duration_since(now).filter(|d| !d.is_zero()) else { return };

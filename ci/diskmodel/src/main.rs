@@ -21,7 +21,7 @@ enum Profile {
 /// Serve IMAGE as MOUNTPOINT/disk with a disk's timing: put a loop device on
 /// that file (`losetup --direct-io=on`) and it behaves like the disk modelled.
 ///
-/// The HDD: seek(d) = t2t + (full − t2t)·sqrt(d/tracks) over the image's
+/// The HDD: seek(d) = t2t + (full − t2t)·sqrt((d−1)/(tracks−1)) over the image's
 /// tracks, the full stroke chosen so that random requests average --seek;
 /// a platter turning at --rpm (half a turn on average); transfer at a rate
 /// falling linearly from --outer at offset 0 to --inner at the end; after a
