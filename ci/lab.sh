@@ -256,11 +256,16 @@ model_up() {   # model_up HOST IMAGE
         IFS=, read -r -a kv <<<"${spec#*:}"
         for i in "${kv[@]}"; do args+=("--${i%%=*}" "${i#*=}"); done
     fi
-    setsid "$DISKMODEL" --image "$img" "${args[@]}" "$dir" >>"$img.model.log" 2>&1 </dev/null &
-    echo "$!" >"$img.model.pid"
+    # No setsid(1) here: it forks when it is a group leader, and until the
+    # exec chain is done $! is named bash or setsid, not the daemon. The
+    # daemon leaves the caller's session itself; $! is its pid from the fork.
+    "$DISKMODEL" --image "$img" "${args[@]}" "$dir" >>"$img.model.log" 2>&1 </dev/null &
+    local pid=$!
+    echo "$pid" >"$img.model.pid"
     for ((i = 0; i < 100; i++)); do
         [[ -e $dir/disk ]] && return 0
-        model_pid "$img" >/dev/null || break
+        # Gone, or a zombie (this shell has not reaped it): it exited.
+        [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) =~ ^[^Z]$ ]] || break
         sleep 0.1
     done
     tail -n 5 "$img.model.log" >&2 || true

@@ -162,6 +162,13 @@ fn main() -> ExitCode {
     // the disks are up).
     // SAFETY: close_range on descriptors this process has not opened itself.
     unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    // A session of its own, so a Ctrl-C or hang-up of the shell that
+    // started it does not reach it (ci/lab.sh starts it with `&`, and
+    // setsid(1) would fork, hiding the daemon's pid). EPERM when it already
+    // leads a group: then it has a session of its own already or its
+    // starter meant it to stay; either way nothing to do.
+    // SAFETY: setsid has no preconditions.
+    unsafe { libc::setsid() };
     let args = Args::parse();
     // Wake on time: the default 50 µs timer slack is added to every sleep,
     // and so to every request.
