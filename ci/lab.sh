@@ -229,12 +229,15 @@ diskmodel_bin() {
     echo "$root/target/release/benchrig-diskmodel"
 }
 
+# Whether process PID runs: not gone, and not a zombie its parent has yet to reap.
+running() { [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) =~ ^[^Z]$ ]]; }
+
 # The pid of the daemon serving IMAGE, if it is running.
 model_pid() {   # model_pid IMAGE
     local pid
     pid=$(cat "$1.model.pid" 2>/dev/null) || return 1
     [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == benchrig-diskmo* ]] || return 1
-    [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]] || return 1
+    running "$pid" || return 1
     echo "$pid"
 }
 
@@ -264,8 +267,7 @@ model_up() {   # model_up HOST IMAGE
     echo "$pid" >"$img.model.pid"
     for ((i = 0; i < 100; i++)); do
         [[ -e $dir/disk ]] && return 0
-        # Gone, or a zombie (this shell has not reaped it): it exited.
-        [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) =~ ^[^Z]$ ]] || break
+        running "$pid" || break
         sleep 0.1
     done
     tail -n 5 "$img.model.log" >&2 || true

@@ -57,14 +57,7 @@ pub fn make_cold(file: Option<&Path>, filesystems: &[PathBuf]) -> Result<Cold, S
 /// mount went away behind the agent, the path leads into the filesystem
 /// below it, which is not ours ([`own_mount_root`]).
 fn checkpoint(mountpoint: &Path) {
-    use rustix::fs::{Mode, OFlags};
-    let Ok(fd) = rustix::fs::open(mountpoint, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-    else {
-        return;
-    };
-    if !own_mount_root(&fd, mountpoint) {
-        return;
-    }
+    let Some(fd) = open_mount_root(mountpoint) else { return };
     // Written out first, so the frozen window is only the journal's flush.
     let _ = rustix::fs::syncfs(&fd);
     // SAFETY: FIFREEZE takes an int the kernel ignores; the fd is the
@@ -88,11 +81,14 @@ fn thaw_fd(fd: &std::os::fd::OwnedFd) -> bool {
 /// hang, and so would its unmount): release calls this before unmounting.
 /// Not frozen (the usual case), not a mount root, or gone: nothing happens.
 pub fn thaw(mountpoint: &Path) -> bool {
+    open_mount_root(mountpoint).is_some_and(|fd| thaw_fd(&fd))
+}
+
+/// `mountpoint` opened, if it is the root of a mount of its own ([`own_mount_root`]).
+fn open_mount_root(mountpoint: &Path) -> Option<std::os::fd::OwnedFd> {
     use rustix::fs::{Mode, OFlags};
-    match rustix::fs::open(mountpoint, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
-        Ok(fd) if own_mount_root(&fd, mountpoint) => thaw_fd(&fd),
-        _ => false,
-    }
+    let fd = rustix::fs::open(mountpoint, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    own_mount_root(&fd, mountpoint).then_some(fd)
 }
 
 /// Whether `fd` (opened from `path`) is the root of a mount other than
