@@ -17,6 +17,7 @@ use fuser::{
 
 use crate::backing::Backing;
 use crate::model::{Disk, Path, Request as ModelRequest};
+use crate::wake::Waker;
 
 pub const FILE_NAME: &str = "disk";
 const FILE_INO: INodeNo = INodeNo(2);
@@ -31,6 +32,10 @@ pub struct Stats {
     pub flash: AtomicU64,
     /// Requests whose I/O on the image took longer than the model allowed.
     pub late: AtomicU64,
+    /// Nanoseconds the answers went out after the model's completion times,
+    /// added up: this daemon's own tardiness (a busy host waking it late),
+    /// apart from the image's.
+    pub tardy_ns: AtomicU64,
 }
 
 impl Stats {
@@ -46,13 +51,15 @@ impl Stats {
 
     pub fn summary(&self) -> String {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let served = g(&self.mechanical) + g(&self.stream) + g(&self.cache_hit) + g(&self.flash);
         format!(
-            "requests: {} mechanical, {} streamed, {} from the cache, {} flash; {} late (the image was slower than the model)",
+            "requests: {} mechanical, {} streamed, {} from the cache, {} flash; {} late (the image was slower than the model); answered {:.0} µs after the model's time on average",
             g(&self.mechanical),
             g(&self.stream),
             g(&self.cache_hit),
             g(&self.flash),
-            g(&self.late)
+            g(&self.late),
+            g(&self.tardy_ns) as f64 / 1e3 / served.max(1) as f64
         )
     }
 }
@@ -63,6 +70,7 @@ pub struct DiskFs {
     epoch: Instant,
     created: SystemTime,
     pub stats: std::sync::Arc<Stats>,
+    waker: Waker,
     /// BENCHRIG_DISKMODEL_TRACE=1: one line a request on stderr.
     trace: bool,
 }
@@ -75,6 +83,7 @@ impl DiskFs {
             epoch: Instant::now(),
             created: SystemTime::now(),
             stats,
+            waker: Waker::default(),
             trace: std::env::var_os("BENCHRIG_DISKMODEL_TRACE").is_some_and(|v| v == "1"),
         }
     }
@@ -128,7 +137,9 @@ impl DiskFs {
         if Instant::now() >= due {
             self.stats.late.fetch_add(1, Ordering::Relaxed);
         }
-        wait_until(due);
+        self.waker.wait_until(due);
+        let tardy = Instant::now().saturating_duration_since(due);
+        self.stats.tardy_ns.fetch_add(tardy.as_nanos() as u64, Ordering::Relaxed);
         out
     }
 }
@@ -298,22 +309,5 @@ impl Filesystem for DiskFs {
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         let blocks = self.backing.size() / 4096;
         reply.statfs(blocks, 0, 0, 2, 0, 4096, 255, 4096);
-    }
-}
-
-/// A sleep wakes 0.2–0.3 ms late on the lab's VM (timer slack and the
-/// hypervisor's timer), which would lengthen every modelled request by as
-/// much: sleep to just before `due`, then yield until it (up to 0.3 ms of
-/// CPU a request, outside the hosts' cgroups, like a disk's firmware).
-fn wait_until(due: Instant) {
-    const SPIN: Duration = Duration::from_micros(300);
-    loop {
-        let now = Instant::now();
-        let Some(left) = due.checked_duration_since(now).filter(|d| !d.is_zero()) else { return };
-        if left > SPIN {
-            std::thread::sleep(left - SPIN);
-        } else {
-            std::thread::yield_now();
-        }
     }
 }

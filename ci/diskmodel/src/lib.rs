@@ -7,3 +7,4 @@
 pub mod backing;
 pub mod fs;
 pub mod model;
+pub mod wake;

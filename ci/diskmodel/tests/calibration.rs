@@ -195,22 +195,55 @@ fn within(got: f64, want: f64, tol: f64) -> bool {
     (got - want).abs() <= tol * want
 }
 
+/// Measures up to three rounds, until one meets `check`, printing each
+/// round's figures; the error lists every round. Another VM's load on the
+/// host only ever adds time (this one is woken late), so a round that
+/// misses is measured again rather than taken for the model's figure; a
+/// model that is off misses in all three.
+fn in_rounds<T>(mut measure: impl FnMut() -> T, check: impl Fn(&T) -> Result<String, String>) -> Result<(), String> {
+    let mut misses = Vec::new();
+    for round in 1..=3 {
+        match check(&measure()) {
+            Ok(figures) => {
+                eprintln!("round {round}: {figures}");
+                return Ok(());
+            }
+            Err(figures) => {
+                eprintln!("round {round}, off: {figures}");
+                misses.push(figures);
+            }
+        }
+    }
+    Err(format!("three rounds off: {}", misses.join("; ")))
+}
+
 #[test]
 fn cold_4k_random_reads_run_at_the_models_iops_and_fio_agrees_with_a_plain_loop() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let p = hdd_params();
     let want = 1.0 / Hdd::new(p.clone()).unwrap().mean_random_service(4096);
     let disk = ModelDisk::new(GIB, &hdd_args(&p));
-    let f = fio(disk.dev(), &["--rw=randread", "--bs=4k", "--runtime=6", "--time_based", "--randseed=17"]);
-    let (own, _) = own_random_reads(disk.dev(), GIB, 4096, 5.0, usize::MAX);
-    eprintln!(
-        "cold 4 KiB random reads: model {want:.1} IOPS, fio {:.1} IOPS ({:.2} ms each), own O_DIRECT loop {own:.1} IOPS",
-        f.iops,
-        f.mean_lat * 1e3
-    );
-    assert!(within(f.iops, want, 0.10), "fio's {:.1} IOPS is not the model's {want:.1} ±10%", f.iops);
-    assert!(within(own, want, 0.10), "the O_DIRECT loop's {own:.1} IOPS is not the model's {want:.1} ±10%");
-    assert!(within(f.iops, own, 0.10), "fio ({:.1} IOPS) and a plain O_DIRECT loop ({own:.1}) disagree", f.iops);
+    let measure = || {
+        let f = fio(disk.dev(), &["--rw=randread", "--bs=4k", "--runtime=6", "--time_based", "--randseed=17"]);
+        let (own, _) = own_random_reads(disk.dev(), GIB, 4096, 5.0, usize::MAX);
+        (f, own)
+    };
+    let check = |(f, own): &(Fio, f64)| {
+        let figures = format!(
+            "cold 4 KiB random reads: model {want:.1} IOPS, fio {:.1} IOPS ({:.2} ms each), own O_DIRECT loop {own:.1} IOPS",
+            f.iops,
+            f.mean_lat * 1e3
+        );
+        let ok = within(f.iops, want, 0.10) && within(*own, want, 0.10) && within(f.iops, *own, 0.10);
+        if ok {
+            Ok(figures)
+        } else {
+            Err(figures)
+        }
+    };
+    if let Err(e) = in_rounds(measure, check) {
+        panic!("fio and a plain O_DIRECT loop must both run at the model's IOPS ±10%: {e}");
+    }
 }
 
 #[test]
@@ -221,19 +254,30 @@ fn a_cold_64k_read_costs_a_seek_and_half_a_turn_at_least() {
     let floor = p.avg_seek + model.rotation() / 2.0;
     let want = model.mean_random_service(65536);
     let disk = ModelDisk::new(GIB, &hdd_args(&p));
-    let (_, lats) = own_random_reads(disk.dev(), GIB, 65536, 10.0, 200);
-    let mean = lats.iter().sum::<f64>() / lats.len() as f64;
-    let fastest = lats.iter().copied().fold(f64::INFINITY, f64::min);
-    eprintln!(
-        "cold 64 KiB random reads: {} reads, mean {:.2} ms (fastest {:.2} ms); seek + half a turn {:.2} ms, the model's mean {:.2} ms",
-        lats.len(),
-        mean * 1e3,
-        fastest * 1e3,
-        floor * 1e3,
-        want * 1e3
-    );
-    assert!(mean >= floor, "a cold 64 KiB read took {:.2} ms on average, under a seek and half a turn", mean * 1e3);
-    assert!(within(mean, want, 0.10), "mean {:.2} ms is not the model's {:.2} ms ±10%", mean * 1e3, want * 1e3);
+    let measure = || own_random_reads(disk.dev(), GIB, 65536, 10.0, 200).1;
+    let check = |lats: &Vec<f64>| {
+        let mean = lats.iter().sum::<f64>() / lats.len() as f64;
+        let fastest = lats.iter().copied().fold(f64::INFINITY, f64::min);
+        let figures = format!(
+            "cold 64 KiB random reads: {} reads, mean {:.2} ms (fastest {:.2} ms); seek + half a turn {:.2} ms, the model's mean {:.2} ms",
+            lats.len(),
+            mean * 1e3,
+            fastest * 1e3,
+            floor * 1e3,
+            want * 1e3
+        );
+        // Under a seek and half a turn is a model that is wrong, whatever
+        // the host's load: no second round for that.
+        assert!(mean >= floor, "a cold 64 KiB read took less than a seek and half a turn on average: {figures}");
+        if within(mean, want, 0.10) {
+            Ok(figures)
+        } else {
+            Err(figures)
+        }
+    };
+    if let Err(e) = in_rounds(measure, check) {
+        panic!("a cold 64 KiB read's mean must be the model's ±10%: {e}");
+    }
 }
 
 #[test]
