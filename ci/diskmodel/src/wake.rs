@@ -2,9 +2,9 @@
 //!
 //! A sleep on the lab's VM wakes 0.2–0.3 ms late when the machine is quiet
 //! (timer slack and the hypervisor's timer), and by milliseconds when the
-//! host under it is busy: a vCPU that halted for a 14 ms seek waits for the
-//! host to run it again (a CI run measured 1.5–2.5 ms more per request than
-//! the model). Every late wake-up lengthens a modelled request by as much.
+//! host under it is busy, a vCPU that halted for a 14 ms seek waiting for
+//! the host to run it again (one CI run saw every request 1.5–2.5 ms slower
+//! than the model). Every late wake-up lengthens a modelled request by as much.
 //! So [`Waker`] sleeps to a margin before the due time and yields the rest,
 //! the margin following how late this machine's sleeps have been woken of
 //! late: up at once to a late wake-up seen, down slowly when they come back
