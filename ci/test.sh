@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $(id -u) -eq 0 ]] || { echo "ci/test.sh: run as root (the lab needs namespaces, loop devices and mounts)" >&2; exit 1; }
 
-step() { printf '\n== %s\n' "$*"; }
+# Each stage's heading says when it started (bash's SECONDS: since this
+# script began), so a run's log shows where its time went.
+step() { printf '\n== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 log() { printf '%s\n' "$*" >&2; }
 # The leftovers checks the lab's scripts run at the end of their `down`.
 # shellcheck source=lib.sh
@@ -108,3 +110,4 @@ step "fan-out benchmark, small: 3 and 16 hosts, one round (figures, not a pass/f
 BENCHRIG=$PWD/target/debug/benchrig ROUNDS=1 ci/bench-fanout.sh 3 16
 fanout_leftovers() { BENCHRIG_LAB_DIR=/var/tmp/benchrig-fanout lab_leftovers; }
 nothing_left "the fan-out hosts" "nothing left behind" fanout_leftovers
+step "done"
