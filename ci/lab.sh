@@ -18,7 +18,9 @@ usage: ${0##*/} COMMAND [ARGS]
   down             remove everything the lab created (processes, mounts of lab
                    disks, loop devices, cgroups, netns, bridge, lab dir)
   status           per host: netns, sshd, ssh, disks; exit 1 if anything is missing
-  crash HOST       kill -9 every process in HOST's namespace ('up' revives it)
+  crash HOST       kill -9 every process in HOST's namespace ('up' revives it),
+                   and let go of a filesystem its agent left frozen, as a
+                   reboot would
   ssh HOST [CMD]   ssh into a lab host with the lab key and known_hosts
   throttle HOST RBPS WBPS
                    set the read/write bytes/s limit of each of HOST's disks
@@ -141,7 +143,8 @@ ensure_tools() {
     # Install only what is really missing (normally nothing on the CI image).
     local pkgs=() cmd pkg
     for cmd in sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
-               ip:iproute2 losetup:mount setarch:util-linux findmnt:util-linux; do
+               ip:iproute2 losetup:mount setarch:util-linux findmnt:util-linux \
+               fsfreeze:util-linux blkid:util-linux python3:python3; do
         pkg=${cmd#*:}; cmd=${cmd%%:*}
         command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
     done
@@ -709,12 +712,67 @@ cmd_throttle() {
     echo "lab: $h's disks throttled to $rbps B/s read, $wbps B/s write until the next 'up'"
 }
 
+# An agent's cold step freezes and thaws the filesystems it mounted
+# (node-agent/src/cache.rs); one killed in between leaves its filesystem
+# frozen, and once the host's mount namespace is gone with its processes
+# that filesystem is mounted nowhere yet alive in the kernel (a freeze
+# holds it), keeping its loop device busy: every later mkfs on it fails
+# with EBUSY (refused by rule in_use). A real host's crash is a reboot,
+# which frees it. So after killing a host, each lab disk (of HOSTS, or all)
+# that is busy while mounted nowhere is mounted again, which finds the
+# kernel's filesystem, thawed, and unmounted, which lets it go.
+release_orphans() {
+    local dev img type dir h keep
+    while read -r dev img; do
+        [[ -n $dev ]] || continue
+        if (($#)); then
+            keep=0
+            for h in "$@"; do [[ $img == "$LAB/disks/$h-"* ]] && keep=1; done
+            ((keep)) || continue
+        fi
+        if mounted_anywhere "$dev" || ! busy "$dev"; then continue; fi
+        type=$(blkid -p -o value -s TYPE "$dev" 2>/dev/null) || continue
+        [[ -n $type && $type != swap ]] || continue
+        dir=$(mktemp -d /run/benchrig-lab-thaw.XXXXXX)
+        if mount -t "$type" "$dev" "$dir" 2>/dev/null || mount -t "$type" -o ro "$dev" "$dir" 2>/dev/null; then
+            fsfreeze -u "$dir" 2>/dev/null && log "thawed the $type a killed agent left frozen on $dev (${img##*/})"
+            umount "$dir" 2>/dev/null || umount -l "$dir"
+        fi
+        rmdir "$dir"
+    done < <(lab_loops)
+}
+
+# mounted_anywhere DEV: DEV is mounted in some live mount namespace (by
+# its device number, or as the source: btrfs shows an anonymous one).
+mounted_anywhere() {
+    local mm
+    mm=$(cat "/sys/class/block/${1#/dev/}/dev") || return 1
+    cat /proc/[0-9]*/mountinfo 2>/dev/null | awk -v mm="$mm" -v dev="$1" '
+        $3 == mm { f = 1 }
+        { for (i = 7; i < NF - 1; i++) if ($i == "-" && $(i + 2) == dev) f = 1 }
+        END { exit !f }'
+}
+
+# busy DEV: an exclusive open of DEV fails with EBUSY (a filesystem, swap
+# or another holder has it).
+busy() {
+    python3 - "$1" <<'PY'
+import errno, os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL))
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EBUSY else 1)
+sys.exit(1)
+PY
+}
+
 cmd_crash() {
     local h=$1
     ns_exists "$h" || die "host $h is not up (no netns $(ns "$h"))"
     kill_host "$h" || die "could not kill everything in $h"
     wait_reaped
     log "crashed $h: killed ${#KILLED[@]} process(es)"
+    release_orphans "$h"
 }
 
 cmd_ssh() {
@@ -750,6 +808,9 @@ cmd_down() {
             umount -A "$dev" 2>/dev/null || umount -A -l "$dev" || rc=1
         fi
     done < <(lab_loops)
+
+    # 2b. Filesystems the hosts' agents left frozen, mounted nowhere now.
+    release_orphans
 
     # 3. Detach loops. If something still holds one, losetup -d only marks it
     #    autoclear, so wait for it to really go away.
