@@ -57,9 +57,10 @@ impl Waker {
     /// a sleep to the margin before it, then yields.
     pub fn wait_until(&self, due: Instant) {
         let margin = self.margin();
-        if let Some(sleep) = due.checked_duration_since(Instant::now()).and_then(|left| left.checked_sub(margin)) {
+        let now = Instant::now();
+        if let Some(sleep) = due.checked_duration_since(now).and_then(|left| left.checked_sub(margin)) {
             if !sleep.is_zero() {
-                let meant = Instant::now() + sleep;
+                let meant = now + sleep;
                 std::thread::sleep(sleep);
                 self.observe(Instant::now().saturating_duration_since(meant));
             }
