@@ -31,15 +31,17 @@
 //! order), cases avoid depending on it.
 
 use serde_json::Value;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const INSTALL: &str = "install the oracle: python3 -m venv /var/tmp/benchrig-venv && \
 /var/tmp/benchrig-venv/bin/pip install ansible-core==2.19.14, then set \
 BENCHRIG_ANSIBLE_INVENTORY=/var/tmp/benchrig-venv/bin/ansible-inventory (or put it on PATH)";
 
-/// `ansible-inventory` from the environment or PATH, and `ansible` beside it.
-fn oracle() -> (PathBuf, PathBuf) {
+/// The Python that runs `ansible-inventory` (from the environment or PATH):
+/// its script's `#!` line. `ansible` must be installed beside it.
+fn oracle_python() -> PathBuf {
     let inv = match std::env::var_os("BENCHRIG_ANSIBLE_INVENTORY") {
         Some(p) => PathBuf::from(p),
         None => std::env::var_os("PATH")
@@ -49,7 +51,67 @@ fn oracle() -> (PathBuf, PathBuf) {
     assert!(inv.is_file(), "{} does not exist; {INSTALL}", inv.display());
     let ansible = inv.with_file_name("ansible");
     assert!(ansible.is_file(), "{} does not exist (it comes with ansible-core); {INSTALL}", ansible.display());
-    (inv, ansible)
+    let script = std::fs::read_to_string(&inv).unwrap_or_else(|e| panic!("cannot read {}: {e}", inv.display()));
+    let python = script
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("#!"))
+        .map(|l| PathBuf::from(l.trim()))
+        .unwrap_or_else(|| panic!("{} has no #! line naming its Python; {INSTALL}", inv.display()));
+    assert!(python.is_file(), "{} (the Python of {}) does not exist; {INSTALL}", python.display(), inv.display());
+    python
+}
+
+/// `ci/ansible-oracle.py` for one case: ansible-core's entry points run in one
+/// Python in the case directory, a request a line (a process per run spent
+/// five minutes importing ansible-core).
+struct Oracle {
+    child: std::process::Child,
+    requests: std::process::ChildStdin,
+    replies: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Oracle {
+    fn start(python: &Path, case: &Case) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/ansible-oracle.py");
+        let mut child = Command::new(python)
+            .arg(&script)
+            .current_dir(&case.dir)
+            // The oracle must not pick up an ansible.cfg or colours from the environment.
+            .env("ANSIBLE_CONFIG", empty_config())
+            .env("ANSIBLE_NOCOLOR", "1")
+            .env("ANSIBLE_LOCALHOST_WARNING", "false")
+            .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {} {}: {e}", python.display(), script.display()));
+        let requests = child.stdin.take().unwrap();
+        let replies = std::io::BufReader::new(child.stdout.take().unwrap());
+        Oracle { child, requests, replies }
+    }
+
+    /// `program args` (`ansible-inventory` or `ansible`); stdout, or why it failed.
+    fn run(&mut self, program: &str, args: &[String]) -> Result<String, String> {
+        let request = serde_json::json!({ "program": program, "args": args });
+        writeln!(self.requests, "{request}").map_err(|e| format!("ansible-oracle.py: {e}"))?;
+        let mut line = String::new();
+        self.replies.read_line(&mut line).map_err(|e| format!("ansible-oracle.py: {e}"))?;
+        let reply: Value =
+            serde_json::from_str(&line).map_err(|e| format!("ansible-oracle.py replied no JSON ({e}): {line:?}"))?;
+        let text = |k: &str| reply[k].as_str().unwrap_or_default().to_string();
+        match reply["rc"].as_i64() {
+            Some(0) => Ok(text("stdout")),
+            rc => Err(format!("{program} exited {rc:?}: {}{}", text("stdout"), text("stderr"))),
+        }
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 struct Case {
@@ -97,16 +159,11 @@ fn empty_config() -> PathBuf {
     p
 }
 
-/// Run a program in the case directory; stdout, or why it failed.
+/// `benchrig ARGS` in the case directory; stdout, or why it failed.
 fn run(program: &Path, case: &Case, args: &[String]) -> Result<String, String> {
     let out = Command::new(program)
         .current_dir(&case.dir)
         .args(args)
-        // The oracle must not pick up an ansible.cfg or colours from the environment.
-        .env("ANSIBLE_CONFIG", empty_config())
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_LOCALHOST_WARNING", "false")
-        .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
         .output()
         .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -156,12 +213,20 @@ struct Checker {
 }
 
 impl Checker {
-    /// Compare `benchrig <ours>` with `<oracle> <theirs>`.
-    fn check(&mut self, case: &Case, kind: Kind, ours: Vec<String>, oracle: &Path, theirs: Vec<String>) {
+    /// Compare `benchrig <ours>` with `<program> <theirs>` run by the oracle.
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &mut self,
+        case: &Case,
+        kind: Kind,
+        ours: Vec<String>,
+        oracle: &mut Oracle,
+        program: &str,
+        theirs: Vec<String>,
+    ) {
         self.comparisons += 1;
-        let what =
-            format!("case {}: benchrig {}  vs  {} {}", case.name, ours.join(" "), oracle.display(), theirs.join(" "));
-        let (a, b) = match (run(&self.benchrig, case, &ours), run(oracle, case, &theirs)) {
+        let what = format!("case {}: benchrig {}  vs  {program} {}", case.name, ours.join(" "), theirs.join(" "));
+        let (a, b) = match (run(&self.benchrig, case, &ours), oracle.run(program, &theirs)) {
             (Ok(a), Ok(b)) => (a, b),
             (a, b) => {
                 // Both refusing is agreement; one refusing is a difference.
@@ -232,49 +297,76 @@ fn hosts_of(list: &Value) -> Vec<String> {
     hosts
 }
 
+/// Every comparison of one case, with its own oracle driver.
+fn check_case(c: &mut Checker, python: &Path, case: &Case) {
+    let mut oracle = Oracle::start(python, case);
+    let o = &mut oracle;
+    let inventory = "ansible-inventory";
+    let mut i: Vec<String> = Vec::new();
+    for s in &case.sources {
+        i.extend(["-i".to_string(), s.clone()]);
+    }
+    let with = |extra: &[&str]| -> Vec<String> { i.iter().cloned().chain(strings(extra)).collect() };
+    let inv_cmd =
+        |extra: &[&str]| -> Vec<String> { ["inventory".to_string()].into_iter().chain(with(extra)).collect() };
+
+    c.check(case, Kind::Json, inv_cmd(&["--list"]), o, inventory, with(&["--list"]));
+    c.check(case, Kind::Text, inv_cmd(&["--graph"]), o, inventory, with(&["--graph"]));
+    let list: Value = o
+        .run(inventory, &with(&["--list"]))
+        .and_then(|out| serde_json::from_str(&out).map_err(|e| e.to_string()))
+        .unwrap_or_else(|e| panic!("case {}: ansible-inventory --list: {e}", case.name));
+    // `--graph G` from every group that has children.
+    let parents = list.as_object().into_iter().flatten().filter(|(g, v)| *g != "all" && v.get("children").is_some());
+    for (g, _) in parents {
+        c.check(case, Kind::Text, inv_cmd(&["--graph", g]), o, inventory, with(&["--graph", g]));
+    }
+    for h in hosts_of(&list) {
+        c.check(case, Kind::Json, inv_cmd(&["--host", &h]), o, inventory, with(&["--host", &h]));
+    }
+    for p in &case.patterns {
+        c.check(case, Kind::Json, inv_cmd(&["--list", "--limit", p]), o, inventory, with(&["--list", "--limit", p]));
+        let (ours, theirs) = if p.starts_with('@') {
+            (inv_cmd(&["--list-hosts", "all", "--limit", p]), with(&["all", "--limit", p, "--list-hosts"]))
+        } else {
+            (inv_cmd(&["--list-hosts", p]), with(&[p, "--list-hosts"]))
+        };
+        c.check(case, Kind::Text, ours, o, "ansible", theirs);
+    }
+}
+
 #[test]
 #[ignore = "needs ansible-core (ansible-inventory); ci/test.sh runs it with BENCHRIG_ANSIBLE_INVENTORY set"]
 fn benchrig_inventory_matches_ansible_inventory() {
-    let (inventory, ansible) = oracle();
-    let mut c = Checker { benchrig: PathBuf::from(env!("CARGO_BIN_EXE_benchrig")), comparisons: 0, failures: vec![] };
+    let python = oracle_python();
     // BENCHRIG_PARITY_CASES=a,b runs only those cases (while fixing one).
     let only: Option<Vec<String>> =
         std::env::var("BENCHRIG_PARITY_CASES").ok().map(|v| v.split(',').map(String::from).collect());
     let cases: Vec<Case> = cases().into_iter().filter(|c| only.as_ref().is_none_or(|o| o.contains(&c.name))).collect();
     assert!(!cases.is_empty(), "no case to run (BENCHRIG_PARITY_CASES={only:?})");
-    for case in &cases {
-        let mut i: Vec<String> = Vec::new();
-        for s in &case.sources {
-            i.extend(["-i".to_string(), s.clone()]);
-        }
-        let with = |extra: &[&str]| -> Vec<String> { i.iter().cloned().chain(strings(extra)).collect() };
-        let inv_cmd =
-            |extra: &[&str]| -> Vec<String> { ["inventory".to_string()].into_iter().chain(with(extra)).collect() };
-
-        c.check(case, Kind::Json, inv_cmd(&["--list"]), &inventory, with(&["--list"]));
-        c.check(case, Kind::Text, inv_cmd(&["--graph"]), &inventory, with(&["--graph"]));
-        let list: Value = run(&inventory, case, &with(&["--list"]))
-            .and_then(|out| serde_json::from_str(&out).map_err(|e| e.to_string()))
-            .unwrap_or_else(|e| panic!("case {}: ansible-inventory --list: {e}", case.name));
-        // `--graph G` from every group that has children.
-        let parents =
-            list.as_object().into_iter().flatten().filter(|(g, v)| *g != "all" && v.get("children").is_some());
-        for (g, _) in parents {
-            c.check(case, Kind::Text, inv_cmd(&["--graph", g]), &inventory, with(&["--graph", g]));
-        }
-        for h in hosts_of(&list) {
-            c.check(case, Kind::Json, inv_cmd(&["--host", &h]), &inventory, with(&["--host", &h]));
-        }
-        for p in &case.patterns {
-            c.check(case, Kind::Json, inv_cmd(&["--list", "--limit", p]), &inventory, with(&["--list", "--limit", p]));
-            let (ours, theirs) = if p.starts_with('@') {
-                (inv_cmd(&["--list-hosts", "all", "--limit", p]), with(&["all", "--limit", p, "--list-hosts"]))
-            } else {
-                (inv_cmd(&["--list-hosts", p]), with(&[p, "--list-hosts"]))
-            };
-            c.check(case, Kind::Text, ours, &ansible, theirs);
-        }
-    }
-    eprintln!("{} cases, {} comparisons, {} differences", cases.len(), c.comparisons, c.failures.len());
-    assert!(c.failures.is_empty(), "benchrig differs from Ansible:\n\n{}", c.failures.join("\n\n"));
+    // Cases are independent: one worker a core, each taking the next case.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(cases.len());
+    let checkers: Vec<Checker> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut c = Checker {
+                        benchrig: PathBuf::from(env!("CARGO_BIN_EXE_benchrig")),
+                        comparisons: 0,
+                        failures: vec![],
+                    };
+                    while let Some(case) = cases.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                        check_case(&mut c, &python, case);
+                    }
+                    c
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a parity worker panicked")).collect()
+    });
+    let comparisons: usize = checkers.iter().map(|c| c.comparisons).sum();
+    let failures: Vec<String> = checkers.into_iter().flat_map(|c| c.failures).collect();
+    eprintln!("{} cases, {comparisons} comparisons, {} differences", cases.len(), failures.len());
+    assert!(failures.is_empty(), "benchrig differs from Ansible:\n\n{}", failures.join("\n\n"));
 }

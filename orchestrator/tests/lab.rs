@@ -1,14 +1,37 @@
 //! End-to-end on the simulated lab: real sshd, real agent pushed over SSH,
 //! real mkfs and mounts on loop devices. Run by ci/test.sh with the lab up:
-//!     cargo test -p benchrig --test lab -- --ignored --test-threads=1
+//!     cargo test --workspace --test lab -- --ignored --test-threads=64
+//! Each test names the hosts it uses first (common/hosts.rs), so that tests
+//! on disjoint hosts run at once.
 
 mod common;
 
 use benchrig::status::{CellStatus, RunStatus};
+use common::hosts::*;
 use common::*;
 use serde_json::Value as Json;
 
 const LAB_HOSTS: [&str; 5] = ["old", "fast1", "fast2", "hdd", "soc"];
+
+/// The table that lets lab tests run at once (pure; no lab needed).
+#[test]
+fn the_lab_table_starts_tests_on_disjoint_hosts_in_turn_and_lone_ones_last() {
+    let parts = |p: &[Lab]| Claim::Parts(p.to_vec());
+    // Nothing runs: the first on each host starts; fast1's second waits.
+    let waiting = [(0, parts(&[Fast1, Fast2])), (1, parts(&[Fast1])), (2, parts(&[Hdd])), (3, Claim::Alone)];
+    assert_eq!(starting(&[], &waiting), [0, 2]);
+    // The others wait behind a held host, however early they asked.
+    assert_eq!(starting(&[parts(&[Fast1])], &waiting[1..]), [2]);
+    // At most RUNNING at once, whatever their hosts.
+    let many: Vec<(u64, Claim)> =
+        [Old, Hdd, Soc, Fast1, Fast2, ThisMachine].iter().enumerate().map(|(i, h)| (i as u64, parts(&[*h]))).collect();
+    assert_eq!(starting(&[], &many).len(), RUNNING);
+    // A lone test: not while another runs or waits, then by itself.
+    assert_eq!(starting(&[parts(&[Hdd])], &[(3, Claim::Alone)]), Vec::<u64>::new());
+    assert_eq!(starting(&[], &[(3, Claim::Alone), (4, parts(&[Old]))]), [4]);
+    assert_eq!(starting(&[], &[(3, Claim::Alone), (5, Claim::Alone)]), [3]);
+    assert_eq!(starting(&[Claim::Alone], &[(4, parts(&[Old])), (5, Claim::Alone)]), Vec::<u64>::new());
+}
 
 fn sha256_file(path: &std::path::Path) -> String {
     sh(&format!("sha256sum {} | cut -d' ' -f1", path.display()))
@@ -17,6 +40,7 @@ fn sha256_file(path: &std::path::Path) -> String {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
+    let _lab = uses(&EVERY_HOST);
     let b = Bench::new();
     let inv = lab_inventory();
     let out = b.run(&["facts", "-i", inv.to_str().unwrap(), "--json"]);
@@ -54,6 +78,7 @@ fn facts_from_every_host_and_the_old_one_runs_the_32_bit_agent() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn facts_report_the_limits_each_lab_host_really_has() {
+    let _lab = uses(&[Old, Soc, Fast1]);
     let b = Bench::new();
     let inv = lab_inventory();
     let out = b.run(&["facts", "-i", inv.to_str().unwrap(), "-l", "old:soc:fast1", "--json"]);
@@ -83,6 +108,7 @@ fn facts_report_the_limits_each_lab_host_really_has() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_second_session_does_not_upload_the_agent_again() {
+    let _lab = uses(&[Fast1]);
     let b = Bench::new();
     let inv = lab_inventory();
     let sha = sha256_file(&repo().join("target/x86_64-unknown-linux-musl/agent/benchrig-agent"));
@@ -102,6 +128,7 @@ fn a_second_session_does_not_upload_the_agent_again() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn quickstart_over_ssh_on_every_host_stores_every_sample() {
+    let _lab = uses(&EVERY_HOST);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
@@ -158,6 +185,7 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn safety_rules_refuse_on_real_devices_and_leave_them_intact() {
+    let _lab = uses(&[Fast2]);
     let b = Bench::new();
     lab_inventory();
     let (mounted, swap, serial, blank) = (LoopDisk::new(64), LoopDisk::new(64), LoopDisk::new(64), LoopDisk::new(64));
@@ -234,6 +262,7 @@ fn quickstart_on(b: &Bench, host: &str, address: &str, dev: &LoopDisk, name: &st
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn without_wipe_benchrig_formats_over_its_own_filesystem_and_nothing_else() {
+    let _lab = uses(&[Fast1, Fast2]);
     let b = Bench::new();
     lab_inventory();
     let disk = LoopDisk::new(1024);
@@ -274,6 +303,7 @@ fn without_wipe_benchrig_formats_over_its_own_filesystem_and_nothing_else() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() {
+    let _lab = uses(&[Fast2]);
     // The shipped playbook as it is, on a host configured the careful way:
     // four 1 GiB devices, no `wipe`, no sizes in the inventory.
     let b = Bench::new();
@@ -321,6 +351,7 @@ fn volume_scaling_completes_on_four_1_gib_devices_and_measures_the_data_moved() 
 #[test]
 #[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn without_wipe_a_device_benchrig_copied_a_filesystem_onto_is_benchrigs_to_format() {
+    let _lab = uses(&[ThisMachine]);
     require_root("it attaches loop devices");
     // volume-scaling.yml's raw copy puts a copy of d0's filesystem on d1; d1's
     // next mkfs must not be refused for a filesystem benchrig wrote there.
@@ -350,6 +381,7 @@ fn without_wipe_a_device_benchrig_copied_a_filesystem_onto_is_benchrigs_to_forma
 #[test]
 #[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn without_wipe_the_quickstart_on_this_machine_completes_on_a_blank_device() {
+    let _lab = uses(&[ThisMachine]);
     require_root("it attaches loop devices");
     let b = Bench::new();
     let disk = LoopDisk::new(1024);
@@ -362,6 +394,7 @@ fn without_wipe_the_quickstart_on_this_machine_completes_on_a_blank_device() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_device_missing_from_scratch_devices_is_an_error_before_any_host_is_touched() {
+    let _lab = uses(&[Fast1]);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = b.write("bad.yml", "- hosts: fast1\n  setup:\n    - filesystem: {device: sdz, profile: ext4}\n");
@@ -404,6 +437,8 @@ fn quickstart_complete(s: &benchrig::store::Store, run: i64) {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_completes_it() {
+    // `lab.sh up` sets every lab host's cgroups and disks again.
+    let _lab = uses(&EVERY_HOST);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
@@ -477,6 +512,8 @@ fn a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_complete
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_host_crashed_with_a_filesystem_frozen_gets_its_disk_back() {
+    // `lab.sh up` sets every lab host's cgroups and disks again.
+    let _lab = uses(&EVERY_HOST);
     let link = "/var/tmp/benchrig-lab/dev/fast2-ssd1";
     lab(&[
         "ssh",
@@ -505,6 +542,7 @@ fn a_host_crashed_with_a_filesystem_frozen_gets_its_disk_back() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_host_lost_mid_run_and_back_gets_the_cells_it_lost_before_the_run_ends() {
+    let _lab = alone("crashes fast2, then lab.sh up");
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
@@ -533,6 +571,7 @@ fn a_host_lost_mid_run_and_back_gets_the_cells_it_lost_before_the_run_ends() {
 #[test]
 #[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn quickstart_with_no_inventory_runs_on_this_machine() {
+    let _lab = uses(&[ThisMachine]);
     require_root("the default scratch of this machine is loop-backed");
     let b = Bench::new();
     let home = b.dir.path().join("home");
@@ -558,9 +597,12 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
 
 /// Start a run in its own process group, wait until a cell is running, then
 /// Ctrl-C the group as a terminal would (agents started locally get it too).
-fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) {
+/// Ctrl-C a run once a cell runs, and check it tore down and left no agent
+/// in `netns` (the network namespace of the host it ran on: /run/netns/… for
+/// a lab host, /proc/self/ns/net for this machine).
+fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)], netns: &str) {
     let args: Vec<&str> = args.iter().copied().chain(["--name", "int"]).collect();
-    let agents_before = agents();
+    let agents_before = agents_in(netns);
     let child = b.spawn(&args, envs);
     b.wait_for_cell("int", "a cell to start running", |c| c.status == CellStatus::Running);
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -577,21 +619,32 @@ fn interrupt_a_run(b: &Bench, args: &[&str], envs: &[(&str, &std::path::Path)]) 
         cells.iter().any(|c| c.status == CellStatus::Skipped && c.reason.as_deref() == Some("interrupted")),
         "{cells:?}"
     );
-    // No agent process of this run anywhere on the machine (the lab shares
-    // one PID space); agents already running belong to someone else.
+    // No agent process of this run left on its host (the lab shares one PID
+    // space, so the host is its network namespace; the test holds the host,
+    // and agents already running there belong to someone else).
     std::thread::sleep(std::time::Duration::from_secs(1));
-    let left: Vec<String> = agents().into_iter().filter(|a| !agents_before.contains(a)).collect();
+    let left: Vec<String> = agents_in(netns).into_iter().filter(|a| !agents_before.contains(a)).collect();
     assert!(left.is_empty(), "an agent was left running: {left:?}");
 }
 
-/// Every benchrig agent on the machine, as `pgrep -a` lists it (pid and command line).
-fn agents() -> Vec<String> {
-    sh("pgrep -a -f 'benchrig-agent-[0-9a-f]{64} serve' || true").lines().map(str::to_string).collect()
+/// The benchrig agents in the network namespace `netns`, as `pgrep -a` lists
+/// them (pid and command line).
+fn agents_in(netns: &str) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let want = ns(netns);
+    assert!(want.is_some(), "no network namespace {netns}");
+    sh("pgrep -a -f 'benchrig-agent-[0-9a-f]{64} serve' || true")
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some_and(|pid| ns(&format!("/proc/{pid}/ns/net")) == want))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind_and_resume_completes_it() {
+    let _lab = uses(&[Fast1]);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("playbooks/quickstart.yml");
@@ -599,6 +652,7 @@ fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind_and_resume_com
         &b,
         &["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "-l", "fast1", "-e", "size=512M", "-e", "reps=2"],
         &[],
+        "/run/netns/brlab-fast1",
     );
     assert_eq!(
         lab(&["ssh", "fast1", "grep -c benchrig/work/mnt /proc/mounts || true"]),
@@ -623,6 +677,7 @@ fn ctrl_c_over_ssh_tears_down_and_leaves_no_mount_or_agent_behind_and_resume_com
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_killed_run_resumes_once_its_leases_lapse_from_what_is_stored_and_refuses_a_moved_device() {
+    let _lab = alone("a 10 s lease must outlive the gap between kill and resume");
     let b = Bench::new();
     let inv = lab_inventory();
     // On PostgreSQL, as a lab's runners share it.
@@ -682,12 +737,13 @@ fn a_killed_run_resumes_once_its_leases_lapse_from_what_is_stored_and_refuses_a_
 #[test]
 #[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn ctrl_c_on_this_machine_detaches_the_image_and_unmounts() {
+    let _lab = uses(&[ThisMachine]);
     require_root("the default scratch of this machine is loop-backed");
     let b = Bench::new();
     let home = b.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let pb = repo().join("playbooks/quickstart.yml");
-    interrupt_a_run(&b, &["run", pb.to_str().unwrap(), "-e", "size=1G"], &[("HOME", &home)]);
+    interrupt_a_run(&b, &["run", pb.to_str().unwrap(), "-e", "size=1G"], &[("HOME", &home)], "/proc/self/ns/net");
     let img = home.join(".cache/benchrig/scratch0.img");
     assert_eq!(sh(&format!("losetup -j {} | wc -l", img.display())), "0", "the image is still attached");
     assert_eq!(sh(&format!("grep -c {} /proc/mounts || true", home.display())), "0", "a mount was left behind");
@@ -696,6 +752,7 @@ fn ctrl_c_on_this_machine_detaches_the_image_and_unmounts() {
 #[test]
 #[ignore = "needs root and the agent builds (ci/test.sh)"]
 fn quickstart_as_an_ordinary_user_uses_a_plain_directory() {
+    let _lab = uses(&[ThisMachine]);
     require_root("it switches to an unprivileged user");
     let b = Bench::new();
     let work = b.dir.path();
@@ -753,6 +810,7 @@ fn seed_playbook_runs(playbook: &str, limit: &str, extra: &[&str]) -> (Bench, i6
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn seed_000_acl_ea_runs_reduced() {
+    let _lab = uses(&[Fast1]);
     let (b, run) = seed_playbook_runs(
         "acl-ea.yml",
         "fast1",
@@ -773,6 +831,7 @@ fn seed_000_acl_ea_runs_reduced() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn seed_001_remote_tree_runs_reduced_in_both_directions() {
+    let _lab = uses(&[Fast1, Fast2]);
     let (b, run) = seed_playbook_runs("remote-tree.yml", "fast1:fast2", &["scale=0.05", "reps=2"]);
     let cells = b.store().cells(run).unwrap();
     let pairs: std::collections::BTreeSet<(String, String)> = cells
@@ -803,6 +862,7 @@ fn seed_001_remote_tree_runs_reduced_in_both_directions() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn seed_003_volume_scaling_runs_reduced() {
+    let _lab = uses(&[Fast2]);
     let (b, run) = seed_playbook_runs("volume-scaling.yml", "fast2", &["scale=0.1", "reps=1"]);
     let cells = b.store().cells(run).unwrap();
     assert!(cells.iter().any(|c| c.play.contains("Add") && c.status == CellStatus::Ok));
@@ -813,6 +873,7 @@ fn seed_003_volume_scaling_runs_reduced() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn seed_004_compressed_read_runs_reduced() {
+    let _lab = uses(&[Hdd]);
     let (b, run) =
         seed_playbook_runs("compressed-read.yml", "hdd", &["reps=1", r#"{"sizes": ["64k", "1M"]}"#, "scale=0.25"]);
     // Every cold read started with none of its file in memory, and its
@@ -839,6 +900,7 @@ fn dumped_uuid(dump: &str) -> String {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn seed_004_compressed_read_makes_one_filesystem_per_round_with_fresh_round_and_one_per_visit_with_cell() {
+    let _lab = uses(&[Hdd]);
     // The playbook as shipped (`fresh: round` by default on its first play), small.
     let small = ["reps=2", r#"{"sizes": ["64k"]}"#, "scale=0.25"];
     let mut runs = Vec::new();
@@ -888,6 +950,7 @@ fn seed_004_compressed_read_makes_one_filesystem_per_round_with_fresh_round_and_
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn what_the_agent_writes_is_what_the_host_tools_read() {
+    let _lab = uses(&[Fast1]);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = b.write(
@@ -950,6 +1013,7 @@ fn lab_inventory_with_group_vars(b: &Bench) -> std::path::PathBuf {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_errors() {
+    let _lab = uses(&[Fast1, Fast2]);
     let b = Bench::new();
     let inv = lab_inventory_with_group_vars(&b);
     let inv = inv.to_str().unwrap();
@@ -1038,6 +1102,7 @@ fn ansible_habits_on_the_lab_limit_extra_vars_serial_tags_timeout_and_fatal_erro
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn max_fail_percentage_stops_the_playbook_after_a_failed_batch() {
+    let _lab = uses(&[Fast1, Fast2]);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("orchestrator/tests/data/habits/max-fail.yml");
@@ -1058,6 +1123,7 @@ fn max_fail_percentage_stops_the_playbook_after_a_failed_batch() {
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn compare_finds_a_planted_regression_and_nothing_in_noise() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
     let pb = pb.to_str().unwrap();
@@ -1099,6 +1165,7 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn a_failed_cell_on_this_machine_exits_2() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     // One cell of two fails: the run goes on, and its exit code says so.
     let pb = b.write(
@@ -1119,6 +1186,7 @@ fn a_failed_cell_on_this_machine_exits_2() {
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn a_failed_cell_runs_again_on_resume_only_with_retry_failed() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let fixed = b.dir.path().join("fixed");
     // Cell `broken=1` fails until the file `fixed` exists; `broken=0` never does.
@@ -1173,6 +1241,7 @@ fn run_shared_setups(b: &Bench, name: &str, extra: &[(&str, &str)]) -> (Option<i
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn fresh_round_makes_one_setup_per_round_for_the_cells_with_identical_setups() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let s = b.store();
     // Six cells (left and right, three each), two rounds: one setup per visit...
@@ -1226,6 +1295,7 @@ fn fresh_round_makes_one_setup_per_round_for_the_cells_with_identical_setups() {
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn a_test_that_panics_stops_the_run_it_started() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let home = b.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -1259,6 +1329,7 @@ fn a_test_that_panics_stops_the_run_it_started() {
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_recorded() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
     let out = b.run(&["run", pb.to_str().unwrap()]);
@@ -1285,6 +1356,7 @@ fn adaptive_repetition_stops_when_the_interval_is_narrow_and_warm_up_is_not_reco
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn history_names_the_run_a_step_arrived_with_and_compare_finds_its_own_baseline() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
     let pb = pb.to_str().unwrap();
@@ -1331,6 +1403,7 @@ fn history_names_the_run_a_step_arrived_with_and_compare_finds_its_own_baseline(
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn the_nightly_script_passes_steady_nights_and_fails_the_night_a_disk_got_slower() {
+    let _lab = alone("throttles fast1, then lab.sh up; steady nights must not look regressed");
     let b = Bench::new();
     let inv = lab_inventory();
     let out = b.dir.path().join("out");
@@ -1405,6 +1478,7 @@ fn the_nightly_script_passes_steady_nights_and_fails_the_night_a_disk_got_slower
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn every_report_format_parses_back() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/speed.yml");
     let pb = pb.to_str().unwrap();
@@ -1448,6 +1522,7 @@ fn every_report_format_parses_back() {
 #[test]
 #[ignore = "needs the agent builds (ci/test.sh)"]
 fn the_html_report_is_one_file_with_a_chart_per_metric() {
+    let _lab = uses(&[ThisMachine]);
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
     assert_eq!(b.run(&["run", pb.to_str().unwrap(), "--name", "h"]).status.code(), Some(0));
@@ -1476,6 +1551,7 @@ fn the_html_report_is_one_file_with_a_chart_per_metric() {
 #[test]
 #[ignore = "needs the agent builds and a PostgreSQL server (ci/test.sh)"]
 fn runs_in_postgres_compare_and_move_to_sqlite_as_anywhere() {
+    let _lab = uses(&[ThisMachine]);
     let pg = PgDatabase::new("benchrig_e2e");
     let url = pg.url.clone();
 
@@ -1502,6 +1578,7 @@ fn runs_in_postgres_compare_and_move_to_sqlite_as_anywhere() {
 #[test]
 #[ignore = "needs the simulated lab and a PostgreSQL server (ci/test.sh)"]
 fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out() {
+    let _lab = alone("its runs race each other on leases within seconds");
     let inv = lab_inventory();
     let inv = inv.to_str().unwrap();
     let pg = PgDatabase::new("benchrig_leases");
@@ -1596,6 +1673,7 @@ fn tune_playbook(b: &Bench, sleep: u32) -> std::path::PathBuf {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn tune_read_ahead_is_in_effect_during_the_cell_and_restored_after_it_and_after_ctrl_c() {
+    let _lab = uses(&[Hdd]);
     let b = Bench::new();
     let inv = lab_inventory();
     let before = hdd0_read_ahead_kb();
@@ -1619,8 +1697,10 @@ fn tune_read_ahead_is_in_effect_during_the_cell_and_restored_after_it_and_after_
     assert!(shown.contains(&format!("= 16 (was {before})")), "show names the tuning: {shown}");
 
     // Ctrl-C while the measured step runs, the setting in effect: restored too.
+    // (59 s, not 60: the habits test, which may run meanwhile, counts the
+    // machine's `sleep 60`s.)
     let child =
-        b.spawn(&["run", tune_playbook(&b, 60).to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "int"], &[]);
+        b.spawn(&["run", tune_playbook(&b, 59).to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "int"], &[]);
     let start = std::time::Instant::now();
     while hdd0_read_ahead_kb() != 16 {
         assert!(start.elapsed().as_secs() < 120, "tune never took effect");
@@ -1664,6 +1744,7 @@ impl Drop for FullDisk {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn an_io_error_the_kernel_logs_during_a_cell_is_flagged_in_every_report_and_only_for_its_host() {
+    let _lab = uses(&[Fast1, Fast2]);
     let b = Bench::new();
     let full = FullDisk::new();
     let dev = full.dev.trim_start_matches("/dev/").to_string();
@@ -1744,6 +1825,7 @@ fn fio_outputs(s: &benchrig::store::Store, run: i64, cell: i64) -> Vec<(i64, Jso
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
+    let _lab = uses(&[Fast1, Fast2]);
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = b.write(
@@ -1845,6 +1927,7 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn the_shipped_fio_playbook_runs_and_on_the_host_without_fio_its_cells_are_unsupported() {
+    let _lab = uses(&[Old, Fast2]);
     // old lacks fio (ci/lab.sh's `lacks` column): bound away in its mount namespace only.
     assert_eq!(lab(&["ssh", "old", "test -x /usr/bin/fio && echo present || echo absent"]), "absent");
     assert_eq!(lab(&["ssh", "fast2", "test -x /usr/bin/fio && echo present || echo absent"]), "present");
@@ -1890,6 +1973,7 @@ fn the_shipped_fio_playbook_runs_and_on_the_host_without_fio_its_cells_are_unsup
 #[test]
 #[ignore = "needs the simulated lab (ci/test.sh)"]
 fn a_cold_read_on_the_hdd_host_is_seen_by_its_monitors_at_the_model_disks_rate_and_monitors_false_stores_none() {
+    let _lab = alone("reads at the model disk's rate, which other load would slow");
     let b = Bench::new();
     let inv = lab_inventory();
     let pb = repo().join("orchestrator/tests/data/monitors/cold-read.yml");

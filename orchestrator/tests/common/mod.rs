@@ -2,6 +2,8 @@
 //! simulated lab that `ci/lab.sh up` builds (see ci/test.sh).
 #![allow(dead_code)]
 
+pub mod hosts;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
