@@ -52,7 +52,18 @@ EOF
 #             so the bind never propagates here, and it goes when the host's
 #             last process does (`down`); lab_leftovers in ci/lib.sh looks
 #             for one anyway. old lacks fio: a run there has its fio cells
-#             unsupported (lab.rs), and no other test runs fio on old.
+#             unsupported (tests/lab/main.rs), and no other test runs fio on old.
+#   shape     how the host differs from a root/bash/bridge host (optional
+#             column), comma-separated, or - for none:
+#               sudo     its inventory logs in as the lab users brlab-nopw
+#                        (sudo NOPASSWD) and brlab-pw (sudo with the password in
+#                        $LAB/become-password); users_up makes them
+#               via=H    not on the bridge: reachable only from host H's netns
+#                        (a veth between the two; H is its bastion)
+#               noexec   its /root (the login's $HOME) is mounted noexec
+#               busybox  sshd and the session run chrooted in a rootfs of
+#                        busybox (/bin/sh), sshd and mkfs.ext4 with their
+#                        libraries only: no bash, no coreutils, no python
 #   model     the disks' timing model (optional column), or - for none. -: the
 #             loop device sits on the image and the blkio throttles above
 #             shape it (fast, fine for sequential transfers, but a small read
@@ -73,6 +84,10 @@ fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   5242880
 fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -
 hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   31457280   26214400   150   150   -     hdd:seek=8.5,t2t=1.0,rpm=7200,outer=60,inner=35,cache=8192
 soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -
+users   10.77.0.16  native  -         -     1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     sudo
+jump    10.77.0.17  native  -         -     1G   -                   0   0          0          0     0     -     -     -
+behind  10.77.1.2   native  -         -     1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     via=jump,noexec
+tiny    10.77.0.18  native  30000     512M  1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     busybox
 EOF
 )
 # Another table, for experiments (ci/bench-fanout.sh builds N disk-less hosts
@@ -97,7 +112,13 @@ SSH_WAIT_SECONDS=20
 IPT_RULE=(FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment "$CG_NAME" -j ACCEPT)
 
 HOSTS=()
-declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS H_LACKS H_MODEL
+declare -A H_IP H_ARCH H_CPU H_MEM H_SIZE H_DISKS H_ROT H_RBPS H_WBPS H_RIOPS H_WIOPS H_LACKS H_MODEL H_SHAPE
+# The local users a `sudo` host's inventory logs in as, and the operator
+# (brlab-op) the bastion tests run benchrig as: its ~/.ssh is what ssh's
+# ProxyJump and a Host alias read. Their homes are under /home, as a
+# login's is, and go with `down`.
+LAB_USERS=(brlab-nopw brlab-pw brlab-op)
+SUDOERS=/etc/sudoers.d/benchrig-lab
 
 log() { printf '%s\n' "lab: $*" >&2; }
 die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
@@ -105,8 +126,8 @@ die() { printf '%s\n' "lab: error: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_hosts() {
-    local name ip arch cpu mem size disks rot rbps wbps riops wiops lacks model
-    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops lacks model; do
+    local name ip arch cpu mem size disks rot rbps wbps riops wiops lacks model shape
+    while read -r name ip arch cpu mem size disks rot rbps wbps riops wiops lacks model shape; do
         [[ -z $name || $name == \#* ]] && continue
         # Interface names are limited to 15 chars: "vbr-" + 11.
         [[ $name =~ ^[a-z0-9]{1,11}$ ]] || die "bad host name '$name' in HOST_TABLE"
@@ -123,7 +144,22 @@ load_hosts() {
         [[ $model == - || $model =~ ^(hdd|ssd)(:[a-z0-9]+=[0-9.]+(,[a-z0-9]+=[0-9.]+)*)?$ ]] \
             || die "bad disk model '$model' for '$name' in HOST_TABLE (- or hdd:KEY=VALUE,... or ssd:...)"
         H_MODEL[$name]=$model
+        [[ -z $shape || $shape == - ]] && shape=""
+        [[ $shape =~ ^((sudo|noexec|busybox|via=[a-z0-9]+)(,|$))*$ ]] \
+            || die "bad shape '$shape' for '$name' in HOST_TABLE (sudo, noexec, busybox, via=HOST)"
+        H_SHAPE[$name]=${shape//,/ }
     done <<<"$HOST_TABLE"
+}
+
+has_shape() { [[ " ${H_SHAPE[$1]} " == *" $2 "* ]]; }   # has_shape HOST WORD
+# The host whose netns alone reaches HOST (via=), or nothing.
+via_of() { local w; for w in ${H_SHAPE[$1]}; do [[ $w == via=* ]] && echo "${w#via=}"; done; return 0; }
+# Run a command where HOST can be reached: its bastion's netns, or here.
+reach() {   # reach HOST CMD...
+    local h=$1 v
+    shift
+    v=$(via_of "$h")
+    if [[ -n $v ]]; then ip netns exec "$(ns "$v")" "$@"; else "$@"; fi
 }
 
 check_lab_dir() {
@@ -167,7 +203,7 @@ ssh_opts() {
 
 ssh_ok() {   # ssh_ok HOST — does `ssh ... true` work within 5 s?
     ssh_opts
-    timeout 5 ssh "${SSH_OPTS[@]}" "root@${H_IP[$1]}" true </dev/null >/dev/null 2>&1
+    reach "$1" timeout 5 ssh "${SSH_OPTS[@]}" "root@${H_IP[$1]}" true </dev/null >/dev/null 2>&1
 }
 
 # Write a file only when its content changes, so that `up` leaves things alone.
@@ -317,6 +353,7 @@ net_up() {
         n=$(ns "$h")
         ns_exists "$h" || ip netns add "$n"
         ip -n "$n" link set lo up
+        [[ -n $(via_of "$h") ]] && continue
         if ! ip -n "$n" link show eth0 >/dev/null 2>&1; then
             # A veth pair lives and dies as a pair; a root half without the ns half
             # cannot normally exist, but clear it anyway before re-creating.
@@ -330,7 +367,27 @@ net_up() {
         ip -n "$n" link set eth0 up
         ip -n "$n" route replace default via "$BRIDGE_IP"
     done
+    for h in "${HOSTS[@]}"; do
+        if [[ -n $(via_of "$h") ]]; then private_link_up "$h" "$(via_of "$h")"; fi
+    done
     bridge_filter_up
+}
+
+# HOST's only link: a veth to its bastion VIA's netns, HOST at its table
+# address (a.b.c.d/24), VIA at a.b.c.1. Deleting either netns removes it.
+private_link_up() {   # private_link_up HOST VIA
+    local h=$1 v=$2 n m gw
+    n=$(ns "$h") m=$(ns "$v") gw=${H_IP[$1]%.*}.1
+    ns_exists "$v" || die "host $h is reached via $v, which is not in HOST_TABLE before it"
+    if ! ip -n "$n" link show eth0 >/dev/null 2>&1; then
+        ip -n "$m" link del "$VETH_PREFIX$h" >/dev/null 2>&1 || true
+        ip -n "$m" link add "$VETH_PREFIX$h" type veth peer name eth0 netns "$n"
+    fi
+    ip -n "$m" addr replace "$gw/$NET_PREFIX" dev "$VETH_PREFIX$h"
+    ip -n "$m" link set "$VETH_PREFIX$h" up
+    ip -n "$n" addr replace "${H_IP[$h]}/$NET_PREFIX" dev eth0
+    ip -n "$n" link set eth0 up
+    ip -n "$n" route replace default via "$gw"
 }
 
 # With br_netfilter active (bridge-nf-call-iptables=1), frames bridged between
@@ -361,6 +418,9 @@ check_mesh() {
             ((i == j)) && continue
             ((n > 8 && j != (i + 1) % n)) && continue
             a=${HOSTS[i]} b=${HOSTS[j]}
+            # A host behind a bastion is reached from it alone, and reaches
+            # no one: ssh_ok in cmd_status checks it through its bastion.
+            [[ -n $(via_of "$a") || -n $(via_of "$b") ]] && continue
             if ! ip netns exec "$(ns "$a")" timeout 5 bash -c "exec 3<>/dev/tcp/${H_IP[$b]}/22" 2>/dev/null; then
                 log "host $a cannot reach $b (${H_IP[$b]}:22) over $BRIDGE — check bridge netfilter / FORWARD policy"
                 bad=1
@@ -398,6 +458,99 @@ keys_up() {
     for h in "${HOSTS[@]}"; do
         printf '%s %s\n' "${H_IP[$h]}" "$(cut -d' ' -f1,2 "$(hdir "$h")/ssh_host_ed25519_key.pub")"
     done | write_if_changed "$LAB/known_hosts" 644
+}
+
+# ------------------------------------------------------------------ users
+
+# The lab users (LAB_USERS), when a host has the `sudo` shape or one is
+# behind a bastion: brlab-nopw may sudo without a password, brlab-pw with
+# the one in $LAB/become-password (made here, 0600), brlab-op has no sudo and
+# an ~/.ssh of its own (the lab key, known_hosts, and a config with a Host
+# alias for each host behind a bastion, ProxyJump through it).
+users_up() {
+    local u h v want=0 home
+    for h in "${HOSTS[@]}"; do
+        if has_shape "$h" sudo || [[ -n $(via_of "$h") ]]; then want=1; fi
+    done
+    ((want)) || return 0
+    command -v sudo >/dev/null 2>&1 || die "sudo is not installed (a sudo host needs it; .ci/run installs it)"
+    for u in "${LAB_USERS[@]}"; do
+        # Password `*`: none to log in with, yet not locked (`!`), which
+        # sshd refuses even with a key.
+        id "$u" >/dev/null 2>&1 || useradd -m -s /bin/sh -p '*' -c "benchrig lab user" "$u"
+    done
+    [[ -s $LAB/become-password ]] || (umask 077; head -c 18 /dev/urandom | base64 >"$LAB/become-password")
+    printf 'brlab-pw:%s\n' "$(cat "$LAB/become-password")" | chpasswd
+    write_if_changed "$SUDOERS" 440 <<EOF
+# Generated by ci/lab.sh for the benchrig lab's sudo hosts; removed by down.
+brlab-nopw ALL=(ALL:ALL) NOPASSWD: ALL
+brlab-pw ALL=(ALL:ALL) ALL
+EOF
+    visudo -cq -f "$SUDOERS" || die "$SUDOERS does not parse"
+    # sshd reads a user's keys as that user: $LAB (0700) is not theirs to read.
+    for u in "${LAB_USERS[@]}"; do
+        home=$(getent passwd "$u" | cut -d: -f6)
+        install -d -m 700 -o "$u" -g "$u" "$home/.ssh"
+        install -m 600 -o "$u" -g "$u" "$LAB/id_ed25519.pub" "$home/.ssh/authorized_keys"
+    done
+    home=$(getent passwd brlab-op | cut -d: -f6)
+    install -m 600 -o brlab-op -g brlab-op "$LAB/id_ed25519" "$home/.ssh/id_ed25519"
+    install -m 644 -o brlab-op -g brlab-op "$LAB/known_hosts" "$home/.ssh/known_hosts"
+    for h in "${HOSTS[@]}"; do
+        v=$(via_of "$h")
+        if [[ -n $v ]]; then
+            printf 'Host brlab-%s\n    HostName %s\n    User root\n    ProxyJump root@%s\n' "$h" "${H_IP[$h]}" "${H_IP[$v]}"
+        fi
+    done | install -m 600 -o brlab-op -g brlab-op /dev/stdin "$home/.ssh/config"
+}
+
+users_down() {
+    local u rc=0
+    for u in "${LAB_USERS[@]}"; do
+        id "$u" >/dev/null 2>&1 || continue
+        pkill -KILL -u "$u" 2>/dev/null || true
+        userdel -r "$u" 2>/dev/null || userdel -f -r "$u" 2>/dev/null || ! id "$u" >/dev/null 2>&1 || rc=1
+    done
+    rm -f "$SUDOERS"
+    # Where the agent went on a host whose home is noexec (deploy's
+    # fallback, /var/tmp/benchrig-<uid>): /var/tmp is this machine's.
+    for h in "${HOSTS[@]}"; do
+        if has_shape "$h" noexec; then rm -rf --one-file-system /var/tmp/benchrig-0; fi
+    done
+    return "$rc"
+}
+
+# ------------------------------------------------------------------ busybox rootfs
+
+# A busybox host's whole userland, made once per up at hosts/<h>/rootfs:
+# busybox's applets, sshd and mke2fs (as mkfs.ext4) with the libraries ldd
+# names, passwd and group files with root's shell /bin/sh. Nothing else of
+# this machine's /usr is there: no bash, coreutils, python, xfs or btrfs tools.
+rootfs_up() {   # rootfs_up HOST
+    local h=$1 r a lib
+    r=$(hdir "$h")/rootfs
+    # The last file written says it is whole: a build cut short is redone.
+    [[ -e $r/etc/group ]] && return 0
+    if ! busybox --list-full >/dev/null 2>&1; then
+        die "busybox is not installed (host $h needs busybox-static; .ci/run installs it)"
+    fi
+    rm -rf --one-file-system "$r"
+    mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,etc/ssh,proc,sys,dev,tmp,root,run/sshd,var/tmp,var/lib}
+    chmod 1777 "$r/tmp" "$r/var/tmp"
+    chmod 700 "$r/root"
+    cp "$(command -v busybox)" "$r/bin/busybox"
+    for a in $(busybox --list-full); do
+        [[ -e $r/$a || -L $r/$a ]] || ln -s /bin/busybox "$r/$a"
+    done
+    cp /sbin/mke2fs "$r/sbin/mkfs.ext4"
+    cp /etc/mke2fs.conf "$r/etc/"
+    cp "$SSHD" "$r$SSHD"
+    for lib in $(ldd "$SSHD" /sbin/mke2fs | awk '$2 == "=>" { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u); do
+        mkdir -p "$r$(dirname "$lib")"
+        cp -L "$lib" "$r$lib"
+    done
+    printf 'root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/bin/false\n' >"$r/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
 }
 
 # ------------------------------------------------------------------ disks
@@ -492,6 +645,14 @@ cgroups_up() {
 
 # ------------------------------------------------------------------ sshd
 
+# The lab's own sshd limits, roomier than OpenSSH's; a host with a shape
+# keeps OpenSSH's defaults (MaxSessions 10, MaxStartups 10:30:100), as a
+# host whose admin never touched sshd_config does.
+session_limits() {   # session_limits HOST
+    [[ -n ${H_SHAPE[$1]} ]] && return 0
+    printf 'MaxSessions 32\nMaxStartups 64:30:128\n'
+}
+
 write_host_files() {   # sshd_config and start.sh for HOST
     local h=$1 d c arch_cmd=""
     d=$(hdir "$h")
@@ -503,15 +664,14 @@ ListenAddress ${H_IP[$h]}
 Port 22
 HostKey $d/ssh_host_ed25519_key
 PidFile $d/sshd.pid
-AuthorizedKeysFile $LAB/authorized_keys
+AuthorizedKeysFile $LAB/authorized_keys .ssh/authorized_keys
 PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 UseDNS no
-MaxSessions 32
-MaxStartups 64:30:128
+$(session_limits "$h")
 PrintMotd no
 Subsystem sftp internal-sftp
 ClientAliveInterval 0
@@ -541,12 +701,44 @@ EOF
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount --bind $d/home /root
 EOF
+        if has_shape "$h" noexec; then
+            cat <<EOF
+
+# A home that cannot run programs, as where /home is mounted noexec.
+mount -o remount,bind,noexec /root
+EOF
+        fi
         lacks_lines "$h"
-        cat <<EOF
+        if has_shape "$h" busybox; then
+            chroot_lines "$h"
+        else
+            cat <<EOF
 
 exec ${arch_cmd}$SSHD -D -e -f $d/sshd_config
 EOF
+        fi
     } | write_if_changed "$d/start.sh" 755
+}
+
+# start.sh's lines for a busybox host: its rootfs (rootfs_up) gets this
+# host's /proc, /sys (with the cgroups mounted above), /dev, /tmp and /root,
+# and the lab dir at its own path (sshd_config, host key and the disks'
+# symlinks are there, so the inventory's paths hold inside too); sshd runs
+# chrooted, so a session sees only the rootfs.
+chroot_lines() {   # chroot_lines HOST
+    local h=$1 d r
+    d=$(hdir "$h") r=$(hdir "$h")/rootfs
+    cat <<EOF
+
+# The host's whole userland: busybox, sshd and mkfs.ext4 (ci/lab.sh rootfs_up).
+mount -t proc proc $r/proc
+mount --rbind /sys $r/sys
+mount --rbind /dev $r/dev
+mount -t tmpfs -o mode=1777 tmpfs $r/tmp
+mount --bind $d/home $r/root
+mkdir -p $r$LAB && mount --bind $LAB $r$LAB
+exec chroot $r $SSHD -D -e -f $d/sshd_config
+EOF
 }
 
 # start.sh's lines that take away the tools HOST lacks (the table's last
@@ -660,12 +852,17 @@ all_known_hosts() {
 # ------------------------------------------------------------------ commands
 
 cmd_up() {
+    local h
     ensure_tools
     net_up
     keys_up
     disks_up
     cgroups_up
+    for h in "${HOSTS[@]}"; do
+        if has_shape "$h" busybox; then rootfs_up "$h"; fi
+    done
     sshd_up
+    users_up
     check_mesh || die "lab hosts cannot reach each other"
     cmd_status
 }
@@ -779,7 +976,7 @@ cmd_ssh() {
     local h=$1
     shift
     ssh_opts
-    exec ssh "${SSH_OPTS[@]}" "root@${H_IP[$h]}" "$@"
+    reach "$h" ssh "${SSH_OPTS[@]}" "root@${H_IP[$h]}" "$@"
 }
 
 cmd_down() {
@@ -848,6 +1045,9 @@ cmd_down() {
     done
     if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" || rc=1; fi
     bridge_filter_down
+
+    # 5b. The lab users and their sudoers file.
+    users_down || rc=1
 
     # 6. The lab dir (keys, images, logs). --one-file-system: never follow a
     #    mount we failed to remove.

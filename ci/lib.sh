@@ -164,6 +164,9 @@ lab_leftovers() {
         mount_leftovers "$lab/"
     fi
     process_leftovers 'sshd.*benchrig-lab'
+    # The lab's users (ci/lab.sh LAB_USERS) and their sudo rules.
+    getent passwd | awk -F: '$1 ~ /^brlab-/ { print "user " $1 }'
+    path_leftovers /etc/sudoers.d/benchrig-lab
     process_leftovers 'benchrig-diskmodel.*benchrig-lab'
     path_leftovers /sys/fs/cgroup/*/benchrig-lab "$lab"
 }

@@ -114,6 +114,9 @@ pub struct HostsArgs {
     /// How many hosts to work on at once.
     #[arg(short = 'f', long = "forks", default_value_t = 50, help_heading = EXECUTION)]
     pub forks: usize,
+    /// Ask for the password sudo wants on hosts that become (as ansible-playbook's): at the terminal, or one line on stdin. A host's ansible_become_password wins.
+    #[arg(short = 'K', long = "ask-become-pass", help_heading = INVENTORY)]
+    pub ask_become_pass: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }

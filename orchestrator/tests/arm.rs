@@ -1,6 +1,6 @@
 //! End-to-end tests on the lab's aarch64 host `arm1` (`ci/arm.sh up`, after
 //! `ci/lab.sh up`): an arm64 Debian userland whose sshd, tools and the pushed
-//! agent run under qemu-user, covered as `old` covers i686 in lab.rs. The real
+//! agent run under qemu-user, covered as `old` covers i686 in tests/lab/. The real
 //! binaries, the real aarch64 agent pushed over ssh, real mkfs and mounts.
 //! ci/test.sh runs them with `--ignored` once the host is up.
 

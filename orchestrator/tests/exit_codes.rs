@@ -1,6 +1,6 @@
 //! Every exit code `benchrig` promises (src/exit_code.rs, README, --help),
 //! from the real binary. The ones only a real run can produce are asserted
-//! in tests/lab.rs: 2 (`a_failed_cell_on_this_machine_exits_2`,
+//! in tests/lab/main.rs: 2 (`a_failed_cell_on_this_machine_exits_2`,
 //! `safety_rules_refuse_on_real_devices_and_leave_them_intact`), 4 for a run
 //! (`a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_completes_it`), 130
 //! (`interrupt_a_run`), 3 after real runs

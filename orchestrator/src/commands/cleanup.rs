@@ -12,7 +12,9 @@ pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
     let hosts = selection::select(&inv, "all", args.limit.as_deref())?;
     let mut results = Vec::new();
     let mut open = Vec::new();
-    for (h, r) in open_sessions(&inv, &hosts, args.forks, progress).await {
+    for (h, r) in
+        open_sessions(&inv, &hosts, args.forks, super::become_password(args.ask_become_pass)?.as_ref(), progress).await
+    {
         match r {
             Ok(s) => open.push((h, s)),
             Err(e) => results.push((h, Err(e))),

@@ -13,7 +13,14 @@ pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.hosts.inventory)?;
     let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
     let store = Store::open(&args.hosts.db.db)?;
-    let results = open_sessions(&inv, &hosts, args.hosts.forks, progress).await;
+    let results = open_sessions(
+        &inv,
+        &hosts,
+        args.hosts.forks,
+        super::become_password(args.hosts.ask_become_pass)?.as_ref(),
+        progress,
+    )
+    .await;
     let mut json = serde_json::Map::new();
     let mut open = Vec::new();
     let mut failed = Vec::new();

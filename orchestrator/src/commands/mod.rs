@@ -18,3 +18,22 @@ pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
     let unreachable = results.iter().any(|(_, r)| matches!(r, Err(HostError::Unreachable(_))));
     crate::run::policy::run_outcome(false, unreachable, results.iter().any(|(_, r)| r.is_err())).1
 }
+
+/// The password `--ask-become-pass` asks for: at the terminal without echo
+/// (Ansible's prompt), or, with no terminal (a script, CI), the first line
+/// of stdin.
+pub fn become_password(ask: bool) -> anyhow::Result<Option<crate::session::transport::Secret>> {
+    use std::io::IsTerminal;
+    if !ask {
+        return Ok(None);
+    }
+    let typed = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password("BECOME password: ")?
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    };
+    anyhow::ensure!(!typed.is_empty(), "--ask-become-pass: no password given");
+    Ok(Some(crate::session::transport::Secret::new(typed)))
+}

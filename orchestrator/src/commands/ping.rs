@@ -29,7 +29,14 @@ pub async fn run(args: PingArgs, progress: Progress) -> anyhow::Result<i32> {
     let inv = selection::load_inventory(&args.hosts.inventory)?;
     let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
     let t0 = Instant::now();
-    let sessions = open_sessions(&inv, &hosts, args.hosts.forks, progress).await;
+    let sessions = open_sessions(
+        &inv,
+        &hosts,
+        args.hosts.forks,
+        super::become_password(args.hosts.ask_become_pass)?.as_ref(),
+        progress,
+    )
+    .await;
     let all_up = t0.elapsed();
     let mut rows = Vec::new();
     let mut results = Vec::new();

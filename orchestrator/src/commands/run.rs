@@ -33,6 +33,7 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
         progress,
         wait_for_hosts: args.wait_for_hosts,
         lease_term: args.lease_term,
+        become_password: super::become_password(args.play.hosts.ask_become_pass)?,
     })
     .await?;
     out!("{}", result.table)?;

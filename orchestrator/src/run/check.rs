@@ -21,6 +21,11 @@ pub struct Checked {
     /// Templates for this inventory (`planner::templates`): what every plan
     /// of the run renders with.
     pub templates: Templates,
+    /// The run's extra variables: they win over a host's own, connection
+    /// variables included, as `-e` does in Ansible.
+    pub extra: Vars,
+    /// What `--ask-become-pass` read, for hosts that name no password.
+    pub become_password: Option<crate::session::transport::Secret>,
 }
 
 impl Checked {
@@ -40,6 +45,8 @@ impl Checked {
             vars.entry("ansible_become").or_insert(true.into());
             vars.entry("ansible_become_user").or_insert_with(|| user.into());
         }
+        crate::session::transport::with_become_password(&mut vars, self.become_password.as_ref());
+        vars.extend(self.extra.clone());
         vars
     }
 }
@@ -96,7 +103,8 @@ pub fn check_playbook(
             }
         }
     }
-    let checked = Checked { playbook: pb, inventory: inv, hosts, templates: t };
+    let checked =
+        Checked { playbook: pb, inventory: inv, hosts, templates: t, extra: extra.clone(), become_password: None };
     for h in checked.hosts.keys() {
         ConnectionSpec::from_vars(h, &checked.connection_vars(h)).map_err(anyhow::Error::msg)?;
     }

@@ -56,6 +56,8 @@ pub struct RunOptions {
     pub wait_for_hosts: std::time::Duration,
     /// How long a lease holds without a heartbeat (`--lease-term`).
     pub lease_term: std::time::Duration,
+    /// What `--ask-become-pass` read.
+    pub become_password: Option<crate::session::transport::Secret>,
 }
 
 pub struct RunResult {
@@ -102,8 +104,9 @@ fn begin(opts: &RunOptions) -> anyhow::Result<Begun> {
 }
 
 pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
-    let begun = begin(&opts)?;
+    let mut begun = begin(&opts)?;
     let store = begun.store.clone();
+    begun.checked.become_password = opts.become_password.clone();
     let checked = begun.checked;
     let builds = AgentBuilds::discover();
     let needs_agent = checked.hosts.keys().any(|h| ConnectionSpec::from_vars(h, &checked.connection_vars(h)).is_ok());
@@ -131,7 +134,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
                 playbook_text: &checked.playbook.text,
                 inventory: &checked.inventory.sources.join(", "),
                 limit: limit.as_deref(),
-                extra_vars: &serde_json::Value::Object(begun.extra.clone()),
+                extra_vars: &serde_json::Value::Object(crate::session::transport::redact(&begun.extra)),
                 options: &resume::options(&opts.inventory, tags, playbook),
             })?;
             for h in checked.hosts.keys() {

@@ -8,11 +8,11 @@
 //! The sha256 the running agent reports about itself is checked in the
 //! handshake.
 
-use crate::session::transport::{sh_quote, RemoteProcess, Transport, TransportError};
+use crate::session::transport::{sh_quote, Become, RemoteProcess, Transport, TransportError};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// (uname -m values, rust target) for every architecture we build an agent for.
 pub const ARCHES: &[(&[&str], &str)] = &[
@@ -37,6 +37,12 @@ pub enum DeployError {
     UnknownArch(String),
     #[error("{0}")]
     Remote(String),
+    /// sudo would not start the agent as the become user.
+    #[error("becoming {user}: {why}")]
+    Become { user: String, why: BecomeRefusal },
+    /// The agent dir cannot run programs.
+    #[error("{dir} is on a filesystem mounted noexec, where the agent cannot run; {}", if *fallback { "set benchrig_remote_dir to a directory that can run programs" } else { "benchrig_remote_dir must name a directory that can run programs" })]
+    NoExec { dir: String, fallback: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -159,7 +165,20 @@ pub struct Deployed {
     pub remote_path: String,
     pub build: AgentBuild,
     pub uploaded: bool,
+    /// The agent dir this upload found mounted noexec (it went to the
+    /// fallback instead), for the one line that says so.
+    pub noexec_dir: Option<String>,
 }
+
+/// Where the agent goes unless the host sets `benchrig_remote_dir`.
+pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
+
+/// Where the agent goes when the default dir (under $HOME) cannot run
+/// programs: a directory of the login user's own on /var/tmp. Created 700
+/// and used only while it is ours and not a symlink: another user could
+/// otherwise make it first and swap the agent that sudo then runs as root.
+pub const FALLBACK_REMOTE_DIR: &str = "/var/tmp/benchrig-<uid>";
+const FALLBACK_EXPR: &str = "/var/tmp/benchrig-$(id -u)";
 
 /// `~/x` → `"$HOME"/x` for the remote shell; anything else quoted as is.
 fn remote_dir_expr(dir: &str) -> String {
@@ -173,23 +192,112 @@ fn remote_dir_expr(dir: &str) -> String {
 /// The first line the start script prints, before it execs the agent or
 /// exits: `<uname -m>\t<$HOME>\t<agent dir>\t<exec|absent>`.
 const PROBE_TAG: &str = "benchrig-probe";
+/// Or, when sudo would not let us become the agent's user: `<tag>\t<why>`.
+const BECOME_TAG: &str = "benchrig-become";
 
-/// The script that probes the host and, if our build for its architecture
-/// is there, execs it.
-fn start_script(builds: &AgentBuilds, remote_dir: &str, become_user: Option<&str>) -> String {
-    let mut arms = String::new();
-    for b in builds.all() {
-        if let Some((names, _)) = ARCHES.iter().find(|(_, t)| *t == b.triple) {
-            arms.push_str(&format!("{}) s={};; ", names.join("|"), b.sha256));
+/// Why sudo did not let the agent start as `ansible_become_user`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BecomeRefusal {
+    NoSudo,
+    PasswordNeeded,
+    WrongPassword,
+}
+
+impl BecomeRefusal {
+    fn tag(self) -> &'static str {
+        match self {
+            BecomeRefusal::NoSudo => "no-sudo",
+            BecomeRefusal::PasswordNeeded => "password-needed",
+            BecomeRefusal::WrongPassword => "password-refused",
         }
     }
-    let agent = serve_command("\"$a\"", become_user);
-    format!(
-        "m=$(uname -m); d={d}; s=; case \"$m\" in {arms}esac; a=\"$d/benchrig-agent-$s\"; \
-         if [ -n \"$s\" ] && [ -x \"$a\" ]; then printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\n' \"$m\" \"$HOME\" \"$d\"; exec {agent}; fi; \
-         printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\tabsent\\n' \"$m\" \"$HOME\" \"$d\"",
-        d = remote_dir_expr(remote_dir),
-    )
+
+    fn from_tag(t: &str) -> Option<Self> {
+        [BecomeRefusal::NoSudo, BecomeRefusal::PasswordNeeded, BecomeRefusal::WrongPassword]
+            .into_iter()
+            .find(|r| r.tag() == t)
+    }
+}
+
+impl std::fmt::Display for BecomeRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BecomeRefusal::NoSudo => "sudo is not installed on the host (ansible_become needs it)",
+            BecomeRefusal::PasswordNeeded => {
+                "sudo asks for a password: set ansible_become_password or run with --ask-become-pass (-K)"
+            }
+            BecomeRefusal::WrongPassword => {
+                "sudo refused the become password (ansible_become_password or --ask-become-pass)"
+            }
+        })
+    }
+}
+
+/// The shell lines that check sudo lets us become the agent's user, before
+/// anything else runs. The password comes on stdin, read by the shell's
+/// `read` and handed to `sudo -S` by the builtin `printf`: it is in no
+/// process's argument list or environment. `sudo -v` then caches the
+/// credential for this shell (sudo keys it by parent process when there is
+/// no terminal), so the agent's `sudo -n` that follows, a child of the same
+/// shell, needs none.
+fn become_check(b: Option<&Become>) -> String {
+    let Some(b) = b else { return String::new() };
+    let refuse = |r: BecomeRefusal| format!("{{ printf '{BECOME_TAG}\\t{}\\n'; exit 1; }}", r.tag());
+    let validate = match b.password {
+        Some(_) => format!(
+            "IFS= read -r p; printf '%s\\n' \"$p\" | sudo -S -p '' -v 2>/dev/null || {}; p=; ",
+            refuse(BecomeRefusal::WrongPassword)
+        ),
+        None => format!("sudo -n -v 2>/dev/null || {}; ", refuse(BecomeRefusal::PasswordNeeded)),
+    };
+    format!("command -v sudo >/dev/null 2>&1 || {}; {validate}", refuse(BecomeRefusal::NoSudo))
+}
+
+/// The agent at `agent` (a shell word) serving, as the host's own user or
+/// through `sudo -n` as the become user: one spelling for both ways it
+/// starts. With a password the shell stays the agent's parent (the
+/// credential `become_check` cached is this shell's); otherwise it execs.
+fn serve_command(agent: &str, b: Option<&Become>) -> String {
+    match b {
+        Some(b) if b.password.is_some() => format!("sudo -n -u {} -- {agent} serve; exit $?", sh_quote(&b.user)),
+        Some(b) => format!("exec sudo -n -u {} -- {agent} serve", sh_quote(&b.user)),
+        None => format!("exec {agent} serve"),
+    }
+}
+
+/// `[ <d> is ours and no symlink ]`, for the fallback dir only.
+fn owned(d: &str) -> String {
+    format!("[ -d {d} ] && [ ! -L {d} ] && [ -O {d} ]")
+}
+
+/// The script that probes the host and, if our build for its architecture
+/// is in the agent dir (or, for the default dir, in the fallback), starts
+/// it. The probe line names the primary dir when no agent is found.
+fn start_script(builds: &AgentBuilds, dir: &str, fallback: bool, b: Option<&Become>) -> String {
+    let mut arms = String::new();
+    for build in builds.all() {
+        if let Some((names, _)) = ARCHES.iter().find(|(_, t)| *t == build.triple) {
+            arms.push_str(&format!("{}) s={};; ", names.join("|"), build.sha256));
+        }
+    }
+    let found = |d: &str| {
+        format!(
+            "a=\"{d}/benchrig-agent-$s\"; if [ -n \"$s\" ] && [ -x \"$a\" ]; then \
+             printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\n' \"$m\" \"$HOME\" \"{d}\"; {}; fi; ",
+            serve_command("\"$a\"", b)
+        )
+    };
+    let mut script = format!(
+        "{}m=$(uname -m); d={}; s=; case \"$m\" in {arms}esac; {}",
+        become_check(b),
+        remote_dir_expr(dir),
+        found("$d")
+    );
+    if fallback {
+        script.push_str(&format!("f={FALLBACK_EXPR}; if {}; then {}fi; ", owned("\"$f\""), found("$f")));
+    }
+    script.push_str(&format!("printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\tabsent\\n' \"$m\" \"$HOME\" \"$d\""));
+    script
 }
 
 /// What the probe line said.
@@ -210,6 +318,12 @@ fn parse_probe(line: &str) -> Option<Probe> {
     Some(Probe { arch: arch.into(), home: home.into(), dir: dir.into(), running: state == "exec" })
 }
 
+/// The refusal a `benchrig-become` line names.
+fn parse_refusal(line: &str) -> Option<BecomeRefusal> {
+    let (tag, why) = line.trim_end().split_once('\t')?;
+    (tag == BECOME_TAG).then(|| BecomeRefusal::from_tag(why)).flatten()
+}
+
 /// One line from the agent's stdout, byte by byte: what follows it is the
 /// agent's first frame and must stay unread.
 async fn read_line(r: &mut (dyn tokio::io::AsyncRead + Send + Unpin)) -> std::io::Result<String> {
@@ -224,18 +338,39 @@ async fn read_line(r: &mut (dyn tokio::io::AsyncRead + Send + Unpin)) -> std::io
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
+/// Spawn `script`, giving it the become password as its first line of
+/// stdin when there is one (`become_check` reads it).
+async fn spawn_becoming(t: &dyn Transport, script: &str, b: Option<&Become>) -> Result<RemoteProcess, DeployError> {
+    let mut proc = t.spawn(script).await?;
+    if let Some(p) = b.and_then(|b| b.password.as_ref()) {
+        let line = format!("{}\n", p.expose());
+        proc.stdin
+            .write_all(line.as_bytes())
+            .await
+            .map_err(|e| DeployError::Remote(format!("giving sudo its password failed: {e}")))?;
+    }
+    Ok(proc)
+}
+
 /// Start the host's agent for its architecture, uploading it first when the
-/// host does not have it.
+/// host does not have it. `dir` is `benchrig_remote_dir`; without it the
+/// agent goes to [`DEFAULT_REMOTE_DIR`], or to [`FALLBACK_REMOTE_DIR`] where
+/// that is mounted noexec.
 pub async fn start(
     t: &dyn Transport,
     builds: &AgentBuilds,
-    remote_dir: &str,
-    become_user: Option<&str>,
+    dir: Option<&str>,
+    b: Option<&Become>,
 ) -> Result<(Deployed, RemoteProcess), DeployError> {
-    let mut proc = t.spawn(&start_script(builds, remote_dir, become_user)).await?;
+    let fallback = dir.is_none();
+    let dir = dir.unwrap_or(DEFAULT_REMOTE_DIR);
+    let mut proc = spawn_becoming(t, &start_script(builds, dir, fallback, b), b).await?;
     let line = read_line(proc.stdout.as_mut())
         .await
         .map_err(|e| DeployError::Remote(format!("probing the host failed: {e}")))?;
+    if let Some(why) = parse_refusal(&line) {
+        return Err(DeployError::Become { user: b.map(|b| b.user.clone()).unwrap_or_default(), why });
+    }
     let Some(probe) = parse_probe(&line) else {
         let mut err = Vec::new();
         let _ = proc.stderr.read_to_end(&mut err).await;
@@ -243,43 +378,68 @@ pub async fn start(
         return Err(DeployError::Remote(format!("probing the host failed: {said}")));
     };
     let build = builds.for_arch(&probe.arch)?;
-    let remote_path = format!("{}/benchrig-agent-{}", probe.dir, build.sha256);
-    let mut deployed =
-        Deployed { arch: probe.arch, home: probe.home, remote_dir: probe.dir, remote_path, build, uploaded: false };
+    let mut deployed = Deployed {
+        remote_path: format!("{}/benchrig-agent-{}", probe.dir, build.sha256),
+        arch: probe.arch,
+        home: probe.home,
+        remote_dir: probe.dir,
+        build,
+        uploaded: false,
+        noexec_dir: None,
+    };
     if probe.running {
         return Ok((deployed, proc));
     }
     proc.exit.wait().await;
-    upload(t, &deployed).await?;
+    let bytes = std::fs::read(&deployed.build.path)
+        .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", deployed.build.path.display())))?;
+    let mut at = upload(t, &sh_quote(&deployed.remote_dir), false, &deployed.build.sha256, &bytes).await;
+    if let (Err(DeployError::NoExec { .. }), true) = (&at, fallback) {
+        deployed.noexec_dir = Some(deployed.remote_dir.clone());
+        at = upload(t, FALLBACK_EXPR, true, &deployed.build.sha256, &bytes).await;
+        if let Err(DeployError::NoExec { dir, .. }) = at {
+            return Err(DeployError::NoExec { dir: format!("{} nor {dir}", deployed.remote_dir), fallback: true });
+        }
+    }
+    deployed.remote_dir = at?;
+    deployed.remote_path = format!("{}/benchrig-agent-{}", deployed.remote_dir, deployed.build.sha256);
     deployed.uploaded = true;
-    let proc = start_agent(t, &deployed, become_user).await?;
+    let proc = start_agent(t, &deployed, b).await?;
     Ok((deployed, proc))
 }
 
-/// Put the agent at its content-addressed name.
-async fn upload(t: &dyn Transport, d: &Deployed) -> Result<(), DeployError> {
-    let bytes = std::fs::read(&d.build.path)
-        .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", d.build.path.display())))?;
-    let q = sh_quote(&d.remote_dir);
+/// Exit status of the upload script when the agent, written, cannot run.
+const NOEXEC_STATUS: i32 = 3;
+
+/// Put the agent at its content-addressed name in the dir `dir_expr` (a
+/// shell word) names; the dir it resolved to. `own`: the dir must be ours
+/// (made 700 if missing; refused if it is a symlink or someone else's).
+async fn upload(t: &dyn Transport, dir_expr: &str, own: bool, sha: &str, bytes: &[u8]) -> Result<String, DeployError> {
+    let claim = if own {
+        format!(
+            "mkdir -m 700 \"$d\" 2>/dev/null || true; {} || {{ echo \"$d is not a directory of this user's\" >&2; exit 1; }}; ",
+            owned("\"$d\"")
+        )
+    } else {
+        "mkdir -p \"$d\"; ".into()
+    };
     // A dropped connection gives `cat` a clean EOF: check the size
-    // before the file gets its content-addressed name.
+    // before the file gets its content-addressed name. `[ -x ]` is false
+    // on a noexec mount (access(2) checks it), even for root.
     let script = format!(
-        "set -e; umask 077; mkdir -p {q}; t={q}/.benchrig-agent-{sha}.$$; cat > \"$t\"; \
+        "set -e; umask 077; d={dir_expr}; {claim}t=\"$d/.benchrig-agent-{sha}.$$\"; cat > \"$t\"; \
          n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
-         chmod 755 \"$t\"; mv -f \"$t\" {final_}",
-        sha = d.build.sha256,
+         chmod 755 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; \
+         mv -f \"$t\" \"$d/benchrig-agent-{sha}\"; echo \"$d\"",
         len = bytes.len(),
-        final_ = sh_quote(&d.remote_path)
     );
-    let out = t.exec(&script, Some(bytes)).await?;
-    if !out.success() {
-        return Err(DeployError::Remote(format!(
-            "uploading the agent to {} failed: {}",
-            d.remote_dir,
-            out.stderr_text()
-        )));
+    let out = t.exec(&script, Some(bytes.to_vec())).await?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match out.status {
+        Some(0) => Ok(dir),
+        Some(NOEXEC_STATUS) => Err(DeployError::NoExec { dir, fallback: own }),
+        _ => Err(DeployError::Remote(format!("uploading the agent to {dir_expr} failed: {}", out.stderr_text()))),
     }
-    Ok(())
 }
 
 /// Remove an agent whose content is not what its name says, so the next
@@ -288,24 +448,31 @@ pub async fn discard_agent(t: &dyn Transport, d: &Deployed) {
     let _ = t.exec(&format!("rm -f {}", sh_quote(&d.remote_path)), None).await;
 }
 
-/// Start the deployed agent, through `sudo -n` when the host asks to become another user.
-async fn start_agent(t: &dyn Transport, d: &Deployed, become_user: Option<&str>) -> Result<RemoteProcess, DeployError> {
-    let script = format!("exec {}", serve_command(&sh_quote(&d.remote_path), become_user));
-    Ok(t.spawn(&script).await?)
-}
-
-/// The agent at `agent` (a shell word) serving, as the host's own user or
-/// through `sudo -n` as `become_user`: one spelling for both ways it starts.
-fn serve_command(agent: &str, become_user: Option<&str>) -> String {
-    match become_user {
-        Some(user) => format!("sudo -n -u {} -- {agent} serve", sh_quote(user)),
-        None => format!("{agent} serve"),
+/// Start the deployed agent, becoming its user first when the host says so.
+async fn start_agent(t: &dyn Transport, d: &Deployed, b: Option<&Become>) -> Result<RemoteProcess, DeployError> {
+    let Some(b) = b else { return Ok(t.spawn(&serve_command(&sh_quote(&d.remote_path), None)).await?) };
+    // Here no probe line follows the check: say it passed, so that a
+    // refusal (the password changed since the probe) is read as one.
+    let script = format!(
+        "{}printf '{BECOME_TAG}\tok\n'; {}",
+        become_check(Some(b)),
+        serve_command(&sh_quote(&d.remote_path), Some(b))
+    );
+    let mut proc = spawn_becoming(t, &script, Some(b)).await?;
+    let line = read_line(proc.stdout.as_mut())
+        .await
+        .map_err(|e| DeployError::Remote(format!("starting the agent failed: {e}")))?;
+    match parse_refusal(&line) {
+        Some(why) => Err(DeployError::Become { user: b.user.clone(), why }),
+        None if line == format!("{BECOME_TAG}\tok") => Ok(proc),
+        None => Err(DeployError::Remote(format!("starting the agent failed: {line}"))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::transport::Secret;
 
     #[test]
     fn arch_names_map_to_targets() {
@@ -323,10 +490,15 @@ mod tests {
 
     #[test]
     fn the_agent_serves_as_the_user_or_through_sudo() {
-        assert_eq!(serve_command("'/h/a b'", None), "'/h/a b' serve");
-        assert_eq!(serve_command("\"$a\"", Some("bench")), "sudo -n -u bench -- \"$a\" serve");
+        assert_eq!(serve_command("'/h/a b'", None), "exec '/h/a b' serve");
+        let nopw = Become { user: "bench".into(), password: None };
+        assert_eq!(serve_command("\"$a\"", Some(&nopw)), "exec sudo -n -u bench -- \"$a\" serve");
+        let pw = Become { user: "root".into(), password: Some(Secret::new("pw")) };
+        assert_eq!(serve_command("\"$a\"", Some(&pw)), "sudo -n -u root -- \"$a\" serve; exit $?");
         let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![]) };
-        assert!(start_script(&builds, "/d", Some("bench")).contains("exec sudo -n -u bench -- \"$a\" serve; fi"));
+        let script = start_script(&builds, "/d", false, Some(&pw));
+        assert!(!script.contains("exec sudo") && script.contains("sudo -S -p '' -v"), "{script}");
+        assert!(!script.contains("pw"), "the password is never in the script: {script}");
     }
 
     #[test]
@@ -352,7 +524,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: "ab12".into() };
         let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) };
-        let script = start_script(&builds, dir.path().to_str().unwrap(), None);
+        let script = start_script(&builds, dir.path().to_str().unwrap(), false, None);
         let run = || std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
         let absent = String::from_utf8(run().stdout).unwrap();
         let p = parse_probe(absent.lines().next().unwrap()).unwrap();

@@ -13,8 +13,6 @@ use benchrig_wire::steps::{Action, NoArgs};
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
-
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// Could not reach or lost the host: the run's "unreachable".
@@ -28,6 +26,8 @@ impl From<DeployError> for HostError {
     fn from(e: DeployError) -> Self {
         match e {
             DeployError::Transport(TransportError::Unreachable(m)) => HostError::Unreachable(m),
+            // Not let in is not reached: the host is left out as unreachable.
+            e @ DeployError::Become { .. } => HostError::Unreachable(e.to_string()),
             other => HostError::Failed(other.to_string()),
         }
     }
@@ -103,10 +103,15 @@ impl HostSession {
         let scratch = scratch_devices(name, vars).map_err(HostError::Failed)?;
         let transport = connect_retrying(name, &spec, cancel).await?;
         timeline.mark("connect");
-        let remote_dir = vars.get("benchrig_remote_dir").and_then(|v| v.as_str()).unwrap_or(DEFAULT_REMOTE_DIR);
+        let remote_dir = vars.get("benchrig_remote_dir").and_then(|v| v.as_str());
         let started = async {
-            let (deployed, proc) =
-                deploy::start(transport.as_ref(), builds, remote_dir, spec.become_user.as_deref()).await?;
+            let (deployed, proc) = deploy::start(transport.as_ref(), builds, remote_dir, spec.become_.as_ref()).await?;
+            if let Some(d) = &deployed.noexec_dir {
+                tracing::warn!(
+                    "{name}: {d} is on a filesystem mounted noexec; the agent runs from {} instead (benchrig_remote_dir chooses)",
+                    deployed.remote_dir
+                );
+            }
             timeline.mark(if deployed.uploaded { "probe, upload, agent start" } else { "probe and agent start" });
             tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
             let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256).await {

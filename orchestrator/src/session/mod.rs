@@ -21,6 +21,7 @@ pub async fn open_sessions(
     inv: &Inventory,
     hosts: &[String],
     forks: usize,
+    become_password: Option<&transport::Secret>,
     progress: Progress,
 ) -> Vec<(String, Result<HostSession, HostError>)> {
     let builds = Arc::new(AgentBuilds::discover());
@@ -28,7 +29,9 @@ pub async fn open_sessions(
     let tasks: Vec<_> = hosts
         .iter()
         .map(|h| {
-            let (vars, builds, sem, h) = (inv.host_vars(h), builds.clone(), sem.clone(), h.clone());
+            let mut vars = inv.host_vars(h);
+            transport::with_become_password(&mut vars, become_password);
+            let (builds, sem, h) = (builds.clone(), sem.clone(), h.clone());
             tokio::spawn(async move {
                 let _permit = sem.acquire().await;
                 let r = HostSession::open(&h, &vars, &builds, None).await;

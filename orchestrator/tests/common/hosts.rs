@@ -1,5 +1,5 @@
 //! Which parts of the lab a test uses, so that tests on disjoint hosts run at
-//! once: `ci/test.sh` runs `tests/lab.rs` with more threads than tests, so
+//! once: `ci/test.sh` runs `tests/lab/` with more threads than tests, so
 //! libtest starts every test at once and this table decides which run.
 //!
 //! Every lab test begins with `let _lab = uses(&[..])` or `alone("why")`.
@@ -31,6 +31,11 @@ pub enum Lab {
     Soc,
     Fast1,
     Fast2,
+    /// The hosts of `inventories/simlab-real.yml` and `simlab-bastion.yml`.
+    Users,
+    Jump,
+    Behind,
+    Tiny,
     ThisMachine,
 }
 

@@ -105,14 +105,16 @@ impl Bench {
         self.dir.path().join("results.db")
     }
 
+    /// benchrig with `args`, this test's database, in this test's directory.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_benchrig"));
+        c.args(args).env("BENCHRIG_DB", self.db()).current_dir(self.dir.path());
+        c
+    }
+
     /// Run benchrig with this test's database, in this test's directory.
     pub fn run(&self, args: &[&str]) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_benchrig"))
-            .args(args)
-            .env("BENCHRIG_DB", self.db())
-            .current_dir(self.dir.path())
-            .output()
-            .expect("run benchrig");
+        let out = self.command(args).output().expect("run benchrig");
         transcript(args, &out);
         out
     }

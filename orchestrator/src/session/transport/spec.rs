@@ -21,8 +21,8 @@ pub struct ConnectionSpec {
     pub ssh_args: Vec<String>,
     /// Ansible checks host keys unless told not to.
     pub host_key_checking: bool,
-    /// `ansible_become`: run the agent as this user (through `sudo -n`).
-    pub become_user: Option<String>,
+    /// `ansible_become`: run the agent as another user, through sudo.
+    pub become_: Option<Become>,
     pub connect_timeout_s: u64,
     /// `ansible_ssh_retries`: how many more times an unreachable host is
     /// tried, with backoff ([`DEFAULT_RETRIES`] unless the host says).
@@ -33,6 +33,61 @@ pub struct ConnectionSpec {
 /// machine rebooting or a switch flapping is worth a few seconds. (Ansible's
 /// own default is 0; a night's run is worth more than an ad-hoc command.)
 pub const DEFAULT_RETRIES: u32 = 2;
+
+/// Who the agent runs as when a host says `ansible_become`, and the password
+/// sudo asks for, if it asks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Become {
+    pub user: String,
+    pub password: Option<Secret>,
+}
+
+/// A password: kept out of `Debug` (and so out of every log line that
+/// prints a spec), written only to the remote shell's stdin.
+#[derive(Clone, PartialEq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// The variables that hold a password, as Ansible spells them: never
+/// stored with a run (`redact`).
+pub const SECRET_VARS: &[&str] =
+    &["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass", "ansible_password", "ansible_ssh_pass"];
+
+/// `vars` without its password variables, for the store (a resumed run
+/// asks again: the inventory, `-e` or `--ask-become-pass`).
+pub fn redact(vars: &Vars) -> Vars {
+    let mut out = vars.clone();
+    out.retain(|k, _| !SECRET_VARS.contains(&k.as_str()));
+    out
+}
+
+/// Give a host the password `--ask-become-pass` read, unless its own
+/// variables name one (as in Ansible, the host's variable wins).
+pub fn with_become_password(vars: &mut Vars, password: Option<&Secret>) {
+    if let Some(p) = password {
+        if !["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"]
+            .iter()
+            .any(|n| vars.contains_key(*n))
+        {
+            vars.insert("ansible_become_password".into(), Json::String(p.expose().to_string()));
+        }
+    }
+}
 
 fn get<'a>(vars: &'a Vars, names: &[&str]) -> Option<&'a Json> {
     names.iter().find_map(|n| vars.get(*n)).filter(|v| !v.is_null())
@@ -85,9 +140,24 @@ impl ConnectionSpec {
             .or(env_check.as_ref())
             .map(truthy)
             .unwrap_or(true);
-        let become_user = get(vars, &["ansible_become"])
-            .filter(|v| truthy(v))
-            .map(|_| get(vars, &["ansible_become_user"]).map(text).unwrap_or_else(|| "root".into()));
+        let become_ = match get(vars, &["ansible_become"]).filter(|v| truthy(v)) {
+            None => None,
+            Some(_) => {
+                // Only sudo: su wants its password at a terminal, and the
+                // agent's stdin is its protocol channel.
+                if let Some(m) = get(vars, &["ansible_become_method"]).map(text).filter(|m| m != "sudo") {
+                    return Err(format!(
+                        "host `{host}`: ansible_become_method `{m}` is not supported (benchrig becomes through sudo; \
+                         set ansible_become_method: sudo or leave it out)"
+                    ));
+                }
+                Some(Become {
+                    user: get(vars, &["ansible_become_user"]).map(text).unwrap_or_else(|| "root".into()),
+                    password: get(vars, &["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"])
+                        .map(|v| Secret(text(v))),
+                })
+            }
+        };
         let connect_timeout_s = get(vars, &["ansible_timeout"]).and_then(|v| text(v).parse().ok()).unwrap_or(10);
         let retries = match get(vars, &["ansible_ssh_retries"]) {
             None => DEFAULT_RETRIES,
@@ -103,7 +173,7 @@ impl ConnectionSpec {
             private_key: get(vars, &["ansible_ssh_private_key_file", "ansible_private_key_file"]).map(text),
             ssh_args,
             host_key_checking,
-            become_user,
+            become_,
             connect_timeout_s,
             retries,
         })
@@ -132,7 +202,37 @@ mod tests {
         assert_eq!((s.address.as_str(), s.port, s.user.as_deref()), ("10.0.0.5", Some(2222), Some("lab")));
         assert_eq!(s.ssh_args, ["-o", "ProxyJump=bastion", "-o", "UserKnownHostsFile=/x y", "-C"]);
         assert!(!s.host_key_checking);
-        assert_eq!(s.become_user.as_deref(), Some("root"));
+        assert_eq!(s.become_, Some(Become { user: "root".into(), password: None }));
+    }
+
+    #[test]
+    fn become_takes_its_password_and_refuses_other_methods_by_name() {
+        let vars = |extra: Json| {
+            let mut v: Vars =
+                json!({"ansible_become": true, "ansible_become_user": "bench"}).as_object().unwrap().clone();
+            v.extend(extra.as_object().unwrap().clone());
+            v
+        };
+        let s = ConnectionSpec::from_vars("n1", &vars(json!({"ansible_become_pass": "s3cret"}))).unwrap();
+        let b = s.become_.unwrap();
+        assert_eq!((b.user.as_str(), b.password.as_ref().map(Secret::expose)), ("bench", Some("s3cret")));
+        assert!(!format!("{b:?}").contains("s3cret"), "a password never reaches Debug");
+        let e = ConnectionSpec::from_vars("n1", &vars(json!({"ansible_become_method": "su"}))).unwrap_err();
+        assert!(e.contains("host `n1`") && e.contains("ansible_become_method `su`"), "{e}");
+        assert!(ConnectionSpec::from_vars("n1", &vars(json!({"ansible_become_method": "sudo"}))).is_ok());
+        let off = ConnectionSpec::from_vars(
+            "n1",
+            &json!({"ansible_become": "no", "ansible_become_method": "su"}).as_object().unwrap().clone(),
+        );
+        assert_eq!(off.unwrap().become_, None, "the method of a become that is off does not matter");
+        let r = redact(&vars(json!({"ansible_become_password": "s3cret", "size": "1G"})));
+        assert_eq!((r.contains_key("ansible_become_password"), r["size"].as_str()), (false, Some("1G")));
+        let mut asked = vars(json!({}));
+        with_become_password(&mut asked, Some(&Secret::new("typed")));
+        assert_eq!(asked["ansible_become_password"], "typed");
+        let mut own = vars(json!({"ansible_become_pass": "own"}));
+        with_become_password(&mut own, Some(&Secret::new("typed")));
+        assert!(!own.contains_key("ansible_become_password"), "the host's own password wins");
     }
 
     #[test]

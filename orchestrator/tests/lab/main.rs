@@ -4,7 +4,9 @@
 //! Each test names the hosts it uses first (common/hosts.rs), so that tests
 //! on disjoint hosts run at once.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod real_hosts;
 
 use benchrig::status::{CellStatus, RunStatus};
 use common::hosts::*;

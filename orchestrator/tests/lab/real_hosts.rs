@@ -1,0 +1,246 @@
+//! Hosts as real labs have them (ci/lab.sh's shape column): a login that is
+//! not root and becomes root through sudo, a host reachable only through a
+//! bastion whose home cannot run programs, a busybox userland. Each runs the
+//! shipped quickstart, unchanged, on a 1 GiB disk with no `wipe`.
+
+use crate::common::hosts::*;
+use crate::common::*;
+use benchrig::status::CellStatus;
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const QUICK: [&str; 4] = ["-e", "size=16M", "-e", "reps=1"];
+
+fn real_inventory() -> String {
+    lab_inventory();
+    repo().join("inventories/simlab-real.yml").display().to_string()
+}
+
+fn quickstart() -> String {
+    repo().join("playbooks/quickstart.yml").display().to_string()
+}
+
+/// Each cell's (host, key, status, reason) of the run named `name`.
+fn cells_of(b: &Bench, name: &str) -> Vec<(String, String, CellStatus, String)> {
+    let s = b.store();
+    let run = s.resolve_run(name).unwrap();
+    s.cells(run.id).unwrap().into_iter().map(|c| (c.host, c.key, c.status, c.reason.unwrap_or_default())).collect()
+}
+
+/// Everything of a run that is kept or shown: the database's files and
+/// what benchrig printed, reported and logged.
+fn kept_and_shown(b: &Bench, outs: &[&Output]) -> String {
+    let mut all = String::new();
+    for entry in std::fs::read_dir(b.dir.path()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("results.db") {
+            all.push_str(&String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap()));
+        }
+    }
+    for o in outs {
+        all.push_str(&stdout(o));
+        all.push_str(&stderr(o));
+    }
+    for f in ["json", "html"] {
+        all.push_str(&stdout(&b.run(&["report", "last", "-f", f])));
+    }
+    all
+}
+
+/// Watch every process's argument list and environment on this machine
+/// (the lab's hosts share its process table) for `needle` until stopped;
+/// what it saw.
+fn watch_processes(needle: String) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<String>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let seen = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut looked = 0;
+        while !s.load(Ordering::Relaxed) || looked == 0 {
+            for p in std::fs::read_dir("/proc").unwrap().flatten() {
+                for file in ["cmdline", "environ"] {
+                    if let Ok(bytes) = std::fs::read(p.path().join(file)) {
+                        if String::from_utf8_lossy(&bytes).contains(&needle) {
+                            seen.push(format!("{}/{file}", p.path().display()));
+                        }
+                    }
+                }
+            }
+            looked += 1;
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(looked > 5, "the process table was looked at only {looked} times");
+        seen
+    });
+    (stop, seen)
+}
+
+/// benchrig with `stdin` as its standard input (not a terminal).
+fn run_with_stdin(b: &Bench, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child =
+        b.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    transcript(args, &out);
+    out
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_login_that_is_not_root_becomes_root_through_sudo_with_or_without_a_password() {
+    let _lab = uses(&[Users]);
+    let b = Bench::new();
+    let (inv, pb) = (real_inventory(), quickstart());
+    let password = std::fs::read_to_string("/var/tmp/benchrig-lab/become-password").unwrap().trim().to_string();
+
+    // --ask-become-pass with no terminal reads a line of stdin; brlab-nopw's
+    // sudo asks for none. The password is in no process's arguments or
+    // environment, here or on the host, while the run goes on.
+    let (stop, seen) = watch_processes(password.clone());
+    let mut args = vec!["run", &pb, "-i", &inv, "-l", "users-nopw:users-pw", "-K", "--name", "sudo"];
+    args.extend(QUICK);
+    let out = run_with_stdin(&b, &args, &format!("{password}\n"));
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(seen.join().unwrap(), Vec::<String>::new(), "the password showed in a process");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cells = cells_of(&b, "sudo");
+    assert_eq!(cells.len(), 12);
+    assert!(cells.iter().all(|c| c.2 == CellStatus::Ok), "{cells:?}");
+    // The agents ran as root, from the logins' own homes.
+    let report: serde_json::Value = serde_json::from_str(&stdout(&b.run(&["report", "sudo", "-f", "json"]))).unwrap();
+    for h in report["hosts"].as_array().unwrap() {
+        assert_eq!(h["facts"]["user"]["name"], "root", "{h}");
+    }
+    for u in ["brlab-nopw", "brlab-pw"] {
+        assert!(sh(&format!("ls /home/{u}/.cache/benchrig")).contains("benchrig-agent-"), "{u}'s agent dir");
+    }
+
+    // The password as a variable (here -e, which is stored with the run for
+    // --resume): the run is ok and the password is not stored.
+    let pw_var = format!("ansible_become_password={password}");
+    let mut args = vec!["run", &pb, "-i", &inv, "-l", "users-pw", "-e", &pw_var, "--name", "var"];
+    args.extend(QUICK);
+    let by_var = b.run(&args);
+    assert_eq!(by_var.status.code(), Some(0), "{}", stderr(&by_var));
+
+    // A wrong one: the host is unreachable, said in one line naming it.
+    let wrong = "not-the-password-7781";
+    let wrong_var = format!("ansible_become_password={wrong}");
+    let refused = b.run(&["run", &pb, "-i", &inv, "-l", "users-pw", "-e", &wrong_var, "--name", "wrong"]);
+    assert_eq!(refused.status.code(), Some(benchrig::exit_code::UNREACHABLE));
+    let err = stderr(&refused);
+    assert!(err.contains("[users-pw]") && err.contains("sudo refused the become password"), "{err}");
+    assert!(cells_of(&b, "wrong").iter().all(|c| c.2 == CellStatus::Unreachable));
+    // None at all, where sudo asks for one: says how to give it.
+    let none = b.run(&["run", &pb, "-i", &inv, "-l", "users-pw", "--name", "none"]);
+    assert_eq!(none.status.code(), Some(benchrig::exit_code::UNREACHABLE));
+    assert!(
+        stderr(&none).contains("sudo asks for a password: set ansible_become_password or run with --ask-become-pass")
+    );
+    let everything = kept_and_shown(&b, &[&out, &by_var, &refused, &none]);
+    assert!(!everything.contains(&password), "the password was kept or shown");
+    assert!(!everything.contains(wrong), "the wrong password was kept or shown");
+
+    // su is refused before any host is touched, naming the option.
+    let su = b.run(&["run", &pb, "-i", &inv, "-l", "users-pw", "-e", "ansible_become_method=su", "--name", "su"]);
+    assert_eq!(su.status.code(), Some(benchrig::exit_code::USAGE));
+    assert!(stderr(&su).contains("host `users-pw`: ansible_become_method `su` is not supported"), "{}", stderr(&su));
+    assert!(b.store().resolve_run("su").is_err(), "a refused plan makes no run");
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_host_behind_a_bastion_is_reached_by_proxyjump_and_by_an_ssh_config_alias_and_steps_around_its_noexec_home() {
+    use std::os::unix::process::CommandExt;
+    let _lab = uses(&[Jump, Behind]);
+    lab_inventory();
+    let inv = repo().join("inventories/simlab-bastion.yml").display().to_string();
+    let pb = quickstart();
+    // Only the bastion reaches it.
+    let direct = "timeout 10 ssh -F /dev/null -i /var/tmp/benchrig-lab/id_ed25519 -o UserKnownHostsFile=/var/tmp/benchrig-lab/known_hosts \
+                  -o BatchMode=yes -o ConnectTimeout=3 root@10.77.1.2 true 2>/dev/null && echo reached || echo not reached";
+    assert_eq!(sh(direct), "not reached");
+    // Its home cannot run programs; no agent there or in the fallback yet.
+    assert!(lab(&["ssh", "behind", "'grep \" /root \" /proc/mounts'"]).contains("noexec"));
+    lab(&["ssh", "behind", "rm -rf /root/.cache/benchrig /var/tmp/benchrig-0"]);
+
+    // benchrig as the lab's operator, whose ~/.ssh the ProxyJump and the
+    // alias read (`ssh` looks the user's home up, not $HOME).
+    let b = Bench::new();
+    let op = |args: &[&str]| {
+        let (uid, gid) = (sh("id -u brlab-op").parse().unwrap(), sh("id -g brlab-op").parse().unwrap());
+        std::os::unix::fs::chown(b.dir.path(), Some(uid), Some(gid)).unwrap();
+        let out = b
+            .command(args)
+            .uid(uid)
+            .gid(gid)
+            .env("HOME", sh("getent passwd brlab-op | cut -d: -f6"))
+            .env("USER", "brlab-op")
+            .output()
+            .unwrap();
+        transcript(args, &out);
+        out
+    };
+    let mut args = vec!["run", &pb, "-i", &inv, "--name", "bastion"];
+    args.extend(QUICK);
+    let out = op(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cells = cells_of(&b, "bastion");
+    assert_eq!(cells.len(), 12);
+    assert!(cells.iter().all(|c| c.2 == CellStatus::Ok), "{cells:?}");
+    let err = stderr(&out);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("mounted noexec")).collect();
+    assert!(!said.is_empty() && said.len() <= 2, "one line per host session that found it: {err}");
+    assert!(said[0].contains("the agent runs from /var/tmp/benchrig-0 instead (benchrig_remote_dir chooses)"), "{err}");
+    assert!(lab(&["ssh", "behind", "ls /var/tmp/benchrig-0"]).contains("benchrig-agent-"));
+    // The next run finds the agent where it went, and says nothing.
+    let again = op(&["run", &pb, "-i", &inv, "-l", "behind", "-e", "size=8M", "-e", "reps=1"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(!stderr(&again).contains("noexec"), "{}", stderr(&again));
+    assert!(stdout(&again).contains("agent already there") || stderr(&again).contains("agent already there"));
+
+    // A benchrig_remote_dir that cannot run programs either: said, no fallback.
+    let named =
+        op(&["run", &pb, "-i", &inv, "-l", "behind", "-e", "benchrig_remote_dir=/root/agents", "--name", "named"]);
+    assert_eq!(named.status.code(), Some(benchrig::exit_code::CELL_FAILED), "{}", stderr(&named));
+    let err = stderr(&named);
+    assert!(
+        err.contains(
+            "/root/agents is on a filesystem mounted noexec, where the agent cannot run; benchrig_remote_dir must name"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
+    let _lab = uses(&[Tiny]);
+    let b = Bench::new();
+    let inv = real_inventory();
+    // What the host is: busybox's sh, and no bash, coreutils, python, xfs or btrfs tools.
+    assert_eq!(lab(&["ssh", "tiny", "readlink /bin/sh"]), "/bin/busybox");
+    let has = lab(&["ssh", "tiny", "'for t in bash python3 mkfs.xfs mkfs.btrfs; do command -v $t || echo no-$t; done; readlink /bin/ls; readlink /bin/stat'"]);
+    assert_eq!(
+        has, "no-bash\nno-python3\nno-mkfs.xfs\nno-mkfs.btrfs\n/bin/busybox\n/bin/busybox",
+        "coreutils are busybox applets"
+    );
+    let pb = quickstart();
+    let mut args = vec!["run", &pb, "-i", &inv, "-l", "tiny", "--name", "tiny"];
+    args.extend(QUICK);
+    let out = b.run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cells = cells_of(&b, "tiny");
+    assert_eq!(cells.len(), 6);
+    for (_, key, status, reason) in &cells {
+        let fs = key.split("fs=").nth(1).and_then(|k| k.split(' ').next()).unwrap();
+        match fs {
+            "ext4" => assert_eq!(*status, CellStatus::Ok, "{key}: {reason}"),
+            _ => {
+                assert_eq!(*status, CellStatus::Unsupported, "{key}");
+                assert_eq!(reason, &format!("mkfs.{fs} is not installed on tiny"), "{key}");
+            }
+        }
+    }
+}
