@@ -180,7 +180,8 @@ ensure_tools() {
     local pkgs=() cmd pkg
     for cmd in sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
                ip:iproute2 losetup:mount setarch:util-linux findmnt:util-linux \
-               fsfreeze:util-linux blkid:util-linux python3:python3; do
+               fsfreeze:util-linux blkid:util-linux python3:python3 sudo:sudo \
+               busybox:busybox-static; do
         pkg=${cmd#*:}; cmd=${cmd%%:*}
         command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
     done

@@ -114,11 +114,13 @@ impl Ledger {
     }
 }
 
-/// A loop identity (`loop:<file>@<dev>:<ino>`, see
-/// `SysView::stable_identity`) whose file no longer exists as that inode.
+/// A loop identity (`loop:<file>@<dev>:<ino>`, or a partition of one,
+/// `…#part<n>`: see `SysView::stable_identity`) whose file no longer exists
+/// as that inode.
 fn is_gone_loop(identity: &str) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let Some((file, inode)) = identity.strip_prefix("loop:").and_then(|r| r.rsplit_once('@')) else {
+    let disk = identity.split_once("#part").map_or(identity, |(disk, _)| disk);
+    let Some((file, inode)) = disk.strip_prefix("loop:").and_then(|r| r.rsplit_once('@')) else {
         return false;
     };
     fs::metadata(file).map_or(true, |m| format!("{}:{}", m.dev(), m.ino()) != inode)
@@ -169,6 +171,13 @@ mod tests {
         l.record(&gone, made("b")).unwrap();
         assert!(l.lookup(&live).is_some());
         assert_eq!(l.lookup(&gone), None);
+        // A partition of a live image's disk is live (it was dropped as
+        // soon as recorded: its inode compared with the `#part` suffix).
+        let (part, gone_part) = (format!("{live}#part2"), format!("{gone}#part2"));
+        l.record(&part, made("p")).unwrap();
+        l.record(&gone_part, made("q")).unwrap();
+        assert_eq!(l.lookup(&part).map(|m| m.uuid), Some("p".to_string()));
+        assert_eq!(l.lookup(&gone_part), None);
         for i in 0..KEEP as u64 + 5 {
             l.record(&format!("wwn:{i}"), Made { made_at: i + 2, ..made("x") }).unwrap();
         }

@@ -66,17 +66,10 @@ impl DeviceProbe for RealDevice<'_> {
             return Ok(found);
         }
         let out = cmd::run(&["blkid", "-p", "-o", "export", &self.path.to_string_lossy()])?;
-        let field = |key: &str| out.stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::to_string);
         match out.status {
             // 2: nothing found. 0: found. Anything else (8: ambivalent, 4: error) is not "blank".
             2 => {}
-            0 => found.push(Signature {
-                name: format!(
-                    "{} (blkid)",
-                    field("TYPE=").or_else(|| field("PTTYPE=")).as_deref().unwrap_or("unknown")
-                ),
-                uuid: field("UUID="),
-            }),
+            0 => found.extend(blkid_found(&out.stdout)),
             8 => found.push(Signature { name: "more than one (blkid: ambivalent result)".into(), uuid: None }),
             n => return Err(format!("blkid -p exited {n}: {}", out.reason())),
         }
@@ -92,6 +85,20 @@ impl DeviceProbe for RealDevice<'_> {
     }
 }
 
+/// What `blkid -p -o export` found, when it exits 0. On a partition it
+/// always prints the partition's entry in its disk's table (`PART_ENTRY_*`):
+/// that is where the partition is, not something on it, so a blank
+/// partition, the scratch space a real lab hands out, is blank.
+fn blkid_found(export: &str) -> Option<Signature> {
+    let field = |key: &str| export.lines().find_map(|l| l.strip_prefix(key)).map(str::to_string);
+    let content =
+        export.lines().any(|l| !l.trim().is_empty() && !l.starts_with("DEVNAME=") && !l.starts_with("PART_ENTRY_"));
+    content.then(|| Signature {
+        name: format!("{} (blkid)", field("TYPE=").or_else(|| field("PTTYPE=")).as_deref().unwrap_or("unknown")),
+        uuid: field("UUID="),
+    })
+}
+
 /// Open a device exclusively and close it again: fails while anything claims it.
 pub fn exclusive_open(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -101,4 +108,27 @@ pub fn exclusive_open(path: &Path) -> Result<(), String> {
         .open(path)
         .map(drop)
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// blkid 2.38's output (util-linux, Debian 12) for a blank GPT
+    /// partition, and for one with ext4 on it.
+    #[test]
+    fn a_partitions_table_entry_is_no_signature_but_what_is_on_it_is() {
+        let blank = "DEVNAME=/dev/loop18p2\nPART_ENTRY_SCHEME=gpt\nPART_ENTRY_UUID=0a1fff6e-565d-0241-a032-1d5679d8b7f2\n\
+                     PART_ENTRY_TYPE=0fc63daf-8483-4772-8e79-3d69d8477de4\nPART_ENTRY_NUMBER=2\nPART_ENTRY_OFFSET=411648\n\
+                     PART_ENTRY_SIZE=1228800\nPART_ENTRY_DISK=7:18\n";
+        assert_eq!(blkid_found(blank).map(|s| s.name), None);
+        let ext4 = format!("{blank}UUID=5a7c0e4e-1f2b-4f7e-9a55-0c8b7e2d9f11\nBLOCK_SIZE=1024\nVERSION=1.0\nTYPE=ext4\nUSAGE=filesystem\n");
+        let s = blkid_found(&ext4).unwrap();
+        assert_eq!(
+            (s.name.as_str(), s.uuid.as_deref()),
+            ("ext4 (blkid)", Some("5a7c0e4e-1f2b-4f7e-9a55-0c8b7e2d9f11"))
+        );
+        let table = "DEVNAME=/dev/loop18\nPTUUID=db3534e4-47c2-dc43-848e-dce56a6d7c9d\nPTTYPE=gpt\n";
+        assert_eq!(blkid_found(table).unwrap().name, "gpt (blkid)");
+    }
 }

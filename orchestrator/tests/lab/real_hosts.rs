@@ -244,3 +244,101 @@ fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
         }
     }
 }
+
+/// `/dev/disk/by-*` names for a loop disk's parts (this machine has no
+/// udev, so the test makes the links; the lab's hosts share its /dev),
+/// removed on drop.
+struct DiskLinks(Vec<std::path::PathBuf>);
+
+impl DiskLinks {
+    fn link(&mut self, kind: &str, name: &str, target: &str) -> String {
+        let dir = std::path::Path::new("/dev/disk").join(kind);
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(format!("../../{}", target.trim_start_matches("/dev/")), &link).unwrap();
+        self.0.push(link.clone());
+        link.display().to_string()
+    }
+}
+
+impl Drop for DiskLinks {
+    fn drop(&mut self) {
+        for l in &self.0 {
+            let _ = std::fs::remove_file(l);
+        }
+        for kind in ["by-id", "by-partuuid"] {
+            let _ = std::fs::remove_dir(std::path::Path::new("/dev/disk").join(kind));
+        }
+        let _ = std::fs::remove_dir("/dev/disk");
+    }
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_partition_named_by_partuuid_is_used_while_its_sibling_is_mounted_and_the_whole_disk_by_id_is_refused() {
+    let _lab = uses(&[Fast2]);
+    let b = Bench::new();
+    lab_inventory();
+    // A 1 GiB disk: a GPT with a 200 MiB partition, mounted on the host, and
+    // a 600 MiB one for benchrig.
+    let disk = LoopDisk::new(1024);
+    // The kernel may scan the new table itself (a loop device set up with
+    // partscan) or not; partx adds what it did not.
+    sh(&format!(
+        "printf 'label: gpt\\nsize=200MiB\\nsize=600MiB\\n' | sfdisk -q --no-reread {0} && \
+         {{ partx -a {0} 2>/dev/null; test -b {0}p2; }}",
+        disk.dev
+    ));
+    let (p1, p2) = (format!("{}p1", disk.dev), format!("{}p2", disk.dev));
+    sh(&format!("mkfs.ext4 -q {p1}"));
+    let partuuid = sh(&format!("blkid -p -o value -s PART_ENTRY_UUID {p2}"));
+    let mut links = DiskLinks(vec![]);
+    let by_partuuid = links.link("by-partuuid", &partuuid, &p2);
+    let by_id = links.link("by-id", &format!("brlab-test-{}", std::process::id()), &disk.dev);
+    lab(&["ssh", "fast2", &format!("'mkdir -p /mnt/sibling && mount -o ro {p1} /mnt/sibling'")]);
+    let held = || lab(&["ssh", "fast2", "'grep -c /mnt/sibling /proc/mounts || true'"]);
+    let unmount = scopeguard(|| {
+        let _ = lab(&["ssh", "fast2", "'umount /mnt/sibling; true'"]);
+    });
+    let scratch =
+        format!("        - {{ path: {by_partuuid}, name: part }}\n        - {{ path: {by_id}, name: whole }}\n");
+    let inv = b.write("inv.yml", &inventory_for("fast2", "10.77.0.13", &scratch));
+    let pb = quickstart();
+    let mut args = vec!["run", &pb, "-i", inv.to_str().unwrap(), "--name", "part"];
+    args.extend(QUICK);
+    let out = b.run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cells = cells_of(&b, "part");
+    assert!(cells.len() == 6 && cells.iter().all(|c| c.2 == CellStatus::Ok), "{cells:?}");
+    // The link was resolved once, to the partition, and that is what mkfs got.
+    let report: serde_json::Value = serde_json::from_str(&stdout(&b.run(&["report", "part", "-f", "json"]))).unwrap();
+    let text = report.to_string();
+    assert!(text.contains(&format!("\"device\":\"{p2}\"")), "the setup names {p2}: {text}");
+    assert_eq!(held(), "1", "the sibling stays mounted");
+
+    // The whole disk, by id: refused, its mounted partition named.
+    let whole = b.write(
+        "whole.yml",
+        "- hosts: all\n  setup:\n    - filesystem: {device: whole, profile: ext4}\n  benchmark:\n    - noop:\n  teardown:\n    - unmount:\n",
+    );
+    let refused = b.run(&["run", whole.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "whole"]);
+    assert_eq!(refused.status.code(), Some(benchrig::exit_code::CELL_FAILED));
+    let cells = cells_of(&b, "whole");
+    assert!(cells[0].3.contains("refused by rule `mounted`") && cells[0].3.contains(&p1), "{cells:?}");
+    assert_eq!(sh(&format!("blkid -p -o value -s TYPE {p1}")), "ext4", "the mounted partition is untouched");
+    drop(unmount);
+}
+
+/// Runs `f` when dropped: cleanup that must happen on a failed assert too.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}
