@@ -120,7 +120,7 @@ ci/arm.sh down >/dev/null   # idempotent
 nothing_left "the aarch64 host" "no process, netns, loop device, mount or binfmt entry left" \
     arm_leftovers "$arm_binfmt_before"
 
-step "the lab's emulated old machines: image, two kernel-6.1 guests (up twice: idempotent)"
+step "the lab's emulated old machines: images, two kernel-6.1 guests, a 5.10 and a 32-bit one (up twice: idempotent)"
 # ci/vm.sh installs qemu and debootstrap itself (see its header), builds the
 # guest image or takes it from its cache, and boots the guests on brlab0.
 ci/vm.sh up

@@ -2,8 +2,9 @@
 # ci/vm.sh — emulated "old machines" for the benchrig lab (issue 6).
 #
 # A guest is a Debian bookworm (kernel 6.1, which still has ReiserFS, JFS and
-# the kernel NFS server) booted under qemu with software emulation (TCG; KVM
-# does not work nested here). It gets its own root disk (a copy of a cached
+# the kernel NFS server), bullseye (kernel 5.10), or bookworm i386 (a real
+# 32-bit kernel, under qemu-system-i386) booted under qemu with software
+# emulation (TCG; KVM does not work nested here). It gets its own root disk (a copy of a cached
 # image), 1-2 extra raw virtio disks throttled by qemu, the lab's ssh key, and
 # either a tap on the lab bridge (brlab0, when `ci/lab.sh up` has made it) with
 # a static 10.77.0.x address, or user-mode networking with a forwarded port.
@@ -49,11 +50,16 @@ EOF
 #   size   size of each extra disk (truncate -s syntax)
 #   bps    qemu throttling.bps-total of each extra disk (bytes/s)
 #   cpu    cgroup v1 cpu.cfs_quota_us of its qemu per 100000 us, or - for a whole core
+#   suite  its Debian release: bookworm (kernel 6.1) or bullseye (5.10)
+#   arch   amd64, or i386 (a 32-bit kernel, linux-image-686, under qemu-system-i386)
+# Each suite and arch is an image of its own, cached apart (flavour below).
 # --------------------------------------------------------------------------
 GUEST_TABLE=$(cat <<'EOF'
-# name  ip          port  mem   disks size bps       cpu
-old61   10.77.0.21  2221  1024  2     1G   20971520  -
-old61b  10.77.0.22  2222  1024  2     1G   20971520  40000
+# name  ip          port  mem   disks size bps       cpu    suite    arch
+old61   10.77.0.21  2221  1024  2     1G   20971520  -      bookworm amd64
+old61b  10.77.0.22  2222  1024  2     1G   20971520  40000  bookworm amd64
+old510  10.77.0.23  2223  768   1     1G   20971520  -      bullseye amd64
+old32   10.77.0.24  2224  768   1     1G   20971520  -      bookworm i386
 EOF
 )
 # old61b is the slower machine of the pair (40% of a core for its emulated
@@ -61,7 +67,8 @@ EOF
 
 LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
 VMROOT=/var/tmp/benchrig-vm
-CACHE=/var/tmp/benchrig-vm-cache
+CACHE_ROOT=/var/tmp/benchrig-vm-cache
+CACHE=$CACHE_ROOT
 BRIDGE=${BENCHRIG_VM_BRIDGE:-brlab0}
 BRIDGE_IP=${BENCHRIG_VM_BRIDGE_IP:-10.77.0.1}
 NET_PREFIX=24
@@ -69,15 +76,16 @@ TAP_PREFIX=vmt-
 NAME_PREFIX=benchrig-vm-        # qemu -name (shows in the monitor and window title)
 PROC_PREFIX=bvm-                # qemu process name (comm, max 15 chars), to recognise our qemus
 MIRROR=${BENCHRIG_VM_MIRROR:-http://deb.debian.org/debian}
-SUITE=bookworm
+HOST_SUITE=bookworm   # this machine's, for qemu from its backports
+SUITE=bookworm ARCH=amd64 KERNEL_PKG=linux-image-amd64 QEMU=qemu-system-x86_64
 ROOT_SIZE=3G
 SSH_WAIT_SECONDS=${BENCHRIG_VM_SSH_WAIT:-400}   # TCG boot is slow
-GUEST_PACKAGES=(openssh-server jfsutils reiserfsprogs nfs-kernel-server xfsprogs
-                btrfs-progs acl lzop kmod udev systemd-sysv linux-image-amd64
-                initramfs-tools iproute2)
+GUEST_PACKAGES_BUT_KERNEL=(openssh-server jfsutils reiserfsprogs nfs-kernel-server xfsprogs
+                btrfs-progs acl lzop kmod udev systemd-sysv initramfs-tools zstd iproute2)
+GUEST_PACKAGES=("${GUEST_PACKAGES_BUT_KERNEL[@]}" "$KERNEL_PKG")
 
 GUESTS=()
-declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU
+declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU G_SUITE G_ARCH
 
 log() { printf '%s\n' "vm: $*" >&2; }
 die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
@@ -85,16 +93,40 @@ die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_guests() {
-    local name ip port mem disks size bps cpu
-    while read -r name ip port mem disks size bps cpu; do
+    local name ip port mem disks size bps cpu suite arch
+    while read -r name ip port mem disks size bps cpu suite arch; do
         [[ -z $name || $name == \#* ]] && continue
         [[ $name =~ ^[a-z0-9]{1,10}$ ]] || die "bad guest name '$name' in GUEST_TABLE"
-        [[ -n $cpu ]] || die "incomplete GUEST_TABLE line for '$name'"
+        [[ -n $arch ]] || die "incomplete GUEST_TABLE line for '$name'"
+        [[ $suite =~ ^(bookworm|bullseye)$ && $arch =~ ^(amd64|i386)$ ]] \
+            || die "guest '$name': suite bookworm or bullseye, arch amd64 or i386"
         [[ $disks =~ ^[12]$ ]] || die "guest '$name': disks must be 1 or 2"
         GUESTS+=("$name")
         G_IP[$name]=$ip G_PORT[$name]=$port G_MEM[$name]=$mem
         G_DISKS[$name]=$disks G_SIZE[$name]=$size G_BPS[$name]=$bps G_CPU[$name]=$cpu
+        G_SUITE[$name]=$suite G_ARCH[$name]=$arch
     done <<<"$GUEST_TABLE"
+}
+
+# Set the image globals for one Debian suite and architecture: what the
+# image recipe below builds and caches. bookworm/amd64 keeps the cache's
+# top (the image the guests have always had); the others are beside it, so
+# that cached_image, which keeps one image per cache, keeps one of each.
+flavour() {   # flavour SUITE ARCH
+    SUITE=$1 ARCH=$2
+    case $ARCH in
+        amd64) KERNEL_PKG=linux-image-amd64 QEMU=qemu-system-x86_64 ;;
+        i386) KERNEL_PKG=linux-image-686 QEMU=qemu-system-i386 ;;
+    esac
+    GUEST_PACKAGES=("${GUEST_PACKAGES_BUT_KERNEL[@]}" "$KERNEL_PKG")
+    if [[ $SUITE/$ARCH == bookworm/amd64 ]]; then CACHE=$CACHE_ROOT; else CACHE=$CACHE_ROOT/flavours/$SUITE-$ARCH; fi
+    APT_DIR=$CACHE/apt
+}
+
+# The suite/arch pairs the table's guests use, one per line.
+flavours() {
+    local g
+    for g in "${GUESTS[@]}"; do echo "${G_SUITE[$g]} ${G_ARCH[$g]}"; done | sort -u
 }
 
 need_guest() {
@@ -107,7 +139,7 @@ need_guest() {
 BPO_DIR=$CACHE/apt-bpo
 apt_bpo() {   # apt-get with a private sources list that adds bookworm-backports
     mkdir -p "$BPO_DIR/lists/partial" "$BPO_DIR/archives/partial"
-    printf 'deb %s %s main\n' "$MIRROR" "$SUITE-backports" "$MIRROR" "$SUITE" \
+    printf 'deb %s %s main\n' "$MIRROR" "$HOST_SUITE-backports" "$MIRROR" "$HOST_SUITE" \
         >"$BPO_DIR/sources.list"
     DEBIAN_FRONTEND=noninteractive apt-get -o Dir::Etc::sourcelist="$BPO_DIR/sources.list" \
         -o Dir::Etc::sourceparts=- -o Dir::State::lists="$BPO_DIR/lists" \
@@ -129,7 +161,7 @@ ensure_tools() {
     if [[ $qutils == *bpo* ]]; then
         # Stay on the same qemu version as the installed qemu-utils.
         apt_bpo update -qq >&2
-        apt_bpo install -y -qq --no-install-recommends -t "$SUITE-backports" "${pkgs[@]}" >&2
+        apt_bpo install -y -qq --no-install-recommends -t "$HOST_SUITE-backports" "${pkgs[@]}" >&2
     else
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
     fi
@@ -145,7 +177,7 @@ apt_guest() {
     printf 'deb %s %s main\n' "$MIRROR" "$SUITE" >"$APT_DIR/sources.list"
     "$@" -o Dir::Etc::sourcelist="$APT_DIR/sources.list" -o Dir::Etc::sourceparts=- \
          -o Dir::State::lists="$APT_DIR/lists" -o Dir::State::status=/dev/null \
-         -o APT::Architecture=amd64
+         -o APT::Architecture="$ARCH"
 }
 
 guest_versions() {   # "pkg version" lines for the guest packages and the real kernel
@@ -155,8 +187,8 @@ guest_versions() {   # "pkg version" lines for the guest packages and the real k
           | awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }') || return 1
     (($(wc -l <<<"$out") == ${#GUEST_PACKAGES[@]})) || return 1
     echo "$out"
-    # linux-image-amd64 is a metapackage: the kernel ABI is in its dependency.
-    dep=$(apt_guest apt-cache show --no-all-versions linux-image-amd64 2>/dev/null \
+    # linux-image-amd64 (-686) is a metapackage: the kernel ABI is in its dependency.
+    dep=$(apt_guest apt-cache show --no-all-versions "$KERNEL_PKG" 2>/dev/null \
           | awk -F': ' '/^Depends:/ { print $2; exit }' | grep -o 'linux-image-[0-9][^ ,]*' | head -n1)
     [[ -n $dep ]] || return 1
     apt_guest apt-cache show --no-all-versions "$dep" | awk '/^Package:/ { p = $2 } /^Version:/ { print p, $2 }'
@@ -165,7 +197,7 @@ guest_versions() {   # "pkg version" lines for the guest packages and the real k
 # The cache key: package versions + this recipe (the functions that build the
 # image), so editing the recipe also invalidates the cache.
 image_key() {
-    { echo "$SUITE $MIRROR $ROOT_SIZE"; guest_versions; declare -f build_rootfs guest_files; } \
+    { echo "$SUITE $ARCH $MIRROR $ROOT_SIZE"; guest_versions; declare -f build_rootfs guest_files; } \
         | sha256sum | cut -c1-16
 }
 
@@ -247,8 +279,8 @@ build_cleanup() {
 build_rootfs() {   # build_rootfs ROOTFS OUTDIR
     local r=$1 out=$2 inc kver
     inc=$(IFS=,; echo "${GUEST_PACKAGES[*]}")
-    log "debootstrap $SUITE (minbase + $inc) from $MIRROR"
-    debootstrap --variant=minbase --include="$inc" "$SUITE" "$r" "$MIRROR" >"$out/debootstrap.log" 2>&1 \
+    log "debootstrap $SUITE $ARCH (minbase + $inc) from $MIRROR"
+    debootstrap --arch="$ARCH" --variant=minbase --include="$inc" "$SUITE" "$r" "$MIRROR" >"$out/debootstrap.log" 2>&1 \
         || { tail -n 30 "$out/debootstrap.log" >&2; die "debootstrap failed (log: $out/debootstrap.log)"; }
     guest_files "$r"
     # shellcheck disable=SC2012 # kernel release names; (as a line of build_rootfs, this is in the image's cache key)
@@ -273,7 +305,20 @@ build_rootfs() {   # build_rootfs ROOTFS OUTDIR
 # The image dir (ci/lib.sh's cached_image: this recipe's, built if missing).
 image_update() { apt_guest apt-get update -qq; }
 image_prepare() { ensure_tools; }
-cmd_image() { cached_image image; }
+# One image per flavour the guests use (each built unless cached); their dirs.
+cmd_image() {
+    local suite arch
+    while read -r suite arch; do
+        flavour "$suite" "$arch"
+        cached_image "$suite/$arch image"
+    done < <(flavours)
+}
+
+# The image dir GUEST boots from (built if need be), with the flavour set.
+image_for() {   # image_for GUEST
+    flavour "${G_SUITE[$1]}" "${G_ARCH[$1]}"
+    cached_image "${G_SUITE[$1]}/${G_ARCH[$1]} image"
+}
 
 # ------------------------------------------------------------------ guests
 
@@ -402,7 +447,8 @@ start_guest() {   # start_guest GUEST IMAGEDIR
         # cache=none (O_DIRECT): the host page cache must not hide the throttle.
         args+=(-drive "file=$d/disk$i.img,if=virtio,format=raw,cache=none,aio=threads,throttling.bps-total=${G_BPS[$g]}")
     done
-    qemu-system-x86_64 "${args[@]}" 2>"$d/qemu.log" \
+    flavour "${G_SUITE[$g]}" "${G_ARCH[$g]}"
+    "$QEMU" "${args[@]}" 2>"$d/qemu.log" \
         || { cat "$d/qemu.log" >&2; die "qemu for $g did not start (log: $d/qemu.log)"; }
     echo "$SECONDS" >"$d/started-at"
     pid=$(qemu_pid "$g") || die "qemu for $g started but is not running (log: $d/qemu.log)"
@@ -451,13 +497,13 @@ wait_guests() {   # wait_guests GUEST...
 cmd_up() {
     local img g
     ensure_tools
-    img=$(cmd_image)
     keys_up
     local started=()
     for g in "${GUESTS[@]}"; do
         if qemu_pid "$g" >/dev/null; then
             ssh_ok "$g" || log "warning: $g is running but ssh does not answer (yet)"
         else
+            img=$(image_for "$g")
             start_guest "$g" "$img"
             started+=("$g")
         fi

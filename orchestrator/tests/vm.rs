@@ -1,6 +1,7 @@
 //! End-to-end tests on the lab's emulated old machines: Debian guests with
 //! kernel 6.1 under qemu (`ci/vm.sh up`, after `ci/lab.sh up`), beside the
-//! netns hosts whose 6.18 kernel has no ReiserFS, JFS or NFS. The real
+//! netns hosts whose 6.18 kernel has no ReiserFS, JFS or NFS, and the older
+//! kernels: 5.10 (`old510`) and a 32-bit one (`old32`). The real
 //! binaries, the real agent pushed over ssh, real mkfs, mounts and nfsd.
 //! ci/test.sh runs them with `--ignored` once the guests are up.
 
@@ -214,4 +215,90 @@ fn seed_000_on_the_guest_runs_the_papers_own_filesystems() {
     }
     let fs: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.params["fs"].as_str().unwrap()).collect();
     assert_eq!(fs.len(), 6, "{fs:?}");
+}
+
+/// The guests with kernels older than the lab's: Debian 11's 5.10 (amd64)
+/// and Debian 12's 32-bit kernel (linux-image-686 under qemu-system-i386),
+/// each with one 1 GiB disk (inventories/simlab-vm.yml, group oldkernels).
+#[test]
+#[ignore = "needs the lab's guests (ci/test.sh)"]
+fn the_quickstart_runs_unchanged_on_kernel_5_10_and_on_a_32_bit_kernel() {
+    let b = Bench::new();
+    let pb = repo().join("playbooks/quickstart.yml");
+    let out = run(
+        &b,
+        &["run", pb.to_str().unwrap(), "--name", "old"],
+        &["-l", "oldkernels", "-e", "size=16M", "-e", "reps=1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("old").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    assert_eq!(cells.len(), 12, "{cells:?}");
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
+    // Every cold read reached the disk (drop_caches and the I/O counters
+    // work there): its counters show the whole file read.
+    for x in s.samples(run).unwrap().iter().filter(|x| x.step == "cold read" && x.metric == "throughput") {
+        assert!(x.dev_read_bytes.unwrap() >= 16 << 20, "a cold read that did not reach the disk: {x:?}");
+    }
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "old", "-f", "json"]))).unwrap();
+    let facts = |h: &str| report["hosts"].as_array().unwrap().iter().find(|x| x["name"] == h).unwrap()["facts"].clone();
+    let (f32, f510) = (facts("old32"), facts("old510"));
+    assert_eq!(f32["arch"], "i686", "the i686 agent on a 32-bit kernel");
+    assert!(f32["kernel"]["release"].as_str().unwrap().ends_with("-686"), "{}", f32["kernel"]);
+    assert!(f510["kernel"]["release"].as_str().unwrap().starts_with("5.10."), "{}", f510["kernel"]);
+    for f in [&f32, &f510] {
+        // 768 MiB of guest memory, less what the kernel keeps: read right
+        // from a 32-bit kernel's /proc/meminfo and sysinfo too.
+        let mem = f["memory"]["total_bytes"].as_u64().unwrap();
+        assert!((600 << 20..=768 << 20).contains(&mem), "memory {mem} on {}", f["hostname"]);
+        assert_eq!(f["cpu"]["count"], 1, "{}", f["cpu"]);
+    }
+}
+
+#[test]
+#[ignore = "needs the lab's guests (ci/test.sh)"]
+fn old_filesystems_tune_and_monitors_on_kernel_5_10_and_on_a_32_bit_kernel() {
+    let b = Bench::new();
+    let pb = b.write(
+        "old-kernels.yml",
+        r#"
+- name: old kernels
+  hosts: oldkernels
+  tune: { read_ahead_kb: 16 }
+  matrix:
+    fs: [ext2, ext3, jfs, reiserfs]
+  setup:
+    - filesystem: { device: vdb, profile: "{{ fs }}" }
+  benchmark:
+    - name: write
+      seq_write: { size: 8M, bs: 64k }
+    - name: cold read
+      seq_read: { bs: 64k, cold: true }
+    - name: read_ahead
+      exec:
+        command: "cat /sys/class/block/vdb/queue/read_ahead_kb"
+        metrics: [{ name: read_ahead_kb, unit: KiB, regex: "(\\d+)" }]
+"#,
+    );
+    let out = run(&b, &["run", pb.to_str().unwrap(), "--name", "oldfs"], &["-l", "oldkernels"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = b.store();
+    let run = s.resolve_run("oldfs").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    assert_eq!(cells.len(), 8, "{cells:?}");
+    assert!(cells.iter().all(|c| c.status == CellStatus::Ok), "{cells:?}");
+    let samples = s.samples(run).unwrap();
+    for c in &cells {
+        let ra: Vec<f64> =
+            samples.iter().filter(|x| x.cell_id == c.id && x.metric == "read_ahead_kb").map(|x| x.value).collect();
+        assert_eq!(ra, [16.0], "tune in effect on {} {}", c.host, c.key);
+    }
+    // Restored after the run.
+    for g in ["old510", "old32"] {
+        assert_ne!(on_guest(g, "cat /sys/class/block/vdb/queue/read_ahead_kb"), "16", "{g} kept the tuned read-ahead");
+    }
+    // The monitors saw the disk on both kernels.
+    let show = stdout(&b.run(&["show", "oldfs"]));
+    assert!(show.contains("vdb: %util"), "{show}");
 }

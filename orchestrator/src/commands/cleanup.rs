@@ -4,17 +4,13 @@
 use super::exit_code_for;
 use crate::cli::HostsArgs;
 use crate::progress::Progress;
-use crate::selection;
 use crate::session::{finish_all, open_sessions};
 
 pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
-    let inv = selection::load_inventory(&args.inventory)?;
-    let hosts = selection::select(&inv, "all", args.limit.as_deref())?;
+    let (inv, hosts, password) = super::selected_hosts(&args)?;
     let mut results = Vec::new();
     let mut open = Vec::new();
-    for (h, r) in
-        open_sessions(&inv, &hosts, args.forks, super::become_password(args.ask_become_pass)?.as_ref(), progress).await
-    {
+    for (h, r) in open_sessions(&inv, &hosts, args.forks, password.as_ref(), progress).await {
         match r {
             Ok(s) => open.push((h, s)),
             Err(e) => results.push((h, Err(e))),

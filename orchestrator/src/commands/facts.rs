@@ -4,23 +4,14 @@ use super::exit_code_for;
 use crate::cli::FactsArgs;
 use crate::progress::Progress;
 use crate::report::limits_text;
-use crate::selection;
 use crate::session::{finish_all, open_sessions};
 use crate::store::Store;
 use benchrig_wire::facts::Facts;
 
 pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
-    let inv = selection::load_inventory(&args.hosts.inventory)?;
-    let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
+    let (inv, hosts, password) = super::selected_hosts(&args.hosts)?;
     let store = Store::open(&args.hosts.db.db)?;
-    let results = open_sessions(
-        &inv,
-        &hosts,
-        args.hosts.forks,
-        super::become_password(args.hosts.ask_become_pass)?.as_ref(),
-        progress,
-    )
-    .await;
+    let results = open_sessions(&inv, &hosts, args.hosts.forks, password.as_ref(), progress).await;
     let mut json = serde_json::Map::new();
     let mut open = Vec::new();
     let mut failed = Vec::new();

@@ -19,6 +19,17 @@ pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
     crate::run::policy::run_outcome(false, unreachable, results.iter().any(|(_, r)| r.is_err())).1
 }
 
+/// What `facts`, `ping` and `cleanup` work on: the inventory, its hosts
+/// that `--limit` selects, and the become password when `-K` asks for one
+/// (asked here, before any host is timed or touched).
+pub fn selected_hosts(
+    args: &crate::cli::HostsArgs,
+) -> anyhow::Result<(crate::inventory::Inventory, Vec<String>, Option<crate::session::transport::Secret>)> {
+    let inv = crate::selection::load_inventory(&args.inventory)?;
+    let hosts = crate::selection::select(&inv, "all", args.limit.as_deref())?;
+    Ok((inv, hosts, become_password(args.ask_become_pass)?))
+}
+
 /// The password `--ask-become-pass` asks for: at the terminal without echo
 /// (Ansible's prompt), or, with no terminal (a script, CI), the first line
 /// of stdin.

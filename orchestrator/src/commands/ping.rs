@@ -5,7 +5,6 @@
 use super::exit_code_for;
 use crate::cli::PingArgs;
 use crate::progress::Progress;
-use crate::selection;
 use crate::session::host::HostError;
 use crate::session::open_sessions;
 use crate::terminal_table::table;
@@ -26,17 +25,9 @@ fn ms(d: Duration) -> String {
 }
 
 pub async fn run(args: PingArgs, progress: Progress) -> anyhow::Result<i32> {
-    let inv = selection::load_inventory(&args.hosts.inventory)?;
-    let hosts = selection::select(&inv, "all", args.hosts.limit.as_deref())?;
+    let (inv, hosts, password) = super::selected_hosts(&args.hosts)?;
     let t0 = Instant::now();
-    let sessions = open_sessions(
-        &inv,
-        &hosts,
-        args.hosts.forks,
-        super::become_password(args.hosts.ask_become_pass)?.as_ref(),
-        progress,
-    )
-    .await;
+    let sessions = open_sessions(&inv, &hosts, args.hosts.forks, password.as_ref(), progress).await;
     let all_up = t0.elapsed();
     let mut rows = Vec::new();
     let mut results = Vec::new();

@@ -56,9 +56,10 @@ pub async fn connect_slot(ctx: &RunContext, host: &str, slot: &mut Slot) {
         }
         Err(e) => {
             ctx.progress.line(host, e.to_string());
+            // The cell's reason says "host … unreachable: " itself.
             slot.down = Some(match e {
-                HostError::Unreachable(_) => Down::Unreachable(e.to_string()),
-                _ => Down::Failed(e.to_string()),
+                HostError::Unreachable(why) => Down::Unreachable(why),
+                HostError::Failed(why) => Down::Failed(why),
             });
         }
     }
