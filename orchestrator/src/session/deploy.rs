@@ -179,6 +179,12 @@ pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
 /// otherwise make it first and swap the agent that sudo then runs as root.
 pub const FALLBACK_REMOTE_DIR: &str = "/var/tmp/benchrig-<uid>";
 const FALLBACK_EXPR: &str = "/var/tmp/benchrig-$(id -u)";
+/// Left in the default dir when an upload found it noexec: only then does
+/// the start script look in the fallback. Without it, a host whose default
+/// dir merely lacks the agent (its first session, or one removed) would run
+/// whatever agent the fallback holds, and its work dir with it: on hosts
+/// that share /var/tmp, another host's.
+const NOEXEC_MARKER: &str = ".benchrig-noexec";
 
 /// `~/x` → `"$HOME"/x` for the remote shell; anything else quoted as is.
 fn remote_dir_expr(dir: &str) -> String {
@@ -273,7 +279,7 @@ fn owned(d: &str) -> String {
 /// The script that probes the host and, if our build for its architecture
 /// is in the agent dir (or, for the default dir, in the fallback), starts
 /// it. The probe line names the primary dir when no agent is found.
-fn start_script(builds: &AgentBuilds, dir: &str, fallback: bool, b: Option<&Become>) -> String {
+fn start_script(builds: &AgentBuilds, dir: &str, fallback: Option<&str>, b: Option<&Become>) -> String {
     let mut arms = String::new();
     for build in builds.all() {
         if let Some((names, _)) = ARCHES.iter().find(|(_, t)| *t == build.triple) {
@@ -293,8 +299,12 @@ fn start_script(builds: &AgentBuilds, dir: &str, fallback: bool, b: Option<&Beco
         remote_dir_expr(dir),
         found("$d")
     );
-    if fallback {
-        script.push_str(&format!("f={FALLBACK_EXPR}; if {}; then {}fi; ", owned("\"$f\""), found("$f")));
+    if let Some(f) = fallback {
+        script.push_str(&format!(
+            "if [ -e \"$d/{NOEXEC_MARKER}\" ]; then f={f}; if {}; then {}fi; fi; ",
+            owned("\"$f\""),
+            found("$f")
+        ));
     }
     script.push_str(&format!("printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\tabsent\\n' \"$m\" \"$HOME\" \"$d\""));
     script
@@ -364,7 +374,8 @@ pub async fn start(
 ) -> Result<(Deployed, RemoteProcess), DeployError> {
     let fallback = dir.is_none();
     let dir = dir.unwrap_or(DEFAULT_REMOTE_DIR);
-    let mut proc = spawn_becoming(t, &start_script(builds, dir, fallback, b), b).await?;
+    let script = start_script(builds, dir, fallback.then_some(FALLBACK_EXPR), b);
+    let mut proc = spawn_becoming(t, &script, b).await?;
     let line = read_line(proc.stdout.as_mut())
         .await
         .map_err(|e| DeployError::Remote(format!("probing the host failed: {e}")))?;
@@ -429,7 +440,7 @@ async fn upload(t: &dyn Transport, dir_expr: &str, own: bool, sha: &str, bytes: 
     let script = format!(
         "set -e; umask 077; d={dir_expr}; {claim}t=\"$d/.benchrig-agent-{sha}.$$\"; cat > \"$t\"; \
          n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
-         chmod 755 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; \
+         chmod 755 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; : > \"$d/{NOEXEC_MARKER}\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; \
          mv -f \"$t\" \"$d/benchrig-agent-{sha}\"; echo \"$d\"",
         len = bytes.len(),
     );
@@ -496,7 +507,7 @@ mod tests {
         let pw = Become { user: "root".into(), password: Some(Secret::new("pw")) };
         assert_eq!(serve_command("\"$a\"", Some(&pw)), "sudo -n -u root -- \"$a\" serve; exit $?");
         let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![]) };
-        let script = start_script(&builds, "/d", false, Some(&pw));
+        let script = start_script(&builds, "/d", None, Some(&pw));
         assert!(!script.contains("exec sudo") && script.contains("sudo -S -p '' -v"), "{script}");
         assert!(!script.contains("pw"), "the password is never in the script: {script}");
     }
@@ -524,7 +535,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: "ab12".into() };
         let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) };
-        let script = start_script(&builds, dir.path().to_str().unwrap(), false, None);
+        let script = start_script(&builds, dir.path().to_str().unwrap(), None, None);
         let run = || std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
         let absent = String::from_utf8(run().stdout).unwrap();
         let p = parse_probe(absent.lines().next().unwrap()).unwrap();
@@ -536,6 +547,35 @@ mod tests {
         let mut lines = out.lines();
         assert!(parse_probe(lines.next().unwrap()).unwrap().running, "{out}");
         assert_eq!(lines.next(), Some("agent serve"), "{out}");
+    }
+
+    /// The fallback dir is looked in only once an upload left the marker
+    /// in the default dir, and only while it is ours: an agent there is
+    /// never run for a host whose default dir merely lacks one.
+    #[tokio::test]
+    async fn the_fallback_is_used_only_after_the_default_dir_was_found_noexec() {
+        let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
+        let arch = String::from_utf8(arch.stdout).unwrap().trim().to_string();
+        let Some(triple) = triple_for(&arch) else { return };
+        let (home, spare) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: "cd34".into() };
+        let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) };
+        let agent = spare.path().join("benchrig-agent-cd34");
+        std::fs::write(&agent, "#!/bin/sh\necho \"fallback $*\"\n").unwrap();
+        std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let script = start_script(&builds, home.path().to_str().unwrap(), Some(spare.path().to_str().unwrap()), None);
+        let run = || {
+            String::from_utf8(std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap().stdout).unwrap()
+        };
+        assert!(
+            !parse_probe(run().lines().next().unwrap()).unwrap().running,
+            "no marker: the fallback's agent is not run"
+        );
+        std::fs::write(home.path().join(NOEXEC_MARKER), "").unwrap();
+        let out = run();
+        let p = parse_probe(out.lines().next().unwrap()).unwrap();
+        assert!(p.running && p.dir == spare.path().to_str().unwrap(), "{out}");
+        assert_eq!(out.lines().nth(1), Some("fallback serve"));
     }
 
     #[test]

@@ -290,6 +290,9 @@ impl LoopDisk {
 impl Drop for LoopDisk {
     fn drop(&mut self) {
         let _ = Command::new("swapoff").arg(&self.dev).output();
+        // Partitions partx added outlive the detach: the next test given
+        // this loop number would find them.
+        let _ = Command::new("partx").args(["-d", &self.dev]).output();
         let _ = Command::new("losetup").args(["-d", &self.dev]).output();
     }
 }

@@ -63,6 +63,9 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// Where a host's become password is, in the order Ansible looks.
+const BECOME_PASSWORD_VARS: [&str; 3] = ["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"];
+
 /// The variables that hold a password, as Ansible spells them: never
 /// stored with a run (`redact`).
 pub const SECRET_VARS: &[&str] =
@@ -80,10 +83,7 @@ pub fn redact(vars: &Vars) -> Vars {
 /// variables name one (as in Ansible, the host's variable wins).
 pub fn with_become_password(vars: &mut Vars, password: Option<&Secret>) {
     if let Some(p) = password {
-        if !["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"]
-            .iter()
-            .any(|n| vars.contains_key(*n))
-        {
+        if !BECOME_PASSWORD_VARS.iter().any(|n| vars.contains_key(*n)) {
             vars.insert("ansible_become_password".into(), Json::String(p.expose().to_string()));
         }
     }
@@ -153,8 +153,7 @@ impl ConnectionSpec {
                 }
                 Some(Become {
                     user: get(vars, &["ansible_become_user"]).map(text).unwrap_or_else(|| "root".into()),
-                    password: get(vars, &["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"])
-                        .map(|v| Secret(text(v))),
+                    password: get(vars, &BECOME_PASSWORD_VARS).map(|v| Secret(text(v))),
                 })
             }
         };
