@@ -84,10 +84,10 @@ fast1   10.77.0.12  native  -         -     2G   ssd0,ssd1,ssd2,ssd3 0   5242880
 fast2   10.77.0.13  native  -         -     2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -
 hdd     10.77.0.14  native  -         -     1G   hdd0,hdd1           1   31457280   26214400   150   150   -     hdd:seek=8.5,t2t=1.0,rpm=7200,outer=60,inner=35,cache=8192
 soc     10.77.0.15  native  15000     1G    2G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -
-users   10.77.0.16  native  -         -     1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     sudo
-jump    10.77.0.17  native  -         -     1G   -                   0   0          0          0     0     -     -     -
+users   10.77.0.31  native  -         -     1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     sudo
+jump    10.77.0.32  native  -         -     1G   -                   0   0          0          0     0     -     -     -
 behind  10.77.1.2   native  -         -     1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     via=jump,noexec
-tiny    10.77.0.18  native  30000     512M  1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     busybox
+tiny    10.77.0.33  native  30000     512M  1G   ssd0,ssd1           0   524288000  419430400  40000 40000 -     -     busybox
 EOF
 )
 # Another table, for experiments (ci/bench-fanout.sh builds N disk-less hosts
