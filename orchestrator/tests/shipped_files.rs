@@ -54,3 +54,29 @@ fn the_readme_playbook_example_parses() {
     let parsed = benchrig::playbook::load(&pb).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(parsed.plays[0].benchmark.len(), 2);
 }
+
+/// The simulated lab's inventories (the netns hosts, the guests, arm1, the
+/// shaped hosts) share one bridge: an address held by two of them makes
+/// the second host's sshd unreachable (arm1 once failed to come up on the
+/// address `users` had taken). Within one inventory two entries may name
+/// one host (two logins of `users`).
+#[test]
+fn no_two_simulated_lab_inventories_give_one_address() {
+    let mut owner: std::collections::BTreeMap<String, String> = Default::default();
+    for inv in files("inventories") {
+        let name = inv.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("simlab") {
+            continue;
+        }
+        let i = benchrig::inventory::Inventory::load(std::slice::from_ref(&inv)).unwrap();
+        for h in i.hosts.keys() {
+            let Some(addr) = i.host_vars(h).get("ansible_host").and_then(|v| v.as_str()).map(str::to_string) else {
+                continue;
+            };
+            if let Some(other) = owner.insert(addr.clone(), name.clone()) {
+                assert_eq!(other, name, "{addr} is given by both {other} and {name}");
+            }
+        }
+    }
+    assert!(owner.len() >= 10, "the lab's inventories went missing: {owner:?}");
+}
