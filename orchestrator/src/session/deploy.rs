@@ -390,7 +390,7 @@ pub async fn start(
     };
     let build = builds.for_arch(&probe.arch)?;
     let mut deployed = Deployed {
-        remote_path: format!("{}/benchrig-agent-{}", probe.dir, build.sha256),
+        remote_path: agent_path(&probe.dir, &build.sha256),
         arch: probe.arch,
         home: probe.home,
         remote_dir: probe.dir,
@@ -409,14 +409,20 @@ pub async fn start(
         deployed.noexec_dir = Some(deployed.remote_dir.clone());
         at = upload(t, FALLBACK_EXPR, true, &deployed.build.sha256, &bytes).await;
         if let Err(DeployError::NoExec { dir, .. }) = at {
-            return Err(DeployError::NoExec { dir: format!("{} nor {dir}", deployed.remote_dir), fallback: true });
+            let both = format!("{} (and the fallback {dir})", deployed.remote_dir);
+            return Err(DeployError::NoExec { dir: both, fallback: true });
         }
     }
     deployed.remote_dir = at?;
-    deployed.remote_path = format!("{}/benchrig-agent-{}", deployed.remote_dir, deployed.build.sha256);
+    deployed.remote_path = agent_path(&deployed.remote_dir, &deployed.build.sha256);
     deployed.uploaded = true;
     let proc = start_agent(t, &deployed, b).await?;
     Ok((deployed, proc))
+}
+
+/// The agent's content-addressed path in an agent dir.
+fn agent_path(dir: &str, sha: &str) -> String {
+    format!("{dir}/benchrig-agent-{sha}")
 }
 
 /// Exit status of the upload script when the agent, written, cannot run.
