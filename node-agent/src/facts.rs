@@ -4,7 +4,7 @@
 use crate::sysfs::SysView;
 use crate::{cgroup, cmd, kernel_settings, tools};
 use benchrig_wire::facts::*;
-use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
+use benchrig_wire::scratch::ScratchKind;
 use std::fs;
 
 pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
@@ -164,13 +164,14 @@ pub fn limits(view: &SysView, memory: &Memory, cpu: &Cpu, affinity: Option<u32>)
 /// How much each scratch entry holds, as the planner and playbooks size
 /// data from: a device's size, an image's (or the size it will be
 /// created with), a directory's free space.
-pub fn scratch(view: &SysView, entries: &[ScratchDevice]) -> Vec<ScratchFacts> {
-    entries
+pub fn scratch(st: &crate::state::HostState) -> Vec<ScratchFacts> {
+    let view = &st.view;
+    st.scratch
         .iter()
         .map(|e| {
             let path = crate::scratch::expand_home(&e.path);
             let (device, size_bytes) = match e.kind {
-                ScratchKind::Block => match view.resolve_block(&path) {
+                ScratchKind::Block => match crate::scratch::locate(st, e) {
                     Ok((dev, _)) => {
                         let size = block_device(view, &dev.name).size_bytes;
                         (Some(dev.name), Some(size))

@@ -13,6 +13,7 @@ pub mod content;
 pub mod dispatch;
 pub mod exports;
 pub mod facts;
+pub mod fs_name;
 pub mod kernel;
 pub mod kernel_settings;
 pub mod kmsg;

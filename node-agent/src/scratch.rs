@@ -7,14 +7,21 @@
 //! device. What comes out must be a block device ([`resolve`], all a read
 //! needs) and, for anything that writes to it, pass every rule of `safety`
 //! ([`resolve_and_check`]). When either says no, nothing stays attached.
+//!
+//! A block entry's path (often a `/dev/disk/by-*` link) is followed once,
+//! when the session is configured ([`locate_all`]), and the device found
+//! then is the one every step gets ([`locate`]); a path naming a label or
+//! UUID must lead to a device that carries it (`fs_name`).
 
 use crate::cmd;
+use crate::fs_name::FsName;
 use crate::real_device::{exclusive_open, RealDevice};
 use crate::safety::{self, Device};
-use crate::state::{detach_loop, HostState};
+use crate::state::{detach_loop, HostState, Located, Unlocated};
 use crate::sysfs::SysView;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -74,15 +81,14 @@ pub fn expand_home(path: &str) -> PathBuf {
 pub fn session_devices(st: &HostState) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for s in &st.scratch {
-        let path = expand_home(&s.path);
         match s.kind {
             benchrig_wire::scratch::ScratchKind::Block => {
-                if let Ok((d, _)) = st.view.resolve_block(&path) {
+                if let Ok((d, _)) = locate(st, s) {
                     out.extend(st.view.partitions(&d.name));
                     out.push(d.name);
                 }
             }
-            benchrig_wire::scratch::ScratchKind::Image => out.extend(st.view.loops_backed_by(&path)),
+            benchrig_wire::scratch::ScratchKind::Image => out.extend(st.view.loops_backed_by(&expand_home(&s.path))),
             benchrig_wire::scratch::ScratchKind::Directory => {}
         }
     }
@@ -130,14 +136,75 @@ fn block_device(st: &HostState, entry: &ScratchDevice) -> Result<(Device, PathBu
         ScratchKind::Image => Some(attach_image(st, entry)?),
         _ => None,
     };
-    let dev_path = attached.clone().unwrap_or_else(|| expand_home(&entry.path));
-    match st.view.resolve_block(&dev_path) {
+    let found = match &attached {
+        Some(dev) => st.view.resolve_block(dev).map_err(Unlocated::NotBlockDevice),
+        None => locate(st, entry),
+    };
+    match found {
         Ok((dev, path)) => Ok((dev, path, attached)),
-        Err(m) => {
+        Err(e) => {
             detach(&attached);
-            Err(AgentError::refused("not_block_device", format!("{} ({}): {m}", entry.name, entry.path)))
+            Err(AgentError::refused(e.rule(), format!("{} ({}): {e}", entry.name, entry.path)))
         }
     }
+}
+
+/// Follow each block entry's path once, when the session is configured
+/// (keeping what `before` found for an entry given again unchanged). A
+/// link is then never followed again while its device is there: a
+/// by-label link that udev removes and remakes around benchrig's own
+/// mkfs, or any link repointed mid-run, cannot move a step to another
+/// device. An entry whose path leads nowhere yet is looked up when used.
+pub fn locate_all(
+    view: &SysView,
+    entries: &[ScratchDevice],
+    before: &BTreeMap<String, Located>,
+) -> BTreeMap<String, Located> {
+    entries
+        .iter()
+        .filter(|e| e.kind == ScratchKind::Block)
+        .filter_map(|e| {
+            let kept = before.get(&e.name).filter(|l| l.path == e.path && l.found.is_ok());
+            let found = match kept {
+                Some(l) => l.found.clone(),
+                None => {
+                    view.resolve_block(&expand_home(&e.path)).ok()?;
+                    follow(view, e)
+                }
+            };
+            Some((e.name.clone(), Located { path: e.path.clone(), found }))
+        })
+        .collect()
+}
+
+/// A block entry's device: the one [`locate_all`] found while it is still
+/// there (same kernel name and numbers), else where the path leads now.
+pub fn locate(st: &HostState, entry: &ScratchDevice) -> Result<(Device, PathBuf), Unlocated> {
+    match st.located.get(&entry.name).filter(|l| l.path == entry.path).map(|l| &l.found) {
+        Some(Err(why)) => Err(why.clone()),
+        Some(Ok((dev, path))) if st.view.resolve_block(path).is_ok_and(|(d, _)| d == *dev) => {
+            Ok((dev.clone(), path.clone()))
+        }
+        _ => follow(&st.view, entry),
+    }
+}
+
+/// Where a block entry's path leads now. A path that names a filesystem
+/// (`by-label`, `by-uuid`) must lead to a device that carries that name:
+/// udev may lag behind a change, and two devices may carry one label.
+fn follow(view: &SysView, entry: &ScratchDevice) -> Result<(Device, PathBuf), Unlocated> {
+    let (dev, path) = view.resolve_block(&expand_home(&entry.path)).map_err(Unlocated::NotBlockDevice)?;
+    if let Some(name) = FsName::of(&entry.path) {
+        if name.carried_by(&path).map_err(Unlocated::NotBlockDevice)? == Some(false) {
+            return Err(Unlocated::StaleLink(format!(
+                "{} leads to {}, which does not carry the {} it names: the link is stale",
+                entry.path,
+                path.display(),
+                name.describe()
+            )));
+        }
+    }
+    Ok((dev, path))
 }
 
 fn detach(attached: &Option<PathBuf>) {

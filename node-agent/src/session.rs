@@ -140,6 +140,7 @@ fn handle(
         Request::Configure(cfg) => {
             st.work_dir = cfg.work_dir.into();
             st.scratch = cfg.scratch;
+            st.located = crate::scratch::locate_all(&st.view, &st.scratch, &st.located);
             // The first visit's kernel log starts here.
             st.kmsg = crate::kmsg::Reader::open_at_end().map_err(|e| format!("cannot read /dev/kmsg: {e}"));
             std::fs::create_dir_all(&st.work_dir)
@@ -149,7 +150,7 @@ fn handle(
         Request::Facts => {
             let mut f = facts::gather(&st.view, agent.clone());
             f.work_dir = st.work_dir.to_string_lossy().into_owned();
-            f.scratch = facts::scratch(&st.view, &st.scratch);
+            f.scratch = facts::scratch(st);
             Ok(Reply::Facts(Box::new(f)))
         }
         Request::Run(step) => {

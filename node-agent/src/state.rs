@@ -6,6 +6,7 @@
 use crate::cmd;
 use crate::exports::{self, Export};
 use crate::ledger::Ledger;
+use crate::safety::Device;
 use crate::sysfs::SysView;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchDevice;
@@ -17,6 +18,8 @@ pub struct HostState {
     pub work_dir: PathBuf,
     /// The host's `scratch_devices`, from `Configure`; `scratch::listed` finds one by name.
     pub scratch: Vec<ScratchDevice>,
+    /// Where each block entry's path led when the session was configured (`scratch::locate_all`).
+    pub located: std::collections::BTreeMap<String, Located>,
     /// Oldest first; the last one is the default target of a workload.
     pub mounted: Vec<Mounted>,
     /// NFS exports of directories in `mounted`, undone before their mount.
@@ -29,6 +32,36 @@ pub struct HostState {
     /// The kernel log from where the current visit began (`kmsg`); `Err`
     /// says why it cannot be read (not root under `dmesg_restrict`).
     pub kmsg: Result<crate::kmsg::Reader, String>,
+}
+
+/// Where a block entry's path led when the session was configured: the
+/// device, or why the link cannot be believed.
+#[derive(Clone, Debug)]
+pub struct Located {
+    /// The entry's path then: a session configured again with another path looks again.
+    pub path: String,
+    pub found: Result<(Device, PathBuf), Unlocated>,
+}
+
+/// Why a block entry's path gives no device to use, and the rule a
+/// step's refusal names.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum Unlocated {
+    /// Nothing there, or no block device.
+    #[error("{0}")]
+    NotBlockDevice(String),
+    /// A `by-label`/`by-uuid` link to a device that does not carry that name.
+    #[error("{0}")]
+    StaleLink(String),
+}
+
+impl Unlocated {
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Unlocated::NotBlockDevice(_) => "not_block_device",
+            Unlocated::StaleLink(_) => "stale_link",
+        }
+    }
 }
 
 /// A setting `tune` wrote, and what to write back.
@@ -62,6 +95,7 @@ impl HostState {
             view,
             work_dir: PathBuf::new(),
             scratch: Vec::new(),
+            located: Default::default(),
             mounted: Vec::new(),
             exports: Vec::new(),
             ledger: Ledger::for_this_user(),

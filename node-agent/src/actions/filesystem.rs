@@ -3,6 +3,7 @@
 //! Order matters for safety: everything that can say "no" (listed? tool?
 //! kernel? safety rules?) runs before the one step that writes (mkfs).
 
+use crate::fs_name::{self, FsName};
 use crate::kernel;
 use crate::ledger::{self, Made};
 use crate::outbox::StepCtx;
@@ -42,10 +43,13 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FilesystemArgs) -> Result<S
         return Err(AgentError::unsupported(format!("{mkfs} is not installed on this host")));
     }
 
+    // A device named by its label or UUID keeps that name through the format, or is not formatted.
+    let keep = fs_name::keep(FsName::of(&entry.path).as_ref(), &profile.mkfs).map_err(AgentError::unsupported)?;
+
     // Listed, attached if an image, every safety rule: the one way to a device mkfs may write.
     let block = scratch::resolve_and_check(st, &entry)?;
     // From here on an attached loop device is ours to detach on every error path.
-    let result = format_and_mount(st, ctx, &entry, profile, fstype, &block);
+    let result = format_and_mount(st, ctx, &entry, profile, fstype, &block, &keep);
     if result.is_err() {
         if let Some(dev) = &block.attached {
             let _ = detach_loop(dev);
@@ -61,14 +65,16 @@ fn format_and_mount(
     profile: &FsProfile,
     fstype: &str,
     block: &ScratchBlock,
+    keep: &fs_name::Keep,
 ) -> Result<StepOutput, AgentError> {
     let (dev, real_path) = (&block.kernel_name, &block.path);
     ctx.check_cancel()?;
 
     let mut mkfs_argv = profile.mkfs.clone();
     mkfs_argv.push(real_path.to_string_lossy().into_owned());
-    // What runs names the UUID too; what is recorded (and compared) does not.
-    let mut run_argv = announce_mkfs(st, ctx, &[(dev, real_path)], fstype, &profile.mkfs);
+    // What runs names the UUID and a kept label too; what is recorded (and compared) does not.
+    let mut run_argv = announce_mkfs(st, ctx, &[(dev, real_path)], fstype, &profile.mkfs, keep.uuid.as_deref());
+    run_argv.extend(keep.args.iter().cloned());
     run_argv.push(real_path.to_string_lossy().into_owned());
     let t0 = Instant::now();
     let out = cmd::run(&run_argv).map_err(AgentError::failed)?;
@@ -158,17 +164,8 @@ fn use_directory(st: &mut HostState, entry: &ScratchDevice, profile: &FsProfile)
     Ok(out)
 }
 
-/// The option that makes a mkfs program use a given UUID, where it has one.
-fn uuid_option(mkfs: &str, uuid: &str) -> Option<Vec<String>> {
-    Some(match Path::new(mkfs).file_name()?.to_str()? {
-        "mkfs.ext2" | "mkfs.ext3" | "mkfs.ext4" | "mke2fs" | "mkfs.btrfs" => vec!["-U".into(), uuid.into()],
-        "mkfs.xfs" => vec!["-m".into(), format!("uuid={uuid}")],
-        "mkfs.reiserfs" | "mkreiserfs" => vec!["-u".into(), uuid.into()],
-        _ => return None,
-    })
-}
-
-/// Before mkfs: choose the new filesystem's UUID and write it in the ledger
+/// Before mkfs: choose the new filesystem's UUID (`uuid`, where the device
+/// is named by the one it has) and write it in the ledger
 /// for each device (kernel name, path), beside the benchrig filesystem the
 /// device carries now, so that a session lost mid-mkfs leaves a device
 /// benchrig still recognises, whichever of the two it holds. Returns the
@@ -180,9 +177,11 @@ pub(crate) fn announce_mkfs(
     devices: &[(&str, &Path)],
     fstype: &str,
     mkfs: &[String],
+    uuid: Option<&str>,
 ) -> Vec<String> {
     let mut argv = mkfs.to_vec();
-    let Some((uuid, option)) = ledger::new_uuid().and_then(|u| Some((u.clone(), uuid_option(&mkfs[0], &u)?))) else {
+    let chosen = uuid.map(str::to_string).or_else(ledger::new_uuid);
+    let Some((uuid, option)) = chosen.and_then(|u| Some((u.clone(), fs_name::uuid_option(&mkfs[0], &u)?))) else {
         return argv;
     };
     for (dev, path) in devices {
@@ -237,34 +236,4 @@ pub(crate) fn fs_dump(fstype: &str, dev: &Path, mountpoint: &Path) -> Option<Str
     }
     text.truncate(cut);
     Some(text)
-}
-
-#[cfg(test)]
-mod uuid_tests {
-    use super::uuid_option;
-    use std::process::Command;
-
-    /// The UUID option is the one each mkfs honours (blkid as the oracle):
-    /// the ledger's announced UUID is the filesystem's.
-    #[test]
-    fn mkfs_makes_the_filesystem_with_the_announced_uuid() {
-        let dir = tempfile::tempdir().unwrap();
-        let img = dir.path().join("img");
-        for mkfs in [
-            &["mkfs.ext4", "-q", "-F"][..],
-            &["mkfs.xfs", "-q", "-f"],
-            &["mkfs.btrfs", "-q", "-f"],
-            &["mkfs.reiserfs", "-q", "-f", "-f"],
-        ] {
-            std::fs::File::create(&img).unwrap().set_len(320 << 20).unwrap();
-            let uuid = crate::ledger::new_uuid().unwrap();
-            let option = uuid_option(mkfs[0], &uuid).unwrap();
-            let out = Command::new(mkfs[0]).args(&mkfs[1..]).args(&option).arg(&img).output();
-            let out = out.unwrap_or_else(|e| panic!("{}: {e} (install it: .ci/run lists the package)", mkfs[0]));
-            assert!(out.status.success(), "{mkfs:?}: {}", String::from_utf8_lossy(&out.stderr));
-            let blkid = Command::new("blkid").args(["-p", "-o", "value", "-s", "UUID"]).arg(&img).output().unwrap();
-            assert_eq!(String::from_utf8_lossy(&blkid.stdout).trim(), uuid, "{mkfs:?}");
-        }
-        assert_eq!(uuid_option("/sbin/mkfs.jfs", "u"), None, "mkfs.jfs has no UUID option");
-    }
 }

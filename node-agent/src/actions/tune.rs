@@ -156,7 +156,7 @@ fn queue_device(st: &HostState, name: &str) -> Result<String, AgentError> {
     let entry = scratch::listed(st, name)?;
     let path = scratch::expand_home(&entry.path);
     let dev = match entry.kind {
-        ScratchKind::Block => st.view.resolve_block(&path).map(|(d, _)| d.name),
+        ScratchKind::Block => scratch::locate(st, &entry).map(|(d, _)| d.name).map_err(|e| e.to_string()),
         ScratchKind::Image | ScratchKind::Directory => {
             st.view.device_for_path(&path).ok_or_else(|| format!("no block device holds {}", path.display()))
         }

@@ -35,6 +35,12 @@ fn member(st: &HostState, name: &str) -> Result<ScratchBlock, AgentError> {
     if entry.kind == ScratchKind::Directory {
         return Err(AgentError::unsupported(format!("scratch `{name}` is a directory: a volume needs devices")));
     }
+    if let Some(fs) = crate::fs_name::FsName::of(&entry.path) {
+        return Err(AgentError::unsupported(format!(
+            "scratch `{name}` is named by its {}, which a volume over several devices cannot keep for each",
+            fs.describe()
+        )));
+    }
     scratch::resolve_and_check(st, &entry)
 }
 
@@ -82,7 +88,7 @@ pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<Step
     }
     let devices: Vec<(&str, &std::path::Path)> =
         members.iter().map(|m| (m.kernel_name.as_str(), m.path.as_path())).collect();
-    let mut run = announce_mkfs(st, ctx, &devices, "btrfs", &mkfs);
+    let mut run = announce_mkfs(st, ctx, &devices, "btrfs", &mkfs, None);
     let paths = members.iter().map(|m| m.path.to_string_lossy().into_owned());
     mkfs.extend(paths.clone());
     run.extend(paths);

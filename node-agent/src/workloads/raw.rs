@@ -62,7 +62,14 @@ fn source(st: &HostState, name: &str, attached: &mut Attached) -> Result<Scratch
 
 /// A device to overwrite: every rule mkfs must pass.
 fn destination(st: &HostState, name: &str, attached: &mut Attached) -> Result<ScratchBlock, AgentError> {
-    let block = scratch::resolve_and_check(st, &device_entry(st, name)?)?;
+    let entry = device_entry(st, name)?;
+    if let Some(fs) = crate::fs_name::FsName::of(&entry.path) {
+        return Err(AgentError::unsupported(format!(
+            "scratch `{name}` is named by its {}, which a raw write would erase",
+            fs.describe()
+        )));
+    }
+    let block = scratch::resolve_and_check(st, &entry)?;
     attached.0.extend(block.attached.clone());
     Ok(block)
 }

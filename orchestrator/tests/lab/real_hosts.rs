@@ -267,7 +267,7 @@ impl Drop for DiskLinks {
         for l in &self.0 {
             let _ = std::fs::remove_file(l);
         }
-        for kind in ["by-id", "by-partuuid"] {
+        for kind in ["by-id", "by-partuuid", "by-label", "by-uuid"] {
             let _ = std::fs::remove_dir(std::path::Path::new("/dev/disk").join(kind));
         }
         let _ = std::fs::remove_dir("/dev/disk");
@@ -328,6 +328,68 @@ fn a_partition_named_by_partuuid_is_used_while_its_sibling_is_mounted_and_the_wh
     assert!(cells[0].3.contains("refused by rule `mounted`") && cells[0].3.contains(&p1), "{cells:?}");
     assert_eq!(sh(&format!("blkid -p -o value -s TYPE {p1}")), "ext4", "the mounted partition is untouched");
     drop(unmount);
+}
+
+#[test]
+#[ignore = "needs the simulated lab (ci/test.sh)"]
+fn a_disk_named_by_label_or_uuid_keeps_its_name_through_every_format_and_a_stale_link_is_refused() {
+    let _lab = uses(&[Fast2]);
+    let b = Bench::new();
+    lab_inventory();
+    // As an admin leaves them: one disk labelled, one known by its xfs's UUID.
+    let (labelled, known) = (LoopDisk::new(1024), LoopDisk::new(1024));
+    sh(&format!("mkfs.ext4 -q -L br-scratch {} && mkfs.xfs -q {}", labelled.dev, known.dev));
+    let probe = |dev: &str, tag: &str| sh(&format!("blkid -p -o value -s {tag} {dev}"));
+    let uuid = probe(&known.dev, "UUID");
+    let mut links = DiskLinks(vec![]);
+    let by_label = links.link("by-label", "br-scratch", &labelled.dev);
+    let by_uuid = links.link("by-uuid", &uuid, &known.dev);
+    // A link udev has not caught up with: no device carries this label.
+    let stale = links.link("by-label", "br-stale", &known.dev);
+    let pb = quickstart();
+    let run = |name: &str, entry: &str, extra: &[&str]| {
+        let scratch = format!("        - {{ {entry} }}\n");
+        let inv = b.write(&format!("{name}.yml"), &inventory_for("fast2", "10.77.0.13", &scratch));
+        let mut args = vec!["run", &pb, "-i", inv.to_str().unwrap(), "--name", name];
+        args.extend(QUICK);
+        args.extend(extra);
+        let out = b.run(&args);
+        (cells_of(&b, name), stderr(&out))
+    };
+    let all = |cells: &[(String, String, CellStatus, String)], status: CellStatus, reason: &str| {
+        !cells.is_empty() && cells.iter().all(|c| c.2 == status && c.3.contains(reason))
+    };
+
+    // Without `wipe`, the admin's filesystem is theirs: refused, untouched.
+    let (cells, err) = run("careful", &format!("path: {by_label}, name: lab"), &[]);
+    assert!(all(&cells, CellStatus::Failed, "did not make on this device"), "{cells:?}\n{err}");
+    assert_eq!((probe(&labelled.dev, "TYPE"), probe(&labelled.dev, "LABEL")), ("ext4".into(), "br-scratch".into()));
+
+    // With it: every cell, and each format gave the new filesystem the label.
+    let (cells, err) = run("wiped", &format!("path: {by_label}, name: lab, wipe: true"), &[]);
+    assert!(cells.len() == 6 && all(&cells, CellStatus::Ok, ""), "{cells:?}\n{err}");
+    assert_eq!(probe(&labelled.dev, "LABEL"), "br-scratch");
+    let report = stdout(&b.run(&["report", "wiped", "-f", "json"]));
+    assert!(report.contains("mkfs_command") && !report.contains("-L br-scratch"), "a name is not configuration");
+
+    // The next night, careful again: the name still leads there, and the ledger knows the filesystem.
+    let xfs = ["-e", r#"{"benchrig_profiles": ["xfs"]}"#];
+    let (cells, err) = run("again", &format!("path: {by_label}, name: lab"), &xfs);
+    assert!(cells.len() == 2 && all(&cells, CellStatus::Ok, ""), "{cells:?}\n{err}");
+
+    // By UUID: kept where mkfs takes one; btrfs refuses to reuse it, and says so.
+    let two = ["-e", r#"{"benchrig_profiles": ["ext4", "btrfs"]}"#];
+    let (cells, err) = run("uuid", &format!("path: {by_uuid}, name: uid, wipe: true"), &two);
+    let (ext4, btrfs): (Vec<_>, Vec<_>) = cells.iter().cloned().partition(|c| c.1.contains("ext4"));
+    assert!(ext4.len() == 2 && all(&ext4, CellStatus::Ok, ""), "{cells:?}\n{err}");
+    assert!(all(&btrfs, CellStatus::Unsupported, "non-unique UUID"), "{cells:?}");
+    assert_eq!((probe(&known.dev, "TYPE"), probe(&known.dev, "UUID")), ("ext4".into(), uuid.clone()));
+
+    // A stale link: refused by its own rule, even with `wipe`, and nothing written.
+    let (cells, err) = run("stale", &format!("path: {stale}, name: old, wipe: true"), &two);
+    assert!(all(&cells, CellStatus::Failed, "refused by rule `stale_link`"), "{cells:?}\n{err}");
+    assert!(cells[0].3.contains("label `br-stale`"), "{cells:?}");
+    assert_eq!((probe(&known.dev, "TYPE"), probe(&known.dev, "UUID")), ("ext4".into(), uuid));
 }
 
 /// Runs `f` when dropped: cleanup that must happen on a failed assert too.
