@@ -93,18 +93,43 @@ pub fn export(args: ExportArgs) -> anyhow::Result<i32> {
     write_out(args.output.as_deref(), &(serde_json::to_string(&store.export_run(r.id)?)? + "\n"))
 }
 
+/// An export's text, refused past `max` bytes (`transfer::MAX_BYTES`) without reading on.
+fn read_bounded(f: &std::path::Path, max: u64) -> anyhow::Result<String> {
+    use std::io::Read;
+    let source: Box<dyn Read> = if f.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?)
+    };
+    let mut text = String::new();
+    source.take(max + 1).read_to_string(&mut text).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
+    if text.len() as u64 > max {
+        anyhow::bail!("{}: larger than the {max} bytes an import reads", f.display());
+    }
+    Ok(text)
+}
+
 pub fn import(args: ImportArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
     for f in &args.files {
-        let text = if f.as_os_str() == "-" {
-            std::io::read_to_string(std::io::stdin())?
-        } else {
-            std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?
-        };
+        let text = read_bounded(f, crate::store::transfer::MAX_BYTES)?;
         let doc: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
         let id = store.import_run(&doc).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         outln!("{}: imported as run {id}", f.display())?;
     }
     Ok(exit_code::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_export_past_the_bound_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("run.json");
+        std::fs::write(&f, "{\"benchrig_export\": 1}").unwrap();
+        assert!(super::read_bounded(&f, 64).is_ok());
+        let e = super::read_bounded(&f, 8).unwrap_err().to_string();
+        assert!(e.ends_with("run.json: larger than the 8 bytes an import reads"), "{e}");
+    }
 }

@@ -73,6 +73,7 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
                 options: None,
                 status: RunStatus::Ok,
                 benchrig_version: "1.0".into(),
+                imported: None,
             };
             let facts =
                 serde_json::json!({"kernel": {"release": kernel}, "tools": [{"name": "fio", "version": "3.33"}]});

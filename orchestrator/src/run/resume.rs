@@ -23,6 +23,10 @@ pub enum ResumeRefused {
     #[error("run {run} cannot be resumed: {why}; start a new run instead")]
     Hosts { run: i64, why: String },
     #[error(
+        "run {run} cannot be resumed: it was imported ({when}), and resuming plans again from its stored playbook text, which whoever exported it wrote; start a new run instead"
+    )]
+    Imported { run: i64, when: String },
+    #[error(
         "run {run} cannot be resumed: cell {cell} on {host} would now be planned differently: {what}; start a new run instead"
     )]
     Cell { run: i64, host: String, cell: String, what: String },
@@ -55,6 +59,9 @@ pub struct Prepared {
 /// the stored paths when given), and check today's plan against its cells.
 pub fn prepare(store: &Store, spec: &str, inventory: &[PathBuf], retry_failed: bool) -> anyhow::Result<Prepared> {
     let record = store.run_record(store.resolve_run(spec)?.id)?;
+    if let Some(when) = &record.imported {
+        return Err(ResumeRefused::Imported { run: record.id, when: when.clone() }.into());
+    }
     let options = record.options.clone().unwrap_or(Json::Null);
     let strings = |key: &str| -> Vec<String> {
         options[key]
@@ -261,6 +268,22 @@ mod tests {
             steps: Some(c.steps_json()),
             ..crate::store::testing::cell_row(1, &c.host)
         }
+    }
+
+    /// Resuming plans again from the stored playbook text: an imported
+    /// run's is whoever exported it's, so it is never resumed.
+    #[test]
+    fn an_imported_run_is_not_resumed() {
+        let places = crate::store::testing::places();
+        let here = Store::open(&places.urls[0]).unwrap();
+        let made = crate::store::testing::new_run(&here, Some("n"));
+        let doc = here.export_run(made).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let central = Store::open(&crate::store::DbLocation::Sqlite(dir.path().join("c.db"))).unwrap();
+        let id = central.import_run(&doc).unwrap();
+        let e = prepare(&central, &id.to_string(), &[], false).err().expect("refused").to_string();
+        assert!(e.contains(&format!("run {id} cannot be resumed: it was imported (")), "{e}");
+        assert!(e.contains("which whoever exported it wrote"), "{e}");
     }
 
     #[test]

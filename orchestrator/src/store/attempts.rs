@@ -26,6 +26,8 @@ pub struct RunRecord {
     pub status: RunStatus,
     /// The benchrig that started it.
     pub benchrig_version: String,
+    /// When `benchrig import` stored it; none for a run made here.
+    pub imported: Option<String>,
 }
 
 /// One attempt at a run: the first, then one per `--resume`.
@@ -45,7 +47,7 @@ impl Store {
     pub fn run_record(&self, run: i64) -> Result<RunRecord, StoreError> {
         let row = self.db().query_one(
             "SELECT id, name, playbook, playbook_text, inventory, limit_pattern, extra_vars, options, status,
-                    benchrig_version
+                    benchrig_version, imported
              FROM runs WHERE id = ?1",
             &[run.into()],
         )?;
@@ -61,6 +63,7 @@ impl Store {
             options: r.json(7),
             status: status_of(&r, 8)?,
             benchrig_version: r.text(9),
+            imported: r.opt_text(10),
         })
     }
 

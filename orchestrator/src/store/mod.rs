@@ -18,7 +18,7 @@ mod sql;
 mod sqlite;
 #[cfg(test)]
 pub(crate) mod testing;
-mod transfer;
+pub mod transfer;
 mod value;
 
 pub use attempts::{AttemptRow, RunRecord};
@@ -575,7 +575,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::places;
+    use super::testing::{new_run, places};
     use super::*;
     use benchrig_wire::steps::{Better, Metric, Usage};
 
@@ -585,19 +585,6 @@ mod tests {
         c
     }
 
-    fn new_run(s: &Store, name: Option<&str>) -> i64 {
-        let ev = serde_json::json!({});
-        s.create_run(&NewRun {
-            name,
-            playbook: "p.yml",
-            playbook_text: "- hosts: all",
-            inventory: "x",
-            limit: None,
-            extra_vars: &ev,
-            options: &ev,
-        })
-        .unwrap()
-    }
 
     fn output(value: f64) -> StepOutput {
         StepOutput {
@@ -700,8 +687,10 @@ mod tests {
         let e = other.import_run(&doc).unwrap_err();
         assert!(e.to_string().contains("already in the database as run 2"), "{e}");
         let again = other.export_run(imported).unwrap();
+        assert!(other.run_record(imported).unwrap().imported.is_some(), "marked imported");
         let strip = |mut d: Json| {
             d["run"]["id"] = Json::Null;
+            d["run"]["imported"] = Json::Null;
             for k in ["hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series"] {
                 for row in d[k].as_array_mut().unwrap() {
                     for id in ["id", "run_id", "cell_id"] {
@@ -735,6 +724,59 @@ mod tests {
         let e = other.import_run(&unknown).unwrap_err().to_string();
         assert!(e.contains("a cell's status `resumed` is none this benchrig knows"), "{e}");
         assert_eq!(other.runs().unwrap().len(), 2, "nor does an unknown status");
+    }
+
+    /// An export's keys are names the importer must not paste into SQL. On
+    /// the store before this test, the key below turned the run's INSERT into
+    /// an INSERT … SELECT that copied another run's playbook text (a lab's
+    /// private playbook) into the imported run's limit, on both databases.
+    #[test]
+    fn an_export_is_data_a_key_that_is_no_column_is_refused_not_pasted_into_sql() {
+        let places = places();
+        for url in &places.urls {
+            let s = Store::open(url).unwrap();
+            let ev = serde_json::json!({});
+            s.create_run(&NewRun {
+                name: Some("secret"),
+                playbook: "p.yml",
+                playbook_text: "- hosts: all  # the lab's own",
+                inventory: "x",
+                limit: None,
+                extra_vars: &ev,
+                options: &ev,
+            })
+            .unwrap();
+            let mut doc = s.export_run(1).unwrap();
+            let mut run = serde_json::Map::new();
+            for k in ["id", "playbook", "playbook_text", "inventory", "extra_vars", "benchrig_version"] {
+                run.insert(k.into(), doc["run"][k].clone());
+            }
+            run.insert("name".into(), serde_json::json!("imported"));
+            for k in ["started", "finished", "status", "options"] {
+                run.insert(k.into(), doc["run"][k].clone());
+            }
+            let key = "limit_pattern) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
+                       (SELECT playbook_text FROM runs WHERE name = 'secret') WHERE CAST(?11 AS TEXT) IS NOT NULL RETURNING id --";
+            run.insert(key.into(), serde_json::json!("x"));
+            doc["run"] = Json::Object(run);
+            let result = s.import_run(&doc);
+            let stolen: Vec<Option<String>> =
+                s.runs().unwrap().iter().map(|r| s.run_record(r.id).unwrap().limit).collect();
+            assert_eq!(stolen, [None], "{url:?}: nothing imported ({result:?})");
+            let e = result.unwrap_err().to_string();
+            assert!(
+                e.contains("the run has a key \"limit_pattern) SELECT") && e.contains("no column of `runs`"),
+                "{e}"
+            );
+
+            // A row deeper in, the same.
+            let mut doc = s.export_run(1).unwrap();
+            doc["run"]["started"] = serde_json::json!("another time");
+            doc["hosts"] = serde_json::json!([{"name": "h", "status": "ok", "x) VALUES (1) --": 1}]);
+            let e = s.import_run(&doc).unwrap_err().to_string();
+            assert!(e.contains("hosts[0] has a key \"x) VALUES (1) --\""), "{e}");
+            assert_eq!(s.runs().unwrap().len(), 1);
+        }
     }
 
     #[test]

@@ -144,6 +144,9 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
         series TEXT NOT NULL
     );
     CREATE INDEX monitor_series_by_cell ON monitor_series (cell_id);",
+    // 8: when a run was imported (`benchrig import`): never resumed, as its
+    // playbook text is the exporter's.
+    "ALTER TABLE runs ADD COLUMN imported TEXT;",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -275,6 +278,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
         series TEXT NOT NULL
     );
     CREATE INDEX monitor_series_by_cell ON monitor_series (cell_id);",
+    "ALTER TABLE runs ADD COLUMN imported TEXT;",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

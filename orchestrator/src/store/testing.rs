@@ -52,6 +52,21 @@ pub fn places() -> Places {
     Places { _dir: dir, urls, pg }
 }
 
+/// A new run named `name`, of a one-line playbook, in `s`.
+pub fn new_run(s: &super::Store, name: Option<&str>) -> i64 {
+    let ev = serde_json::json!({});
+    s.create_run(&super::NewRun {
+        name,
+        playbook: "p.yml",
+        playbook_text: "- hosts: all",
+        inventory: "x",
+        limit: None,
+        extra_vars: &ev,
+        options: &ev,
+    })
+    .unwrap()
+}
+
 /// A cell with no steps: `repeat` repetitions of nothing, for bookkeeping tests.
 pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
     crate::planner::Cell {

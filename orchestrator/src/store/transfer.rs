@@ -2,8 +2,13 @@
 //! stored about it (hosts and their facts, cells, every sample) as one JSON
 //! document (with its attempts and monitor series), so a lab's runners can merge their results into one database.
 //!
-//! Rows travel as column → value maps, so a column added by a later
-//! migration travels too; ids are renumbered on import.
+//! Rows travel as column → value maps; ids are renumbered on import.
+//!
+//! An export is data from whoever sent it, never SQL: a row's keys must be
+//! columns its table has here ([`Columns`]), the values are bound, never
+//! pasted, and the file's size and lists are bounded ([`MAX_BYTES`],
+//! [`MAX_ROWS`]). The run is marked imported, and `--resume` refuses it:
+//! resuming replans from the stored playbook text, which the exporter wrote.
 
 use super::db::Db;
 use super::schema::PG_ONLY_COLUMNS;
@@ -15,6 +20,13 @@ use serde_json::{json, Map, Value as Json};
 
 /// The format's version; `import` refuses one it does not know.
 const FORMAT: i64 = 1;
+
+/// The largest export `import` reads (a year of one lab's nights is far
+/// less per run): bounded, so a file cannot take the machine's memory.
+pub const MAX_BYTES: u64 = 2 << 30;
+
+/// The most entries any one list of an export may have.
+pub const MAX_ROWS: usize = 20_000_000;
 
 type Row = Map<String, Json>;
 
@@ -29,7 +41,38 @@ fn rows(db: &mut Db, table: &str, sql: &str, id: i64) -> Result<Vec<Row>, StoreE
         .collect())
 }
 
-/// Insert a row; returns the new id for tables that have one.
+/// Each table's columns as this database has them: the only names an
+/// import puts into SQL (its keys are checked against them, never pasted).
+struct Columns(std::collections::HashMap<&'static str, Vec<String>>);
+
+impl Columns {
+    fn of(db: &mut Db) -> Result<Self, StoreError> {
+        let mut all = std::collections::HashMap::new();
+        for table in TABLES {
+            all.insert(table, db.query_named(&format!("SELECT * FROM {table} WHERE 1 = 0"), &[])?.0);
+        }
+        Ok(Columns(all))
+    }
+
+    /// `row` (`what`, as an error names it) has only `table`'s columns.
+    fn check(&self, table: &str, what: &str, row: &Row) -> Result<(), StoreError> {
+        let known = &self.0[table];
+        match row.keys().find(|k| !known.contains(k)) {
+            Some(k) => Err(StoreError::Export(format!(
+                "not a benchrig export: {what} has a key {} that is no column of `{table}` (an export from a newer benchrig, or not one at all)",
+                serde_json::to_string(k).unwrap_or_default()
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The tables an export carries, with the list each is under.
+const TABLES: [&str; 8] =
+    ["runs", "hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series"];
+
+/// Insert a row whose keys `Columns::check` passed; returns the new id for
+/// tables that have one.
 fn insert(db: &mut Db, table: &str, row: &Row) -> Result<Option<i64>, StoreError> {
     let cols: Vec<&String> = row.keys().filter(|k| *k != "id").collect();
     let values: Vec<Val> = cols.iter().map(|c| Val::from_json(&row[*c])).collect();
@@ -95,29 +138,55 @@ impl Store {
         // And from before monitors were.
         let series = doc["monitor_series"].as_array().cloned().unwrap_or_default();
         statuses_known(run, &hosts, &cells, &attempts).map_err(|why| bad(&why))?;
+        for (list, items) in [
+            ("hosts", &hosts),
+            ("cells", &cells),
+            ("samples", &samples),
+            ("artifacts", &artifacts),
+            ("attempts", &attempts),
+            ("kernel_log", &kernel_log),
+            ("monitor_series", &series),
+        ] {
+            if items.len() > MAX_ROWS {
+                return Err(bad(&format!(
+                    "`{list}` has {} entries, more than the {MAX_ROWS} an import takes",
+                    items.len()
+                )));
+            }
+        }
         let mut db = self.db();
+        let columns = Columns::of(&mut db)?;
+        // `get`, not `[]`, which panics on a key the file left out.
+        let text = |k: &str| run.get(k).and_then(Json::as_str);
+        let mut run = run.clone();
+        columns.check("runs", "the run", &run)?;
+        // Whatever the file says: imported now, and so never resumed.
+        run.insert("imported".into(), json!(super::now()));
         let existing = db.query_one(
             "SELECT id FROM runs WHERE started = ?1 AND playbook = ?2 AND name IS NOT DISTINCT FROM ?3",
-            &[run["started"].as_str().into(), run["playbook"].as_str().into(), run["name"].as_str().into()],
+            &[text("started").into(), text("playbook").into(), text("name").into()],
         )?;
         if let Some(id) = existing.and_then(|r| r.opt_int(0)) {
             return Err(StoreError::Export(format!("this run is already in the database as run {id}")));
         }
         db.transaction(|db| {
-            let new_run = insert(db, "runs", run)?.ok_or_else(|| bad("the run has no id"))?;
-            for h in &hosts {
+            let new_run = insert(db, "runs", &run)?.ok_or_else(|| bad("the run has no id"))?;
+            for (i, h) in hosts.iter().enumerate() {
                 let mut h = h.as_object().cloned().ok_or_else(|| bad("a host is not an object"))?;
+                columns.check("hosts", &format!("hosts[{i}]"), &h)?;
                 h.insert("run_id".into(), json!(new_run));
                 insert(db, "hosts", &h)?;
             }
-            for a in &attempts {
+            for (i, a) in attempts.iter().enumerate() {
                 let mut a = a.as_object().cloned().ok_or_else(|| bad("an attempt is not an object"))?;
+                columns.check("attempts", &format!("attempts[{i}]"), &a)?;
                 a.insert("run_id".into(), json!(new_run));
                 insert(db, "attempts", &a)?;
             }
             let mut cell_ids = std::collections::HashMap::new();
-            for c in &cells {
+            for (i, c) in cells.iter().enumerate() {
                 let mut c = c.as_object().cloned().ok_or_else(|| bad("a cell is not an object"))?;
+                columns.check("cells", &format!("cells[{i}]"), &c)?;
                 let old = c["id"].as_i64().ok_or_else(|| bad("a cell has no id"))?;
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
@@ -128,9 +197,10 @@ impl Store {
                 ("kernel_log", &kernel_log),
                 ("monitor_series", &series),
             ] {
-                for s in items {
+                for (i, s) in items.iter().enumerate() {
                     let mut s =
                         s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
+                    columns.check(table, &format!("{table}[{i}]"), &s)?;
                     let old =
                         s["cell_id"].as_i64().ok_or_else(|| bad(&format!("an entry of {table} has no cell_id")))?;
                     let new = cell_ids
