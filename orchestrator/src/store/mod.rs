@@ -585,7 +585,6 @@ mod tests {
         c
     }
 
-
     fn output(value: f64) -> StepOutput {
         StepOutput {
             metrics: vec![Metric { name: "throughput".into(), value, unit: "MB/s".into(), better: Better::Higher }],
