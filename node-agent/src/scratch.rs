@@ -167,10 +167,11 @@ pub fn locate_all(
             let kept = before.get(&e.name).filter(|l| l.path == e.path && l.found.is_ok());
             let found = match kept {
                 Some(l) => l.found.clone(),
-                None => {
-                    view.resolve_block(&expand_home(&e.path)).ok()?;
-                    follow(view, e)
-                }
+                // Nowhere yet: looked up when used.
+                None => match follow(view, e) {
+                    Err(Unlocated::NotBlockDevice(_)) => return None,
+                    found => found,
+                },
             };
             Some((e.name.clone(), Located { path: e.path.clone(), found }))
         })

@@ -54,12 +54,15 @@ impl Columns {
         Ok(Columns(all))
     }
 
-    /// `row` (`what`, as an error names it) has only `table`'s columns.
-    fn check(&self, table: &str, what: &str, row: &Row) -> Result<(), StoreError> {
+    /// `row` (entry `index` of the `table` list; none for the run) has only
+    /// `table`'s columns. The error's words are made only on an error: an
+    /// import checks millions of rows.
+    fn check(&self, table: &str, index: Option<usize>, row: &Row) -> Result<(), StoreError> {
         let known = &self.0[table];
         match row.keys().find(|k| !known.contains(k)) {
             Some(k) => Err(StoreError::Export(format!(
-                "not a benchrig export: {what} has a key {} that is no column of `{table}` (an export from a newer benchrig, or not one at all)",
+                "not a benchrig export: {} has a key {} that is no column of `{table}` (an export from a newer benchrig, or not one at all)",
+                index.map_or("the run".to_string(), |i| format!("{table}[{i}]")),
                 serde_json::to_string(k).unwrap_or_default()
             ))),
             None => Ok(()),
@@ -67,7 +70,7 @@ impl Columns {
     }
 }
 
-/// The tables an export carries, with the list each is under.
+/// The tables an export carries (each under a list of its name, but `runs`: one `run`).
 const TABLES: [&str; 8] =
     ["runs", "hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series"];
 
@@ -159,7 +162,7 @@ impl Store {
         // `get`, not `[]`, which panics on a key the file left out.
         let text = |k: &str| run.get(k).and_then(Json::as_str);
         let mut run = run.clone();
-        columns.check("runs", "the run", &run)?;
+        columns.check("runs", None, &run)?;
         // Whatever the file says: imported now, and so never resumed.
         run.insert("imported".into(), json!(super::now()));
         let existing = db.query_one(
@@ -173,20 +176,20 @@ impl Store {
             let new_run = insert(db, "runs", &run)?.ok_or_else(|| bad("the run has no id"))?;
             for (i, h) in hosts.iter().enumerate() {
                 let mut h = h.as_object().cloned().ok_or_else(|| bad("a host is not an object"))?;
-                columns.check("hosts", &format!("hosts[{i}]"), &h)?;
+                columns.check("hosts", Some(i), &h)?;
                 h.insert("run_id".into(), json!(new_run));
                 insert(db, "hosts", &h)?;
             }
             for (i, a) in attempts.iter().enumerate() {
                 let mut a = a.as_object().cloned().ok_or_else(|| bad("an attempt is not an object"))?;
-                columns.check("attempts", &format!("attempts[{i}]"), &a)?;
+                columns.check("attempts", Some(i), &a)?;
                 a.insert("run_id".into(), json!(new_run));
                 insert(db, "attempts", &a)?;
             }
             let mut cell_ids = std::collections::HashMap::new();
             for (i, c) in cells.iter().enumerate() {
                 let mut c = c.as_object().cloned().ok_or_else(|| bad("a cell is not an object"))?;
-                columns.check("cells", &format!("cells[{i}]"), &c)?;
+                columns.check("cells", Some(i), &c)?;
                 let old = c["id"].as_i64().ok_or_else(|| bad("a cell has no id"))?;
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
@@ -200,7 +203,7 @@ impl Store {
                 for (i, s) in items.iter().enumerate() {
                     let mut s =
                         s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
-                    columns.check(table, &format!("{table}[{i}]"), &s)?;
+                    columns.check(table, Some(i), &s)?;
                     let old =
                         s["cell_id"].as_i64().ok_or_else(|| bad(&format!("an entry of {table} has no cell_id")))?;
                     let new = cell_ids
