@@ -46,10 +46,7 @@ impl<'a> RealDevice<'a> {
         if let Err(e) = self.ledger.record(&self.identity, made) {
             ctx.log(
                 LogLevel::Warn,
-                format!(
-                    "cannot record the new filesystem in {}: {e}; formatting over it will need `wipe: true`",
-                    self.ledger.path().display()
-                ),
+                format!("cannot record the new filesystem: {e}; formatting over it will need `wipe: true`"),
             );
         }
         true
@@ -80,8 +77,8 @@ impl DeviceProbe for RealDevice<'_> {
         exclusive_open(self.path)
     }
 
-    fn made_here(&self) -> Option<Made> {
-        self.ledger.lookup(&self.identity)
+    fn made_here(&self) -> Result<Option<Made>, String> {
+        self.ledger.lookup(&self.identity).map_err(|e| e.to_string())
     }
 }
 

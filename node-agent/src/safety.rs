@@ -31,8 +31,9 @@ pub trait DeviceProbe {
     /// refuses while anything claims it, in any mount namespace (a mount, a
     /// btrfs/md/dm member, swap, a lazily unmounted filesystem).
     fn exclusive(&self) -> Result<(), String>;
-    /// What the host's format ledger says benchrig last made on this device.
-    fn made_here(&self) -> Option<Made>;
+    /// What the host's format ledger says benchrig last made on this
+    /// device; why it cannot say, when it cannot be trusted or read.
+    fn made_here(&self) -> Result<Option<Made>, String>;
 }
 
 /// Mountpoints whose backing device is never scratch.
@@ -101,7 +102,8 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn De
             .signatures()
             .map_err(|e| refuse("signature", format!("cannot read {} to look for signatures: {e}", dev.name)))?;
         if !found.is_empty() {
-            own_filesystem(&dev.name, &found, probe.made_here().as_ref()).map_err(|m| refuse("signature", m))?;
+            own_filesystem(&dev.name, &found, probe.made_here().as_ref().map(Option::as_ref))
+                .map_err(|m| refuse("signature", m))?;
         }
     }
     Ok(())
@@ -111,12 +113,15 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn De
 /// when every one of them is the filesystem benchrig last made on it: the
 /// same UUID the ledger recorded at mkfs. Otherwise the refusal says what
 /// is there and what benchrig knows of the device.
-fn own_filesystem(dev: &str, found: &[Signature], made: Option<&Made>) -> Result<(), String> {
+fn own_filesystem(dev: &str, found: &[Signature], made: Result<Option<&Made>, &String>) -> Result<(), String> {
     let what = |s: &Signature| match &s.uuid {
         Some(u) => format!("{} signature (UUID {u})", s.name),
         None => format!("{} signature", s.name),
     };
     let proceed = "if nothing on it is needed, set `wipe: true` on its scratch_devices entry, or clear it on the host (`wipefs -a`)";
+    let made = made.map_err(|why| {
+        format!("{dev} carries a {}, and {why}, so nothing vouches that benchrig made it; {proceed}", what(&found[0]))
+    })?;
     let Some(made) = made else {
         return Err(format!(
             "{dev} carries a {} that benchrig did not make on this device; {proceed}",
@@ -236,14 +241,14 @@ mod tests {
     struct Probe {
         signatures: Result<Vec<Signature>, String>,
         claimed: bool,
-        made: Option<Made>,
+        made: Result<Option<Made>, String>,
     }
 
     impl DeviceProbe for Probe {
         fn signatures(&self) -> Result<Vec<Signature>, String> {
             self.signatures.clone()
         }
-        fn made_here(&self) -> Option<Made> {
+        fn made_here(&self) -> Result<Option<Made>, String> {
             self.made.clone()
         }
         fn exclusive(&self) -> Result<(), String> {
@@ -255,7 +260,7 @@ mod tests {
         }
     }
 
-    const BLANK: Probe = Probe { signatures: Ok(Vec::new()), claimed: false, made: None };
+    const BLANK: Probe = Probe { signatures: Ok(Vec::new()), claimed: false, made: Ok(None) };
 
     fn sig(name: &str, uuid: Option<&str>) -> Signature {
         Signature { name: name.into(), uuid: uuid.map(str::to_string) }
@@ -272,7 +277,7 @@ mod tests {
     }
 
     fn carrying(signatures: Vec<Signature>, made: Option<Made>) -> Probe {
-        Probe { signatures: Ok(signatures), claimed: false, made }
+        Probe { signatures: Ok(signatures), claimed: false, made: Ok(made) }
     }
 
     fn rule(r: Result<(), Refusal>) -> &'static str {
@@ -377,6 +382,19 @@ mod tests {
     }
 
     #[test]
+    fn a_ledger_that_cannot_be_trusted_vouches_for_nothing_and_says_why() {
+        let f = fake();
+        let why = "the format ledger /var/lib/benchrig/formatted.json is not trusted: /var/lib/benchrig is owned by uid 1000, neither root nor the agent's user (uid 0)";
+        let forged = Probe { made: Err(why.into()), ..carrying(vec![sig("ext2/ext3/ext4", Some("u-1"))], None) };
+        let m = check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &forged).unwrap_err().message;
+        assert!(m.contains(why) && m.contains("nothing vouches that benchrig made it"), "{m}");
+        assert!(m.contains("set `wipe: true`"), "{m}");
+        // A blank device needs no ledger.
+        let blank = Probe { made: Err(why.into()), ..BLANK };
+        assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &blank)), "accepted");
+    }
+
+    #[test]
     fn a_filesystem_made_again_since_is_refused() {
         // mkfs by hand after benchrig's: another UUID, whatever its label says.
         let f = fake();
@@ -426,14 +444,14 @@ mod tests {
         let f = fake();
         let mut e = entry("sdb");
         e.wipe = true;
-        let claimed = Probe { signatures: Ok(Vec::new()), claimed: true, made: None };
+        let claimed = Probe { signatures: Ok(Vec::new()), claimed: true, made: Ok(None) };
         assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &claimed)), "in_use");
     }
 
     #[test]
     fn unreadable_device_is_refused_not_assumed_blank() {
         let f = fake();
-        let broken = Probe { signatures: Err("EIO".to_string()), claimed: false, made: made("u-1") };
+        let broken = Probe { signatures: Err("EIO".to_string()), claimed: false, made: Ok(made("u-1")) };
         assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &broken)), "signature");
     }
 }

@@ -238,7 +238,7 @@ impl TypedValueParser for DbLocationParser {
         arg: Option<&clap::Arg>,
         value: &OsStr,
     ) -> Result<DbLocation, clap::Error> {
-        DbLocation::parse(value).map_err(|e| {
+        let refuse = |e: String| {
             // clap builds its "invalid value" error only inside a parser: let
             // one fail on the redacted value, so the message keeps clap's form.
             let shown = redacted_url(&value.to_string_lossy());
@@ -247,7 +247,21 @@ impl TypedValueParser for DbLocationParser {
                 Err(e) => e,
                 Ok(_) => unreachable!("the parser always fails"),
             }
-        })
+        };
+        let db = DbLocation::parse(value).map_err(|e| refuse(e.to_string()))?;
+        // A password on the command line is in every local user's `ps`; in
+        // BENCHRIG_DB it is readable by this user alone (/proc/PID/environ).
+        let from_env = std::env::var_os("BENCHRIG_DB").is_some_and(|v| v == value);
+        if let (DbLocation::Postgres(url), false) = (&db, from_env) {
+            if redacted_url(url) != *url {
+                return Err(refuse(
+                    "a password in --db is shown to every user of this machine by `ps`; leave it out of the URL \
+                     and give it in PGPASSWORD, ~/.pgpass (as libpq reads them) or the whole URL in BENCHRIG_DB"
+                        .into(),
+                ));
+            }
+        }
+        Ok(db)
     }
 }
 
@@ -475,6 +489,20 @@ mod tests {
         assert_eq!(db_of(&["benchrig", "cleanup", "--db", "x.db"]).unwrap(), DbLocation::Sqlite("x.db".into()));
         if std::env::var_os("BENCHRIG_DB").is_none() {
             assert_eq!(db_of(&["benchrig", "runs"]).unwrap(), DbLocation::Sqlite("benchrig.db".into()));
+        }
+    }
+
+    #[test]
+    fn a_password_in_db_on_the_command_line_is_refused_without_showing_it() {
+        for url in ["postgres://bench:s3cret@h/lab", "postgresql://bench@h/lab?password=s3cret"] {
+            let e = db_of(&["benchrig", "runs", "--db", url]).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+            let text = e.render().to_string();
+            assert!(
+                text.contains("shown to every user of this machine by `ps`") && text.contains("PGPASSWORD"),
+                "{text}"
+            );
+            assert!(!text.contains("s3cret"), "{text}");
         }
     }
 

@@ -1,6 +1,25 @@
 //! Numbers and parameters as people read them, for every report, the
 //! terminal table, `compare` and capacity messages alike.
 
+/// Text from a host (an agent's log line or error, a tool's output, a
+/// host name) made safe for a terminal: every control character but a
+/// newline and a tab is shown as its escape (`\u{1b}`), so a host cannot
+/// move the cursor, retitle the window or hide a line with `\r`.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A cell's parameters in one line: `fs=ext4 bs=4k`, or `-` for none.
 pub fn describe_params(params: &serde_json::Value) -> String {
     match params.as_object() {
@@ -35,4 +54,16 @@ pub fn mem(b: u64) -> String {
 pub fn cpus(n: f64) -> String {
     let s = format!("{n:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::printable;
+
+    #[test]
+    fn text_from_a_host_cannot_drive_the_terminal() {
+        assert_eq!(printable("ok\tfine\nnext"), "ok\tfine\nnext");
+        assert_eq!(printable("\u{1b}]0;owned\u{7}done\rfake"), "\\u{1b}]0;owned\\u{7}done\\rfake");
+        assert_eq!(printable("c1 \u{9b}31m"), "c1 \\u{9b}31m");
+    }
 }

@@ -1,17 +1,19 @@
 /// `print!` / `println!` that return the write's `io::Result` instead of
 /// panicking, for `?`: a closed stdout then reaches main's one error path,
-/// which ends quietly with `exit_code::BROKEN_PIPE`. (Defined before the
-/// modules so that every one of them sees them.)
+/// which ends quietly with `exit_code::BROKEN_PIPE`. What they print may
+/// hold a host's text, so control characters go out escaped
+/// (`human::printable`). (Defined before the modules so that every one of
+/// them sees them.)
 macro_rules! out {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        write!(std::io::stdout(), $($t)*)
+        write!(std::io::stdout(), "{}", $crate::human::printable(&format!($($t)*)))
     }};
 }
 macro_rules! outln {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        writeln!(std::io::stdout(), $($t)*)
+        writeln!(std::io::stdout(), "{}", $crate::human::printable(&format!($($t)*)))
     }};
 }
 

@@ -28,7 +28,7 @@ fn main() {
         // (SIGPIPE stays ignored, as Rust leaves it: a dead ssh channel
         // must be an error we handle, not a signal that kills the run.)
         if code != exit_code::BROKEN_PIPE {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", benchrig::human::printable(&format!("{e:#}")));
         }
         code
     });

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 fn print(text: &str) {
+    let text = crate::human::printable(text);
     match tracing_indicatif::writer::get_indicatif_stderr_writer() {
         Some(mut w) => {
             let _ = writeln!(w, "{text}");

@@ -39,10 +39,6 @@ fn agent_build(triple: &str) -> std::path::PathBuf {
     repo().join(format!("target/{triple}/agent/benchrig-agent"))
 }
 
-fn sha256_file(path: &std::path::Path) -> String {
-    sh(&format!("sha256sum {} | cut -d' ' -f1", path.display()))
-}
-
 /// e_machine of an ELF file (183 = EM_AARCH64, 62 = EM_X86_64).
 fn elf_machine(path: &std::path::Path) -> u16 {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

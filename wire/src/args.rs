@@ -612,6 +612,11 @@ pub struct FioArgs {
     /// A job file's text, inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_text: Option<String>,
+    /// fio options (or `ioengine=NAME`) beyond those benchrig runs unasked,
+    /// which the playbook's author vouches write only under the target;
+    /// never one benchrig refuses (`crate::fio::check_option`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
 }
 
 /// [`FioArgs`] as written, before [`FioArgs::job`] checks it.
@@ -630,6 +635,8 @@ struct FioArgsUnchecked {
     job_file: Option<String>,
     #[serde(default)]
     job_text: Option<String>,
+    #[serde(default)]
+    allow: Vec<String>,
 }
 
 impl TryFrom<FioArgsUnchecked> for FioArgs {
@@ -642,6 +649,7 @@ impl TryFrom<FioArgsUnchecked> for FioArgs {
             jobs: u.jobs,
             job_file: u.job_file,
             job_text: u.job_text,
+            allow: u.allow,
         };
         // fio reads `directory` as a `:`-separated list and expands `$`: a
         // plain relative path only, or a part could name another place.
@@ -668,9 +676,9 @@ impl FioArgs {
             return Err("`global` goes with `jobs`; a job file has its own [global]".into());
         }
         let job = match (&self.job_text, self.job_file.is_some()) {
-            (Some(text), _) => crate::fio::FioJob::parse(text),
+            (Some(text), _) => crate::fio::FioJob::parse(text, &self.allow),
             (None, true) => return Ok(None),
-            (None, false) => crate::fio::FioJob::from_options(&self.global, &self.jobs),
+            (None, false) => crate::fio::FioJob::from_options(&self.global, &self.jobs, &self.allow),
         };
         job.map(Some)
     }

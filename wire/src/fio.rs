@@ -53,8 +53,9 @@ pub struct FioJob {
     pub jobs: Vec<(String, Lines)>,
 }
 
-/// Options that would make fio write outside the target, or run something
-/// that is not fio; each with why.
+/// Options refused whatever a step allows: they would make fio write or
+/// read outside the target, run or load something that is not fio, or
+/// change the host beyond the job; each with why.
 const REFUSED: &[(&str, &str)] = &[
     ("directory", "benchrig sets `directory` to the target's; name files with `filename`, relative to it"),
     ("include", "a job file may not include another: benchrig checks every option it runs"),
@@ -63,12 +64,271 @@ const REFUSED: &[(&str, &str)] = &[
     ("ioscheduler", "fio would switch the device's scheduler and leave it so; use the play's `tune: {scheduler: …}`, which restores it"),
     ("replay_redirect", "a replay goes to the job's own files, never to another device"),
     ("read_iolog", "an I/O log names the files it replays, which benchrig cannot check; name files with `filename`"),
+    ("merge_blktrace_file", "fio would write the merged trace wherever it names; replays are refused here"),
+    ("libblkio_path", "fio would open the path it names as a device"),
+    ("allow_mounted_write", "fio would write to a mounted device"),
     ("cgroup", "fio would make cgroups of its own; the host's limits are the lab's"),
+    ("uid", "fio would switch to another user"),
+    ("gid", "fio would switch to another group"),
+    ("lockmem", "fio would lock the host's memory"),
+];
+
+/// The options fio runs here without a step naming them in `allow:`: those
+/// that shape the I/O, the files under the target, the reporting and the
+/// logs (paths checked as below), and nothing that reaches elsewhere. Any
+/// other is refused until the playbook names it (fio has hundreds, and a
+/// denylist misses the next one that reaches outside: `include` on a line
+/// of its own, an engine `.so`, a trace file to merge into).
+const ALLOWED: &[&str] = &[
+    // The job and its phases.
+    "name",
+    "description",
+    "loops",
+    "numjobs",
+    "stonewall",
+    "wait_for",
+    "new_group",
+    "group_reporting",
+    "thread",
+    "startdelay",
+    "runtime",
+    "time_based",
+    "ramp_time",
+    "steadystate",
+    "ss",
+    "steadystate_duration",
+    "ss_dur",
+    "steadystate_ramp_time",
+    "ss_ramp",
+    "steadystate_check_interval",
+    "ss_interval",
+    "exitall",
+    "exitall_on_error",
+    "continue_on_error",
+    "ignore_error",
+    "error_dump",
+    "kb_base",
+    "unit_base",
+    "clocksource",
+    "gtod_reduce",
+    "gtod_cpu",
+    "significant_figures",
+    // I/O pattern and size.
+    "rw",
+    "readwrite",
+    "rw_sequencer",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "bsrange",
+    "blocksize_range",
+    "bssplit",
+    "bs_unaligned",
+    "blocksize_unaligned",
+    "ba",
+    "blockalign",
+    "bs_is_seq_rand",
+    "size",
+    "filesize",
+    "file_append",
+    "fill_device",
+    "fill_fs",
+    "io_size",
+    "io_limit",
+    "offset",
+    "offset_align",
+    "offset_increment",
+    "number_ios",
+    "random_distribution",
+    "random_generator",
+    "percentage_random",
+    "norandommap",
+    "softrandommap",
+    "randrepeat",
+    "allrandrepeat",
+    "randseed",
+    "zero_buffers",
+    "refill_buffers",
+    "scramble_buffers",
+    "buffer_pattern",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
+    "dedupe_global",
+    // How it is issued.
+    "ioengine",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
+    "io_submit_mode",
+    "serialize_overlap",
+    "direct",
+    "buffered",
+    "atomic",
+    "sync",
+    "fsync",
+    "fdatasync",
+    "write_barrier",
+    "sync_file_range",
+    "end_fsync",
+    "fsync_on_close",
+    "overwrite",
+    "invalidate",
+    "fallocate",
+    "fadvise_hint",
+    "pre_read",
+    "hipri",
+    "fixedbufs",
+    "registerfiles",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "nonvectored",
+    "uncached",
+    "nowait",
+    "force_async",
+    "userspace_reap",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    // Pace.
+    "rate",
+    "rate_min",
+    "rate_iops",
+    "rate_iops_min",
+    "rate_process",
+    "rate_ignore_thinktime",
+    "rate_cycle",
+    "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "thinktime_blocks_type",
+    "thinktime_iotime",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "latency_run",
+    "max_latency",
+    "flow",
+    "flow_id",
+    "flow_watermark",
+    "flow_sleep",
+    // Files under the target.
+    "filename",
+    "filename_format",
+    "unique_filename",
+    "opendir",
+    "lockfile",
+    "nrfiles",
+    "openfiles",
+    "file_service_type",
+    "create_serialize",
+    "create_fsync",
+    "create_on_open",
+    "create_only",
+    "allow_file_create",
+    "unlink",
+    "unlink_each_loop",
+    // Verification.
+    "verify",
+    "do_verify",
+    "verify_offset",
+    "verify_interval",
+    "verify_pattern",
+    "verify_fatal",
+    "verify_dump",
+    "verify_async",
+    "verify_async_cpus",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "verify_only",
+    "verify_state_save",
+    "experimental_verify",
+    "trim_percentage",
+    "trim_verify_zero",
+    "trim_backlog",
+    "trim_backlog_batch",
+    // Memory and CPU placement.
+    "mem",
+    "iomem",
+    "iomem_align",
+    "mem_align",
+    "hugepage-size",
+    "cpumask",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "numa_cpu_nodes",
+    "numa_mem_policy",
+    "nice",
+    "prio",
+    "prioclass",
+    // What is measured and logged.
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "disable_bw",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "unified_rw_reporting",
+    "stats",
+    "bwavgtime",
+    "iopsavgtime",
+    "per_job_logs",
+    "write_iolog",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "log_hist_msec",
+    "log_hist_coarseness",
+    "log_max_value",
+    "log_offset",
+    "log_prio",
+    "log_compression",
+    "log_store_compressed",
+    "log_unix_epoch",
+    "log_alternate_epoch",
+    "log_entries",
 ];
 
 /// `ioengine` values that run something other than fio's own I/O.
 const REFUSED_ENGINES: &[(&str, &str)] =
     &[("exec", "fio runs no commands here; use an `exec` step"), ("external", "fio loads no engine from a file here")];
+
+/// The engines fio runs here without `allow: [ioengine=NAME]`: its own,
+/// on files (an engine for devices, or one loaded from a file, is not).
+const ALLOWED_ENGINES: &[&str] = &[
+    "sync",
+    "psync",
+    "vsync",
+    "pvsync",
+    "pvsync2",
+    "libaio",
+    "io_uring",
+    "posixaio",
+    "mmap",
+    "splice",
+    "null",
+    "falloc",
+    "ftruncate",
+    "filecreate",
+    "filestat",
+    "filedelete",
+    "dircreate",
+    "dirstat",
+    "dirdelete",
+    "cpuio",
+];
 
 /// Options naming paths fio writes (or reads) under `directory` or its
 /// working directory: relative, never with `..`.
@@ -92,11 +352,19 @@ fn check_name(name: &str, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Is this option allowed, with this value? (`Err`: why not.)
-pub fn check_option(name: &str, value: Option<&str>) -> Result<(), String> {
+/// Is this option allowed, with this value? (`Err`: why not.) `allow`:
+/// what the step's `allow:` adds (option names, or `ioengine=NAME`), never
+/// a refused option, an engine from a path, `exec` or `external`.
+pub fn check_option(name: &str, value: Option<&str>, allow: &[String]) -> Result<(), String> {
     check_name(name, "option")?;
     if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == name) {
         return Err(format!("fio option `{name}` is refused: {why}"));
+    }
+    if !ALLOWED.contains(&name) && !allow.iter().any(|a| a == name) {
+        return Err(format!(
+            "fio option `{name}` is not one benchrig runs unasked (README: `fio`); if it writes only under \
+             the target, name it in the step's `allow: [{name}]`"
+        ));
     }
     let value = value.unwrap_or("");
     if value.contains(['\n', '\r']) {
@@ -113,6 +381,16 @@ pub fn check_option(name: &str, value: Option<&str>) -> Result<(), String> {
         let engine = value.split(':').next().unwrap_or_default();
         if let Some((_, why)) = REFUSED_ENGINES.iter().find(|(e, _)| *e == engine) {
             return Err(format!("fio `ioengine={value}` is refused: {why}"));
+        }
+        if value.contains('/') {
+            return Err(format!("fio `ioengine={value}` is refused: fio loads no engine from a file here"));
+        }
+        if !ALLOWED_ENGINES.contains(&engine) && !allow.iter().any(|a| *a == format!("ioengine={engine}")) {
+            return Err(format!(
+                "fio `ioengine={engine}` is not one benchrig runs unasked ({}); if it works on the target's files \
+                 only, name it in the step's `allow: [ioengine={engine}]`",
+                ALLOWED_ENGINES.join(", ")
+            ));
         }
     }
     // `mem=mmap:FILE` / `mmaphuge:FILE` back the buffers with a file.
@@ -147,14 +425,19 @@ fn lines(options: &FioOptions) -> Lines {
 
 impl FioJob {
     /// From a playbook's mapping: global options and jobs by name.
-    pub fn from_options(global: &FioOptions, jobs: &IndexMap<String, FioOptions>) -> Result<FioJob, String> {
+    pub fn from_options(
+        global: &FioOptions,
+        jobs: &IndexMap<String, FioOptions>,
+        allow: &[String],
+    ) -> Result<FioJob, String> {
         let job = FioJob { global: lines(global), jobs: jobs.iter().map(|(n, o)| (n.clone(), lines(o))).collect() };
-        job.check()?;
+        job.check(allow)?;
         Ok(job)
     }
 
-    /// A job file's text (INI as fio reads it: `;` and `#` comments).
-    pub fn parse(text: &str) -> Result<FioJob, String> {
+    /// A job file's text (INI as fio reads it: `;` and `#` comments), its
+    /// options checked against `allow` as [`check_option`] does.
+    pub fn parse(text: &str, allow: &[String]) -> Result<FioJob, String> {
         let mut job = FioJob::default();
         let mut current: Option<&mut Lines> = None;
         for (i, raw) in text.lines().enumerate() {
@@ -179,17 +462,19 @@ impl FioJob {
                 Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
                 None => (line, None),
             };
-            if name == "include" || line.starts_with("include ") {
+            // fio takes any line that starts with `include` for one
+            // (`include-x`, `includefile`), before it reads it as an option.
+            if line.starts_with("include") {
                 return Err(at(format!("fio option `include` is refused: {}", REFUSED[1].1)));
             }
             section.push((name.to_string(), value));
         }
-        job.check()?;
+        job.check(allow)?;
         Ok(job)
     }
 
     /// Every section's options allowed, at least one job.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self, allow: &[String]) -> Result<(), String> {
         if self.jobs.is_empty() {
             return Err("a fio workload needs at least one job".into());
         }
@@ -202,7 +487,7 @@ impl FioJob {
         let sections = std::iter::once(("global", &self.global)).chain(self.jobs.iter().map(|(n, l)| (n.as_str(), l)));
         for (name, lines) in sections {
             for (k, v) in lines {
-                check_option(k, v.as_deref()).map_err(|e| format!("[{name}] {e}"))?;
+                check_option(k, v.as_deref(), allow).map_err(|e| format!("[{name}] {e}"))?;
             }
         }
         Ok(())
@@ -297,7 +582,7 @@ mod tests {
             opts(&[("rw", FioValue::Text("randread".into())), ("time_based", FioValue::Flag(()))]),
         );
         jobs.insert("sw".to_string(), opts(&[("rw", FioValue::Text("write".into())), ("numjobs", FioValue::Int(2))]));
-        let job = FioJob::from_options(&global, &jobs).unwrap();
+        let job = FioJob::from_options(&global, &jobs, &[]).unwrap();
         assert_eq!(
             job.render("/mnt/hdd0/fio"),
             "[global]\ndirectory=/mnt/hdd0/fio\nsize=64M\nioengine=psync\ndirect=1\n\n[rr]\nrw=randread\ntime_based\n\n[sw]\nrw=write\nnumjobs=2\n"
@@ -310,18 +595,18 @@ mod tests {
     #[test]
     fn a_job_file_parses_in_order_with_comments() {
         let text = "; a comment\n[global]\nsize=16M\ngroup_reporting\n# another\n[b]\nrw=read\nnumjobs=3\n[a]\nrw=write\nfilesize=1M-2M\nnrfiles=4\n";
-        let job = FioJob::parse(text).unwrap();
+        let job = FioJob::parse(text, &[]).unwrap();
         assert_eq!(job.jobs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["b", "a"]);
         assert_eq!(job.global, vec![("size".into(), Some("16M".into())), ("group_reporting".into(), None)]);
         assert!(job.group_reporting());
         assert_eq!(job.data_bytes(), Some(3 * (16 << 20) + 4 * (2 << 20)));
         assert!(!job.render("/d").contains("size=64M"), "a size is set");
-        assert_eq!(FioJob::parse("[global]\nsize=50%\n[x]\nrw=read\n").unwrap().data_bytes(), None);
+        assert_eq!(FioJob::parse("[global]\nsize=50%\n[x]\nrw=read\n", &[]).unwrap().data_bytes(), None);
     }
 
     #[test]
     fn options_that_would_write_elsewhere_are_refused_with_why() {
-        let refused = |text: &str| FioJob::parse(text).unwrap_err();
+        let refused = |text: &str| FioJob::parse(text, &[]).unwrap_err();
         assert!(refused("[x]\ndirectory=/tmp\n").contains("benchrig sets `directory`"));
         assert!(refused("[x]\nfilename=/dev/sdb\n").contains("`/dev/sdb` is absolute"));
         assert!(refused("[x]\nfilename=a:/etc/passwd\n").contains("`/etc/passwd` is absolute"));
@@ -343,14 +628,49 @@ mod tests {
         assert!(refused("[x]\nread_iolog=trace\n").contains("`read_iolog` is refused"));
         assert!(refused("[x]\nreplay_redirect=/dev/sda\n").contains("refused"));
         // Relative names stay under the directory; fio's own `$` keywords stay usable.
-        assert!(FioJob::parse("[x]\nfilename=a/b:c\nwrite_lat_log=lat\nmem=mmap:buf\nioengine=psync\n").is_ok());
-        assert!(FioJob::parse("[x]\nsize=$mb_memory/4\n").is_ok());
+        assert!(FioJob::parse("[x]\nfilename=a/b:c\nwrite_lat_log=lat\nmem=mmap:buf\nioengine=psync\n", &[]).is_ok());
+        assert!(FioJob::parse("[x]\nsize=$mb_memory/4\n", &[]).is_ok());
         // A mapping cannot smuggle a section or a line in.
         let mut jobs = IndexMap::new();
         jobs.insert("x".to_string(), opts(&[("rw", FioValue::Text("read\n[y]".into()))]));
-        assert!(FioJob::from_options(&FioOptions::new(), &jobs).unwrap_err().contains("one line"));
+        assert!(FioJob::from_options(&FioOptions::new(), &jobs, &[]).unwrap_err().contains("one line"));
         jobs.insert("x".to_string(), opts(&[("rw=read\nfilename", FioValue::Text("/dev/sda".into()))]));
-        assert!(FioJob::from_options(&FioOptions::new(), &jobs).unwrap_err().contains("not a fio name"));
+        assert!(FioJob::from_options(&FioOptions::new(), &jobs, &[]).unwrap_err().contains("not a fio name"));
+    }
+
+    /// The denylist's holes (issue 26): fio reads any line that starts
+    /// with `include` as one, loads an engine from a path, merges traces
+    /// into a file it names, opens a libblkio path. Each is refused; an
+    /// option benchrig does not know is refused until the step allows it,
+    /// and no `allow:` lets a refused one through.
+    #[test]
+    fn only_known_options_run_and_allow_adds_any_but_the_refused() {
+        let refused = |text: &str, allow: &[&str]| {
+            let allow: Vec<String> = allow.iter().map(|a| a.to_string()).collect();
+            FioJob::parse(text, &allow).unwrap_err()
+        };
+        assert!(refused("[global]\ninclude-x\n[x]\n", &[]).contains("`include` is refused"));
+        assert!(refused("[global]\nincludefile=/etc/x.fio\n[x]\n", &["includefile"]).contains("`include` is refused"));
+        assert!(refused("[x]\nioengine=/tmp/evil.so\n", &[]).contains("from a file"));
+        assert!(refused("[x]\nioengine=/tmp/evil.so\n", &["ioengine=/tmp/evil.so"]).contains("from a file"));
+        assert!(refused("[x]\nmerge_blktrace_file=/etc/shadow\n", &["merge_blktrace_file"]).contains("refused"));
+        assert!(refused("[x]\nlibblkio_path=/dev/sda\n", &["libblkio_path"]).contains("refused"));
+        assert!(refused("[x]\nioengine=sg\n", &[]).contains("allow: [ioengine=sg]"));
+        let unknown = refused("[x]\nzonemode=zbd\n", &[]);
+        assert!(
+            unknown.contains("`zonemode` is not one benchrig runs unasked") && unknown.contains("allow: [zonemode]"),
+            "{unknown}"
+        );
+        // Allowed by the step: runs.
+        let allow = vec!["zonemode".to_string(), "ioengine=sg".to_string()];
+        assert!(FioJob::parse("[x]\nzonemode=none\nioengine=sg\n", &allow).is_ok());
+        // Every option the shipped playbook and the test job files use runs unasked.
+        for text in [
+            "[global]\nioengine=psync\nsize=32M\n[randread]\nrw=randread\nbs=4k\ntime_based\nruntime=6\nss=iops_slope:10%\nss_dur=2\nss_ramp=1\n[seqwrite]\nrw=write\nbs=1M\nstonewall\nend_fsync=1\n",
+            "[global]\nunified_rw_reporting=mixed\ngroup_reporting\n[rw]\nrw=randrw\nbs=4k\nnumjobs=2\ndirect=1\niodepth=4\n",
+        ] {
+            assert!(FioJob::parse(text, &[]).is_ok(), "{text}");
+        }
     }
 
     #[test]
@@ -389,7 +709,7 @@ mod tests {
         assert!(refused(json!({"jobs": {"r": {}}, "bogus": 1})).contains("bogus"));
         assert_eq!(
             Action::arg_names("fio"),
-            &["target", "dir", "global", "jobs", "job_file", "job_text"],
+            &["target", "dir", "global", "jobs", "job_file", "job_text", "allow"],
             "the planner lists these for a misspelt one"
         );
     }

@@ -187,7 +187,7 @@ pub(crate) fn announce_mkfs(
     for (dev, path) in devices {
         let probe = RealDevice::new(st, dev, path);
         // Only a filesystem the ledger already vouches for may stay vouched for.
-        let before = probe.made_here();
+        let before = probe.made_here().ok().flatten();
         let now_on_it = probe.signatures().ok().and_then(|f| f.into_iter().find_map(|s| s.uuid));
         let previous = now_on_it.filter(|u| before.as_ref().is_some_and(|b| b.uuids().any(|m| m == u)));
         let made = Made {
@@ -198,7 +198,7 @@ pub(crate) fn announce_mkfs(
             previous,
         };
         if let Err(e) = st.ledger.record(&probe.identity, made) {
-            ctx.log(LogLevel::Warn, format!("cannot write {}: {e}", st.ledger.path().display()));
+            ctx.log(LogLevel::Warn, format!("cannot record the mkfs to come: {e}"));
         }
     }
     argv.extend(option);

@@ -39,7 +39,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
             let path = args.job_file.as_deref().unwrap_or_default();
             let text = std::fs::read_to_string(path)
                 .map_err(|e| AgentError::failed(format!("fio: cannot read job file {path}: {e}")))?;
-            FioJob::parse(&text).map_err(|e| AgentError::bad_request(format!("fio: {path}: {e}")))?
+            FioJob::parse(&text, &args.allow).map_err(|e| AgentError::bad_request(format!("fio: {path}: {e}")))?
         }
     };
     let fio = cmd::which("fio").ok_or_else(|| AgentError::unsupported("fio not found on the host"))?;

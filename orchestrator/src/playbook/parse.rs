@@ -533,8 +533,18 @@ fn vars_file(entry: &Node, dir: &Path) -> Result<Vec<(String, Node)>, ConfigErro
         return Err(entry.error("`vars_files` names a file, not a template"));
     }
     let path = dir.join(name);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| entry.error(format!("cannot read vars file {}: {e}", path.display())))?;
+    let cannot = |e: std::io::Error| entry.error(format!("cannot read vars file {}: {e}", path.display()));
+    // Only files under the playbook's own directory (after links): a
+    // playbook from a shared repository cannot pull `~/.ssh` or another
+    // user's file into vars that are stored with the run and exported.
+    let base = std::fs::canonicalize(if dir.as_os_str().is_empty() { Path::new(".") } else { dir }).map_err(cannot)?;
+    let real = std::fs::canonicalize(&path).map_err(cannot)?;
+    if !real.starts_with(&base) {
+        return Err(entry
+            .error(format!("vars file {} is outside the playbook's directory {}", real.display(), base.display()))
+            .with_hint("keep vars files beside the playbook, or pass one from elsewhere with `-e @PATH`"));
+    }
+    let text = std::fs::read_to_string(&real).map_err(cannot)?;
     let root = yaml::parse_str(&path.display().to_string(), &text)?;
     if root.is_null() {
         return Ok(Vec::new());
@@ -789,6 +799,26 @@ mod tests {
             .contains("without `loop`"));
         let e = err("- hosts: all\n  vars_files: [does-not-exist.yml]\n");
         assert!(e.message.contains("does-not-exist.yml") && e.line == 2, "{e}");
+    }
+
+    #[test]
+    fn a_vars_file_outside_the_playbooks_directory_is_refused_naming_it() {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("pbs");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(outer.path().join("secret.yml"), "key: s3cret\n").unwrap();
+        std::os::unix::fs::symlink(outer.path().join("secret.yml"), dir.join("link.yml")).unwrap();
+        std::fs::create_dir(dir.join("vars")).unwrap();
+        std::fs::write(dir.join("vars/ok.yml"), "size: 1G\n").unwrap();
+        for (entry, what) in [("../secret.yml", "../"), ("/etc/hostname", "absolute"), ("link.yml", "a link out")] {
+            let pb = dir.join("pb.yml");
+            std::fs::write(&pb, format!("- hosts: all\n  vars_files: [{entry}]\n")).unwrap();
+            let e = load(&pb).unwrap_err().to_string();
+            assert!(e.contains("is outside the playbook's directory") && e.contains("-e @PATH"), "{what}: {e}");
+            assert!(e.contains("pb.yml:2:"), "{what}: names the entry's line: {e}");
+        }
+        std::fs::write(dir.join("pb.yml"), "- hosts: all\n  vars_files: [vars/ok.yml]\n").unwrap();
+        assert!(load(&dir.join("pb.yml")).is_ok());
     }
 
     #[test]

@@ -5,8 +5,13 @@
 //! becomes the agent: a host that has it costs one remote shell, not two.
 //! Otherwise the binary is uploaded, written to a temporary name and renamed
 //! so a half-written agent is never run, and started on a channel of its own.
-//! The sha256 the running agent reports about itself is checked in the
-//! handshake.
+//!
+//! Everything on the host happens as the user the agent runs as (through
+//! sudo when becoming), in that user's own directory: the dir and the file
+//! must be that user's, no symlink and writable by no group or other, and
+//! the file's sha256 is checked on the host before it is run (`sha256sum`,
+//! or `openssl`). The sha256 the running agent reports about itself is
+//! checked again in the handshake.
 
 use crate::session::transport::{sh_quote, Become, RemoteProcess, Transport, TransportError};
 use sha2::{Digest, Sha256};
@@ -43,6 +48,10 @@ pub enum DeployError {
     /// The agent dir cannot run programs.
     #[error("{dir} is on a filesystem mounted noexec, where the agent cannot run; {}", if *fallback { "set benchrig_remote_dir to a directory that can run programs" } else { "benchrig_remote_dir must name a directory that can run programs" })]
     NoExec { dir: String, fallback: bool },
+    /// The agent dir is not the agent user's alone: another user could swap
+    /// the agent that then runs (as root, through sudo).
+    #[error("{dir} {why}: another user could replace the agent before it runs; make it a directory of the agent's user alone (not a symlink, `chmod go-w`) or set benchrig_remote_dir")]
+    Unsafe { dir: String, why: String },
 }
 
 #[derive(Clone, Debug)]
@@ -165,18 +174,22 @@ pub struct Deployed {
     pub remote_path: String,
     pub build: AgentBuild,
     pub uploaded: bool,
+    /// The host checked the agent's sha256 before it ran (it has
+    /// `sha256sum` or `openssl`); otherwise only its owner and mode were.
+    pub verified: bool,
     /// The agent dir this upload found mounted noexec (it went to the
     /// fallback instead), for the one line that says so.
     pub noexec_dir: Option<String>,
 }
 
-/// Where the agent goes unless the host sets `benchrig_remote_dir`.
+/// Where the agent goes unless the host sets `benchrig_remote_dir`: under
+/// the home of the user the agent runs as (root's, when becoming root).
 pub const DEFAULT_REMOTE_DIR: &str = "~/.cache/benchrig";
 
 /// Where the agent goes when the default dir (under $HOME) cannot run
-/// programs: a directory of the login user's own on /var/tmp. Created 700
-/// and used only while it is ours and not a symlink: another user could
-/// otherwise make it first and swap the agent that sudo then runs as root.
+/// programs: a directory of the agent user's own on /var/tmp, made 0700 and
+/// used only while it is private (below): another user could otherwise make
+/// it first and swap the agent.
 pub const FALLBACK_REMOTE_DIR: &str = "/var/tmp/benchrig-<uid>";
 const FALLBACK_EXPR: &str = "/var/tmp/benchrig-$(id -u)";
 /// Left in the default dir when an upload found it noexec: only then does
@@ -196,10 +209,12 @@ fn remote_dir_expr(dir: &str) -> String {
 }
 
 /// The first line the start script prints, before it execs the agent or
-/// exits: `<uname -m>\t<$HOME>\t<agent dir>\t<exec|absent>`.
+/// exits: `<uname -m>\t<$HOME>\t<agent dir>\t<exec|absent>[\t<verified|unverified>]`.
 const PROBE_TAG: &str = "benchrig-probe";
 /// Or, when sudo would not let us become the agent's user: `<tag>\t<why>`.
 const BECOME_TAG: &str = "benchrig-become";
+/// Or, when the agent dir is not private: `<tag>\t<dir>\t<why>`.
+const UNSAFE_TAG: &str = "benchrig-unsafe";
 
 /// Why sudo did not let the agent start as `ansible_become_user`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,10 +259,9 @@ impl std::fmt::Display for BecomeRefusal {
 /// `read` and handed to `sudo -S` by the builtin `printf`: it is in no
 /// process's argument list or environment. `sudo -v` then caches the
 /// credential for this shell (sudo keys it by parent process when there is
-/// no terminal), so the agent's `sudo -n` that follows, a child of the same
-/// shell, needs none.
-fn become_check(b: Option<&Become>) -> String {
-    let Some(b) = b else { return String::new() };
+/// no terminal), so the `sudo -n` that follows, a child of the same shell,
+/// needs none.
+fn become_check(b: &Become) -> String {
     let refuse = |r: BecomeRefusal| format!("{{ printf '{BECOME_TAG}\\t{}\\n'; exit 1; }}", r.tag());
     let validate = match b.password {
         Some(_) => format!(
@@ -259,52 +273,59 @@ fn become_check(b: Option<&Become>) -> String {
     format!("command -v sudo >/dev/null 2>&1 || {}; {validate}", refuse(BecomeRefusal::NoSudo))
 }
 
-/// The agent at `agent` (a shell word) serving, as the host's own user or
-/// through `sudo -n` as the become user: one spelling for both ways it
-/// starts. With a password the shell stays the agent's parent (the
-/// credential `become_check` cached is this shell's); otherwise it execs.
-fn serve_command(agent: &str, b: Option<&Become>) -> String {
-    match b {
-        Some(b) if b.password.is_some() => format!("sudo -n -u {} -- {agent} serve; exit $?", sh_quote(&b.user)),
-        Some(b) => format!("exec sudo -n -u {} -- {agent} serve", sh_quote(&b.user)),
-        None => format!("exec {agent} serve"),
-    }
+/// `script` run as the agent's user: as it is, or, when becoming, whole
+/// under `sudo -n -H -u <user> /bin/sh -c` once `become_check` passed. Every
+/// look at the agent dir, the upload and the start happen as the user the
+/// agent runs as, in that user's own dir: the agent sudo runs as root is
+/// root's copy, which the login (or anyone who took it over) cannot swap.
+/// With a password the login shell stays sudo's parent (the credential
+/// `become_check` cached is that shell's); otherwise it execs.
+fn as_agent_user(script: &str, b: Option<&Become>) -> String {
+    let Some(b) = b else { return script.to_string() };
+    let sudo = format!("sudo -n -H -u {} -- /bin/sh -c {}", sh_quote(&b.user), sh_quote(script));
+    let run = if b.password.is_some() { format!("{sudo}; exit $?") } else { format!("exec {sudo}") };
+    format!("{}{run}", become_check(b))
 }
 
-/// `[ <d> is ours and no symlink ]`, for the fallback dir only.
-fn owned(d: &str) -> String {
-    format!("[ -d {d} ] && [ ! -L {d} ] && [ -O {d} ]")
-}
+/// Shell functions every agent-user script starts with (POSIX sh; busybox
+/// has every command). `private P`: P is no symlink, is this user's own and
+/// no group or other may write it (the 6th and 9th letters of `ls -ld`).
+/// `why P`: which of those P fails. `sha_is F SHA`: 0 when F's sha256 is
+/// SHA, 1 when it is not, 2 when the host has no tool to tell.
+const SH_FUNCTIONS: &str = "private() { [ ! -L \"$1\" ] && [ -O \"$1\" ] && \
+     case $(ls -ld \"$1\") in ?????-??-*) true;; *) false;; esac; }; \
+     why() { if [ -L \"$1\" ]; then echo 'is a symlink'; elif [ ! -O \"$1\" ]; then echo \"is not $(id -un)'s own\"; \
+     else echo 'is writable by group or others'; fi; }; \
+     sha_is() { if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum < \"$1\"); \
+     elif command -v openssl >/dev/null 2>&1; then h=$(openssl dgst -sha256 -r < \"$1\"); else return 2; fi; \
+     case \"$h\" in \"$2 \"*) return 0;; esac; return 1; }; ";
 
 /// The script that probes the host and, if our build for its architecture
-/// is in the agent dir (or, for the default dir, in the fallback), starts
-/// it. The probe line names the primary dir when no agent is found.
-fn start_script(builds: &AgentBuilds, dir: &str, fallback: Option<&str>, b: Option<&Become>) -> String {
+/// is in the agent dir (or, for the default dir, in the fallback), private
+/// and of the right sha256, starts it. An agent whose file is not private
+/// or not what its name says is left for the upload to replace; a dir that
+/// is not private is refused. The probe line names the primary dir when no
+/// agent is found.
+fn start_script(builds: &AgentBuilds, dir: &str, fallback: Option<&str>) -> String {
     let mut arms = String::new();
     for build in builds.all() {
         if let Some((names, _)) = ARCHES.iter().find(|(_, t)| *t == build.triple) {
             arms.push_str(&format!("{}) s={};; ", names.join("|"), build.sha256));
         }
     }
-    let found = |d: &str| {
-        format!(
-            "a=\"{d}/benchrig-agent-$s\"; if [ -n \"$s\" ] && [ -x \"$a\" ]; then \
-             printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\n' \"$m\" \"$HOME\" \"{d}\"; {}; fi; ",
-            serve_command("\"$a\"", b)
-        )
-    };
+    let serve = format!(
+        "serve() {{ a=\"$1/benchrig-agent-$s\"; [ -n \"$s\" ] && [ -f \"$a\" ] || return 0; \
+         private \"$1\" || {{ printf '{UNSAFE_TAG}\\t%s\\t%s\\n' \"$1\" \"$(why \"$1\")\"; exit 1; }}; \
+         private \"$a\" && [ -x \"$a\" ] || return 0; sha_is \"$a\" \"$s\"; r=$?; [ $r -eq 1 ] && return 0; \
+         [ $r -eq 0 ] && v=verified || v=unverified; \
+         printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\t%s\\n' \"$m\" \"$HOME\" \"$1\" \"$v\"; exec \"$a\" serve; }}; "
+    );
     let mut script = format!(
-        "{}m=$(uname -m); d={}; s=; case \"$m\" in {arms}esac; {}",
-        become_check(b),
-        remote_dir_expr(dir),
-        found("$d")
+        "{SH_FUNCTIONS}{serve}m=$(uname -m); d={}; s=; case \"$m\" in {arms}esac; serve \"$d\"; ",
+        remote_dir_expr(dir)
     );
     if let Some(f) = fallback {
-        script.push_str(&format!(
-            "if [ -e \"$d/{NOEXEC_MARKER}\" ]; then f={f}; if {}; then {}fi; fi; ",
-            owned("\"$f\""),
-            found("$f")
-        ));
+        script.push_str(&format!("if [ -e \"$d/{NOEXEC_MARKER}\" ]; then serve {f}; fi; "));
     }
     script.push_str(&format!("printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\tabsent\\n' \"$m\" \"$HOME\" \"$d\""));
     script
@@ -317,21 +338,31 @@ struct Probe {
     home: String,
     dir: String,
     running: bool,
+    /// The host had a tool to check the agent's sha256 before it ran.
+    verified: bool,
 }
 
-fn parse_probe(line: &str) -> Option<Probe> {
+/// What the first line of an agent-user script said.
+#[derive(Debug, PartialEq)]
+enum FirstLine {
+    Probe(Probe),
+    Become(BecomeRefusal),
+    Unsafe { dir: String, why: String },
+}
+
+fn parse_first_line(line: &str) -> Option<FirstLine> {
     let mut f = line.trim_end_matches(['\r', '\n']).split('\t');
-    if f.next()? != PROBE_TAG {
-        return None;
+    match f.next()? {
+        PROBE_TAG => {
+            let (arch, home, dir, state) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            let verified = f.next() == Some("verified");
+            let (arch, home, dir) = (arch.into(), home.into(), dir.into());
+            Some(FirstLine::Probe(Probe { arch, home, dir, running: state == "exec", verified }))
+        }
+        BECOME_TAG => BecomeRefusal::from_tag(f.next()?).map(FirstLine::Become),
+        UNSAFE_TAG => Some(FirstLine::Unsafe { dir: f.next()?.into(), why: f.next()?.into() }),
+        _ => None,
     }
-    let (arch, home, dir, state) = (f.next()?, f.next()?, f.next()?, f.next()?);
-    Some(Probe { arch: arch.into(), home: home.into(), dir: dir.into(), running: state == "exec" })
-}
-
-/// The refusal a `benchrig-become` line names.
-fn parse_refusal(line: &str) -> Option<BecomeRefusal> {
-    let (tag, why) = line.trim_end().split_once('\t')?;
-    (tag == BECOME_TAG).then(|| BecomeRefusal::from_tag(why)).flatten()
 }
 
 /// One line from the agent's stdout, byte by byte: what follows it is the
@@ -348,24 +379,45 @@ async fn read_line(r: &mut (dyn tokio::io::AsyncRead + Send + Unpin)) -> std::io
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
-/// Spawn `script`, giving it the become password as its first line of
-/// stdin when there is one (`become_check` reads it).
-async fn spawn_becoming(t: &dyn Transport, script: &str, b: Option<&Become>) -> Result<RemoteProcess, DeployError> {
-    let mut proc = t.spawn(script).await?;
-    if let Some(p) = b.and_then(|b| b.password.as_ref()) {
-        let line = format!("{}\n", p.expose());
+/// What an agent-user script reads first on its stdin: the become
+/// password's line, when there is one (`become_check` reads it).
+fn password_line(b: Option<&Become>) -> Vec<u8> {
+    b.and_then(|b| b.password.as_ref()).map(|p| format!("{}\n", p.expose()).into_bytes()).unwrap_or_default()
+}
+
+/// Spawn the start script as the agent's user and read its first line:
+/// the probe, or why it could not start.
+async fn probe(t: &dyn Transport, script: &str, b: Option<&Become>) -> Result<(Probe, RemoteProcess), DeployError> {
+    let mut proc = t.spawn(&as_agent_user(script, b)).await?;
+    let password = password_line(b);
+    if !password.is_empty() {
         proc.stdin
-            .write_all(line.as_bytes())
+            .write_all(&password)
             .await
             .map_err(|e| DeployError::Remote(format!("giving sudo its password failed: {e}")))?;
     }
-    Ok(proc)
+    let line = read_line(proc.stdout.as_mut())
+        .await
+        .map_err(|e| DeployError::Remote(format!("probing the host failed: {e}")))?;
+    match parse_first_line(&line) {
+        Some(FirstLine::Probe(p)) => Ok((p, proc)),
+        Some(FirstLine::Become(why)) => {
+            Err(DeployError::Become { user: b.map(|b| b.user.clone()).unwrap_or_default(), why })
+        }
+        Some(FirstLine::Unsafe { dir, why }) => Err(DeployError::Unsafe { dir, why }),
+        None => {
+            let mut err = Vec::new();
+            let _ = proc.stderr.read_to_end(&mut err).await;
+            let said = if line.is_empty() { String::from_utf8_lossy(&err).trim().to_string() } else { line };
+            Err(DeployError::Remote(format!("probing the host failed: {said}")))
+        }
+    }
 }
 
 /// Start the host's agent for its architecture, uploading it first when the
 /// host does not have it. `dir` is `benchrig_remote_dir`; without it the
 /// agent goes to [`DEFAULT_REMOTE_DIR`], or to [`FALLBACK_REMOTE_DIR`] where
-/// that is mounted noexec.
+/// that is mounted noexec. All of it as the agent's user (`as_agent_user`).
 pub async fn start(
     t: &dyn Transport,
     builds: &AgentBuilds,
@@ -374,40 +426,29 @@ pub async fn start(
 ) -> Result<(Deployed, RemoteProcess), DeployError> {
     let fallback = dir.is_none();
     let dir = dir.unwrap_or(DEFAULT_REMOTE_DIR);
-    let script = start_script(builds, dir, fallback.then_some(FALLBACK_EXPR), b);
-    let mut proc = spawn_becoming(t, &script, b).await?;
-    let line = read_line(proc.stdout.as_mut())
-        .await
-        .map_err(|e| DeployError::Remote(format!("probing the host failed: {e}")))?;
-    if let Some(why) = parse_refusal(&line) {
-        return Err(DeployError::Become { user: b.map(|b| b.user.clone()).unwrap_or_default(), why });
-    }
-    let Some(probe) = parse_probe(&line) else {
-        let mut err = Vec::new();
-        let _ = proc.stderr.read_to_end(&mut err).await;
-        let said = if line.is_empty() { String::from_utf8_lossy(&err).trim().to_string() } else { line };
-        return Err(DeployError::Remote(format!("probing the host failed: {said}")));
-    };
-    let build = builds.for_arch(&probe.arch)?;
+    let script = start_script(builds, dir, fallback.then_some(FALLBACK_EXPR));
+    let (probe_line, proc) = probe(t, &script, b).await?;
+    let build = builds.for_arch(&probe_line.arch)?;
     let mut deployed = Deployed {
-        remote_path: agent_path(&probe.dir, &build.sha256),
-        arch: probe.arch,
-        home: probe.home,
-        remote_dir: probe.dir,
+        remote_path: agent_path(&probe_line.dir, &build.sha256),
+        arch: probe_line.arch,
+        home: probe_line.home,
+        remote_dir: probe_line.dir,
         build,
         uploaded: false,
+        verified: probe_line.verified,
         noexec_dir: None,
     };
-    if probe.running {
+    if probe_line.running {
         return Ok((deployed, proc));
     }
     proc.exit.wait().await;
     let bytes = std::fs::read(&deployed.build.path)
         .map_err(|e| DeployError::Remote(format!("cannot read {}: {e}", deployed.build.path.display())))?;
-    let mut at = upload(t, &sh_quote(&deployed.remote_dir), false, &deployed.build.sha256, &bytes).await;
+    let mut at = upload(t, &remote_dir_expr(dir), &deployed.build.sha256, &bytes, b).await;
     if let (Err(DeployError::NoExec { .. }), true) = (&at, fallback) {
         deployed.noexec_dir = Some(deployed.remote_dir.clone());
-        at = upload(t, FALLBACK_EXPR, true, &deployed.build.sha256, &bytes).await;
+        at = upload(t, FALLBACK_EXPR, &deployed.build.sha256, &bytes, b).await;
         if let Err(DeployError::NoExec { dir, .. }) = at {
             let both = format!("{} (and the fallback {dir})", deployed.remote_dir);
             return Err(DeployError::NoExec { dir: both, fallback: true });
@@ -416,7 +457,16 @@ pub async fn start(
     deployed.remote_dir = at?;
     deployed.remote_path = agent_path(&deployed.remote_dir, &deployed.build.sha256);
     deployed.uploaded = true;
-    let proc = start_agent(t, &deployed, b).await?;
+    // The same script starts what was just put there, checking it again:
+    // between the upload and the start nothing is taken on trust.
+    let (started, proc) = probe(t, &script, b).await?;
+    if !started.running {
+        return Err(DeployError::Remote(format!(
+            "the agent uploaded to {} did not start: it is not there, or not what was uploaded",
+            deployed.remote_dir
+        )));
+    }
+    deployed.verified = started.verified;
     Ok((deployed, proc))
 }
 
@@ -427,63 +477,63 @@ fn agent_path(dir: &str, sha: &str) -> String {
 
 /// Exit status of the upload script when the agent, written, cannot run.
 const NOEXEC_STATUS: i32 = 3;
+/// Exit status of the upload script when the agent dir is not private.
+const UNSAFE_STATUS: i32 = 4;
+
+/// The upload, as the agent's user: the dir made (0700) if missing and
+/// refused unless private; the bytes written to a temporary file made by
+/// `mktemp` (O_EXCL: a planted name or symlink is never written through;
+/// noclobber where there is no mktemp), checked for size and sha256, and
+/// renamed to the content-addressed name, so a half-written or altered
+/// agent never has that name. `[ -x ]` is false on a noexec mount (access(2)
+/// checks it), even for root.
+fn upload_script(dir_expr: &str, sha: &str, len: usize) -> String {
+    format!(
+        "{SH_FUNCTIONS}umask 077; d={dir_expr}; mkdir -p \"$d\" 2>/dev/null; \
+         if ! private \"$d\"; then printf '%s\\t%s\\n' \"$d\" \"$(why \"$d\")\"; exit {UNSAFE_STATUS}; fi; \
+         t=$(mktemp \"$d/.benchrig-agent.XXXXXX\" 2>/dev/null) \
+         || {{ t=\"$d/.benchrig-agent.$$\"; (set -C; : > \"$t\") || exit 1; }}; \
+         cat > \"$t\" || {{ rm -f \"$t\"; exit 1; }}; \
+         n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
+         sha_is \"$t\" {sha}; if [ $? -eq 1 ]; then rm -f \"$t\"; echo \"the agent arrived altered: its sha256 is not {sha}\" >&2; exit 1; fi; \
+         chmod 700 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; : > \"$d/{NOEXEC_MARKER}\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; \
+         mv -f \"$t\" \"$d/benchrig-agent-{sha}\"; echo \"$d\""
+    )
+}
 
 /// Put the agent at its content-addressed name in the dir `dir_expr` (a
-/// shell word) names; the dir it resolved to. `own`: the dir must be ours
-/// (made 700 if missing; refused if it is a symlink or someone else's).
-async fn upload(t: &dyn Transport, dir_expr: &str, own: bool, sha: &str, bytes: &[u8]) -> Result<String, DeployError> {
-    let claim = if own {
-        format!(
-            "mkdir -m 700 \"$d\" 2>/dev/null || true; {} || {{ echo \"$d is not a directory of this user's\" >&2; exit 1; }}; ",
-            owned("\"$d\"")
-        )
-    } else {
-        "mkdir -p \"$d\"; ".into()
-    };
-    // A dropped connection gives `cat` a clean EOF: check the size
-    // before the file gets its content-addressed name. `[ -x ]` is false
-    // on a noexec mount (access(2) checks it), even for root.
-    let script = format!(
-        "set -e; umask 077; d={dir_expr}; {claim}t=\"$d/.benchrig-agent-{sha}.$$\"; cat > \"$t\"; \
-         n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
-         chmod 755 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; : > \"$d/{NOEXEC_MARKER}\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; \
-         mv -f \"$t\" \"$d/benchrig-agent-{sha}\"; echo \"$d\"",
-        len = bytes.len(),
-    );
-    let out = t.exec(&script, Some(bytes.to_vec())).await?;
-    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+/// shell word) names; the dir it resolved to.
+async fn upload(
+    t: &dyn Transport,
+    dir_expr: &str,
+    sha: &str,
+    bytes: &[u8],
+    b: Option<&Become>,
+) -> Result<String, DeployError> {
+    let script = as_agent_user(&upload_script(dir_expr, sha, bytes.len()), b);
+    let mut stdin = password_line(b);
+    stdin.extend_from_slice(bytes);
+    let out = t.exec(&script, Some(stdin)).await?;
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if let Some(FirstLine::Become(why)) = parse_first_line(&said) {
+        return Err(DeployError::Become { user: b.map(|b| b.user.clone()).unwrap_or_default(), why });
+    }
     match out.status {
-        Some(0) => Ok(dir),
-        Some(NOEXEC_STATUS) => Err(DeployError::NoExec { dir, fallback: own }),
+        Some(0) => Ok(said),
+        Some(NOEXEC_STATUS) => Err(DeployError::NoExec { dir: said, fallback: dir_expr == FALLBACK_EXPR }),
+        Some(UNSAFE_STATUS) => {
+            let (dir, why) = said.split_once('\t').unwrap_or((&said, "is not private"));
+            Err(DeployError::Unsafe { dir: dir.into(), why: why.into() })
+        }
         _ => Err(DeployError::Remote(format!("uploading the agent to {dir_expr} failed: {}", out.stderr_text()))),
     }
 }
 
 /// Remove an agent whose content is not what its name says, so the next
 /// session uploads it again instead of failing the same way forever.
-pub async fn discard_agent(t: &dyn Transport, d: &Deployed) {
-    let _ = t.exec(&format!("rm -f {}", sh_quote(&d.remote_path)), None).await;
-}
-
-/// Start the deployed agent, becoming its user first when the host says so.
-async fn start_agent(t: &dyn Transport, d: &Deployed, b: Option<&Become>) -> Result<RemoteProcess, DeployError> {
-    let Some(b) = b else { return Ok(t.spawn(&serve_command(&sh_quote(&d.remote_path), None)).await?) };
-    // Here no probe line follows the check: say it passed, so that a
-    // refusal (the password changed since the probe) is read as one.
-    let script = format!(
-        "{}printf '{BECOME_TAG}\tok\n'; {}",
-        become_check(Some(b)),
-        serve_command(&sh_quote(&d.remote_path), Some(b))
-    );
-    let mut proc = spawn_becoming(t, &script, Some(b)).await?;
-    let line = read_line(proc.stdout.as_mut())
-        .await
-        .map_err(|e| DeployError::Remote(format!("starting the agent failed: {e}")))?;
-    match parse_refusal(&line) {
-        Some(why) => Err(DeployError::Become { user: b.user.clone(), why }),
-        None if line == format!("{BECOME_TAG}\tok") => Ok(proc),
-        None => Err(DeployError::Remote(format!("starting the agent failed: {line}"))),
-    }
+pub async fn discard_agent(t: &dyn Transport, d: &Deployed, b: Option<&Become>) {
+    let script = as_agent_user(&format!("rm -f {}", sh_quote(&d.remote_path)), b);
+    let _ = t.exec(&script, Some(password_line(b))).await;
 }
 
 #[cfg(test)]
@@ -506,82 +556,183 @@ mod tests {
     }
 
     #[test]
-    fn the_agent_serves_as_the_user_or_through_sudo() {
-        assert_eq!(serve_command("'/h/a b'", None), "exec '/h/a b' serve");
+    fn every_script_runs_as_the_agent_user_whole_under_sudo_when_becoming() {
+        assert_eq!(as_agent_user("echo hi", None), "echo hi");
         let nopw = Become { user: "bench".into(), password: None };
-        assert_eq!(serve_command("\"$a\"", Some(&nopw)), "exec sudo -n -u bench -- \"$a\" serve");
+        let s = as_agent_user("echo \"$HOME\"", Some(&nopw));
+        assert!(s.ends_with("exec sudo -n -H -u bench -- /bin/sh -c 'echo \"$HOME\"'"), "{s}");
+        assert!(s.contains("sudo -n -v"), "{s}");
         let pw = Become { user: "root".into(), password: Some(Secret::new("pw")) };
-        assert_eq!(serve_command("\"$a\"", Some(&pw)), "sudo -n -u root -- \"$a\" serve; exit $?");
-        let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![]) };
-        let script = start_script(&builds, "/d", None, Some(&pw));
-        assert!(!script.contains("exec sudo") && script.contains("sudo -S -p '' -v"), "{script}");
-        assert!(!script.contains("pw"), "the password is never in the script: {script}");
+        let s = as_agent_user("echo hi", Some(&pw));
+        assert!(
+            s.contains("sudo -S -p '' -v") && s.ends_with("sudo -n -H -u root -- /bin/sh -c 'echo hi'; exit $?"),
+            "{s}"
+        );
+        assert!(!s.contains("exec sudo"), "with a password the shell stays sudo's parent: {s}");
+        assert!(!s.contains("pw\n") && !s.contains("'pw'"), "the password is never in the script: {s}");
+        assert_eq!(password_line(Some(&pw)), b"pw\n");
+        assert!(password_line(Some(&nopw)).is_empty());
     }
 
     #[test]
-    fn the_probe_line_is_read_back() {
-        let p = parse_probe("benchrig-probe\ti686\t/root\t/root/.cache/benchrig\texec\n").unwrap();
+    fn the_first_line_is_read_back() {
+        let p = parse_first_line("benchrig-probe\ti686\t/root\t/root/.cache/benchrig\texec\tverified\n").unwrap();
+        let want = Probe {
+            arch: "i686".into(),
+            home: "/root".into(),
+            dir: "/root/.cache/benchrig".into(),
+            running: true,
+            verified: true,
+        };
+        assert_eq!(p, FirstLine::Probe(want));
+        let FirstLine::Probe(p) = parse_first_line("benchrig-probe\tx86_64\t/h\t/h/d\tabsent").unwrap() else {
+            panic!()
+        };
+        assert!(!p.running && !p.verified);
         assert_eq!(
-            p,
-            Probe { arch: "i686".into(), home: "/root".into(), dir: "/root/.cache/benchrig".into(), running: true }
+            parse_first_line("benchrig-become\tpassword-refused"),
+            Some(FirstLine::Become(BecomeRefusal::WrongPassword))
         );
-        assert!(!parse_probe("benchrig-probe\tx86_64\t/h\t/h/d\tabsent").unwrap().running);
-        assert_eq!(parse_probe("Welcome to the host!"), None);
-        assert_eq!(parse_probe("benchrig-probe\tx86_64"), None);
+        assert_eq!(
+            parse_first_line("benchrig-unsafe\t/h/d\tis a symlink"),
+            Some(FirstLine::Unsafe { dir: "/h/d".into(), why: "is a symlink".into() })
+        );
+        assert_eq!(parse_first_line("Welcome to the host!"), None);
+        assert_eq!(parse_first_line("benchrig-probe\tx86_64"), None);
+    }
+
+    /// A stand-in agent (a script that prints its arguments) and the builds
+    /// that name it by its real sha256, for this machine's architecture.
+    fn stand_in(text: &str) -> Option<(String, AgentBuilds)> {
+        let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
+        let arch = String::from_utf8(arch.stdout).unwrap().trim().to_string();
+        let triple = triple_for(&arch)?;
+        let sha = benchrig_wire::hex(&Sha256::digest(text.as_bytes()));
+        let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: sha.clone() };
+        Some((sha, AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) }))
+    }
+
+    fn put(path: &Path, text: &str, mode: u32) {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    }
+
+    fn sh_out(script: &str, stdin: &[u8]) -> (Option<i32>, String, String) {
+        use std::io::Write;
+        let mut c = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(stdin).unwrap();
+        let o = c.wait_with_output().unwrap();
+        (o.status.code(), String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
     }
 
     /// The script under a real `sh`: with our build for this machine in the
-    /// agent dir it execs it (here a stand-in that prints its arguments),
-    /// without it it says `absent` and exits.
-    #[tokio::test]
-    async fn the_start_script_execs_the_agent_it_finds_and_only_it() {
-        let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
-        let arch = String::from_utf8(arch.stdout).unwrap().trim().to_string();
-        let Some(triple) = triple_for(&arch) else { return };
+    /// agent dir it execs it, without it it says `absent` and exits; an
+    /// agent that is not what its name says, or that others may write, is
+    /// never run (the upload replaces it), and a dir others may write is
+    /// refused, saying why.
+    #[test]
+    fn the_start_script_execs_the_agent_it_finds_only_when_private_and_verified() {
+        let text = "#!/bin/sh\necho \"agent $*\"\n";
+        let Some((sha, builds)) = stand_in(text) else { return };
         let dir = tempfile::tempdir().unwrap();
-        let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: "ab12".into() };
-        let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) };
-        let script = start_script(&builds, dir.path().to_str().unwrap(), None, None);
-        let run = || std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
-        let absent = String::from_utf8(run().stdout).unwrap();
-        let p = parse_probe(absent.lines().next().unwrap()).unwrap();
-        assert_eq!((p.arch.as_str(), p.running, p.dir.as_str()), (arch.as_str(), false, dir.path().to_str().unwrap()));
-        let agent = dir.path().join("benchrig-agent-ab12");
-        std::fs::write(&agent, "#!/bin/sh\necho \"agent $*\"\n").unwrap();
-        std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let out = String::from_utf8(run().stdout).unwrap();
-        let mut lines = out.lines();
-        assert!(parse_probe(lines.next().unwrap()).unwrap().running, "{out}");
-        assert_eq!(lines.next(), Some("agent serve"), "{out}");
+        let d = dir.path().to_str().unwrap();
+        let script = start_script(&builds, d, None);
+        let first = |out: &str| match parse_first_line(out.lines().next().unwrap_or_default()) {
+            Some(FirstLine::Probe(p)) => Ok(p),
+            other => Err(format!("{other:?}")),
+        };
+        let p = first(&sh_out(&script, b"").1).unwrap();
+        assert_eq!((p.running, p.dir.as_str()), (false, d));
+        let agent = dir.path().join(format!("benchrig-agent-{sha}"));
+        put(&agent, text, 0o700);
+        let (_, out, _) = sh_out(&script, b"");
+        let p = first(&out).unwrap();
+        assert!(p.running && p.verified, "{out}");
+        assert_eq!(out.lines().nth(1), Some("agent serve"), "{out}");
+
+        // A wrapper under the agent's name: not run.
+        put(&agent, "#!/bin/sh\necho payload\nexec true\n", 0o700);
+        let (_, out, _) = sh_out(&script, b"");
+        assert!(!first(&out).unwrap().running && !out.contains("payload"), "{out}");
+        // The real agent, writable by others: not run.
+        put(&agent, text, 0o722);
+        assert!(!first(&sh_out(&script, b"").1).unwrap().running);
+        // A dir others may write: refused, with why.
+        put(&agent, text, 0o700);
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let (_, out, _) = sh_out(&script, b"");
+        assert_eq!(
+            parse_first_line(out.lines().next().unwrap()),
+            Some(FirstLine::Unsafe { dir: d.into(), why: "is writable by group or others".into() }),
+            "{out}"
+        );
+        assert!(!out.contains("agent serve"));
     }
 
     /// The fallback dir is looked in only once an upload left the marker
-    /// in the default dir, and only while it is ours: an agent there is
-    /// never run for a host whose default dir merely lacks one.
-    #[tokio::test]
-    async fn the_fallback_is_used_only_after_the_default_dir_was_found_noexec() {
-        let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
-        let arch = String::from_utf8(arch.stdout).unwrap().trim().to_string();
-        let Some(triple) = triple_for(&arch) else { return };
+    /// in the default dir: an agent there is never run for a host whose
+    /// default dir merely lacks one.
+    #[test]
+    fn the_fallback_is_used_only_after_the_default_dir_was_found_noexec() {
+        let text = "#!/bin/sh\necho \"fallback $*\"\n";
+        let Some((sha, builds)) = stand_in(text) else { return };
         let (home, spare) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: "cd34".into() };
-        let builds = AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) };
-        let agent = spare.path().join("benchrig-agent-cd34");
-        std::fs::write(&agent, "#!/bin/sh\necho \"fallback $*\"\n").unwrap();
-        std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let script = start_script(&builds, home.path().to_str().unwrap(), Some(spare.path().to_str().unwrap()), None);
-        let run = || {
-            String::from_utf8(std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap().stdout).unwrap()
-        };
-        assert!(
-            !parse_probe(run().lines().next().unwrap()).unwrap().running,
-            "no marker: the fallback's agent is not run"
-        );
+        put(&spare.path().join(format!("benchrig-agent-{sha}")), text, 0o700);
+        let script = start_script(&builds, home.path().to_str().unwrap(), Some(spare.path().to_str().unwrap()));
+        let running =
+            |out: &str| matches!(parse_first_line(out.lines().next().unwrap()), Some(FirstLine::Probe(p)) if p.running);
+        assert!(!running(&sh_out(&script, b"").1), "no marker: the fallback's agent is not run");
         std::fs::write(home.path().join(NOEXEC_MARKER), "").unwrap();
-        let out = run();
-        let p = parse_probe(out.lines().next().unwrap()).unwrap();
-        assert!(p.running && p.dir == spare.path().to_str().unwrap(), "{out}");
+        let (_, out, _) = sh_out(&script, b"");
+        assert!(running(&out), "{out}");
+        assert!(out.lines().next().unwrap().contains(spare.path().to_str().unwrap()), "{out}");
         assert_eq!(out.lines().nth(1), Some("fallback serve"));
+    }
+
+    /// The upload under a real `sh`: the agent lands under its
+    /// content-addressed name, 0700, only whole and of the right sha256, and
+    /// never in a dir others may write or through a symlink.
+    #[test]
+    fn the_upload_writes_only_a_whole_verified_agent_into_a_private_dir() {
+        let bytes = b"#!/bin/sh\necho agent\n";
+        let sha = benchrig_wire::hex(&Sha256::digest(bytes));
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("agents");
+        let expr = sh_quote(d.to_str().unwrap());
+        let (rc, out, err) = sh_out(&upload_script(&expr, &sha, bytes.len()), bytes);
+        assert_eq!((rc, out.trim()), (Some(0), d.to_str().unwrap()), "{err}");
+        let agent = d.join(format!("benchrig-agent-{sha}"));
+        assert_eq!(std::fs::read(&agent).unwrap(), bytes);
+        let mode = |p: &Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions());
+        assert_eq!((mode(&d) & 0o777, mode(&agent) & 0o777), (0o700, 0o700));
+
+        // Other bytes than the sha256 names, or too few: nothing is renamed.
+        std::fs::remove_file(&agent).unwrap();
+        let (rc, _, err) = sh_out(&upload_script(&expr, &sha, bytes.len()), b"#!/bin/sh\necho evil!\n");
+        assert_eq!(rc, Some(1));
+        assert!(err.contains("arrived altered"), "{err}");
+        let (rc, _, err) = sh_out(&upload_script(&expr, &sha, bytes.len()), &bytes[..5]);
+        assert_eq!(rc, Some(1));
+        assert!(err.contains("upload cut short"), "{err}");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "no temporary file is left");
+
+        // A dir others may write, or a symlink to one of ours: refused.
+        std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o770)).unwrap();
+        let (rc, out, _) = sh_out(&upload_script(&expr, &sha, bytes.len()), bytes);
+        assert_eq!((rc, out.trim().split('\t').nth(1)), (Some(UNSAFE_STATUS), Some("is writable by group or others")));
+        std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        let (rc, out, _) = sh_out(&upload_script(&sh_quote(link.to_str().unwrap()), &sha, bytes.len()), bytes);
+        assert_eq!((rc, out.trim().split('\t').nth(1)), (Some(UNSAFE_STATUS), Some("is a symlink")));
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
     }
 
     #[test]

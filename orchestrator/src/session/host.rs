@@ -112,13 +112,19 @@ impl HostSession {
                     deployed.remote_dir
                 );
             }
+            if !deployed.verified {
+                tracing::warn!(
+                    "{name}: the host has neither sha256sum nor openssl: the agent in {} was run on its owner and mode alone (the handshake still checks what it reports)",
+                    deployed.remote_dir
+                );
+            }
             timeline.mark(if deployed.uploaded { "probe, upload, agent start" } else { "probe and agent start" });
             tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
             let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256).await {
                 Ok(a) => a,
                 Err(e) => {
                     if e.contains("sha256") {
-                        deploy::discard_agent(transport.as_ref(), &deployed).await;
+                        deploy::discard_agent(transport.as_ref(), &deployed, spec.become_.as_ref()).await;
                     }
                     return Err(HostError::Failed(e));
                 }

@@ -12,6 +12,7 @@ mod db;
 mod error;
 mod leases;
 mod location;
+mod pgpass;
 mod postgres;
 mod schema;
 mod sql;

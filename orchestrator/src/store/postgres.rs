@@ -34,7 +34,10 @@ const MIGRATION_LOCK: i64 = 7420001;
 impl Pg {
     /// Connect to the server and database `url` names (libpq's URL form).
     pub fn connect(url: &str) -> Result<Pg, StoreError> {
-        let url = url.to_string();
+        let mut config: tokio_postgres::Config = url.parse().map_err(pg_err)?;
+        if let Some(note) = super::pgpass::fill_password(&mut config) {
+            tracing::warn!("{note}");
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("postgres".into())
@@ -47,7 +50,7 @@ impl Pg {
                     }
                 };
                 rt.block_on(async move {
-                    match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+                    match config.connect(tokio_postgres::NoTls).await {
                         Ok((client, connection)) => {
                             let _ = tx.send(Ok(client));
                             // Drives the connection until the client is dropped.

@@ -245,6 +245,23 @@ pub fn sh(cmd: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+pub fn sha256_file(path: &Path) -> String {
+    sh(&format!("sha256sum {} | cut -d' ' -f1", path.display()))
+}
+
+/// Runs `f` when dropped: cleanup that must happen on a failed assert too.
+pub fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}
+
 pub fn lab(args: &[&str]) -> String {
     sh(&format!("{} {}", repo().join("ci/lab.sh").display(), args.join(" ")))
 }

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod real_hosts;
+mod shared_lab;
 
 use benchrig::status::{CellStatus, RunStatus};
 use common::hosts::*;
@@ -33,10 +34,6 @@ fn the_lab_table_starts_tests_on_disjoint_hosts_in_turn_and_lone_ones_last() {
     assert_eq!(starting(&[], &[(3, Claim::Alone), (4, parts(&[Old]))]), [4]);
     assert_eq!(starting(&[], &[(3, Claim::Alone), (5, Claim::Alone)]), [3]);
     assert_eq!(starting(&[Claim::Alone], &[(4, parts(&[Old])), (5, Claim::Alone)]), Vec::<u64>::new());
-}
-
-fn sha256_file(path: &std::path::Path) -> String {
-    sh(&format!("sha256sum {} | cut -d' ' -f1", path.display()))
 }
 
 #[test]
