@@ -4,7 +4,7 @@
 
 use crate::cli::{LabAction, LabArgs};
 use crate::exit_code;
-use crate::store::{unix_now, Store};
+use crate::store::Store;
 use crate::terminal_table::table;
 
 pub fn run(args: LabArgs) -> anyhow::Result<i32> {
@@ -33,7 +33,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
 }
 
 fn list(store: &Store) -> anyhow::Result<i32> {
-    let now = unix_now();
+    let now = store.unix_now()?;
     let dash = || "-".to_string();
     let rows: Vec<Vec<String>> = store
         .leases()?

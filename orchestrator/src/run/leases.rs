@@ -58,7 +58,7 @@ pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::R
             Taken::Held { quarantined } => break quarantined,
             Taken::Busy(busy) => {
                 if own_lapse.is_none() {
-                    if let Some(lapse) = own_leases_lapse(&busy, ask.resuming) {
+                    if let Some(lapse) = own_leases_lapse(&busy, ask.resuming, store.unix_now()?) {
                         let at = Instant::now() + lapse + POLL;
                         progress.note(format!(
                             "run {}'s own leases are still held ({}): its orchestrator was killed, or is still running; waiting {} s for them to lapse",
@@ -90,14 +90,14 @@ pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::R
 }
 
 /// When every lease in the way is the resumed run's own: how long until
-/// the last of them lapses, unless renewed.
-fn own_leases_lapse(busy: &[crate::store::Lease], resuming: Option<i64>) -> Option<Duration> {
+/// the last of them lapses, unless renewed (`now`: the database's time).
+fn own_leases_lapse(busy: &[crate::store::Lease], resuming: Option<i64>, now: i64) -> Option<Duration> {
     let run = resuming?;
     if busy.is_empty() || busy.iter().any(|l| l.run != Some(run)) {
         return None;
     }
     let last = busy.iter().filter_map(|l| l.expires).max()?;
-    Some(Duration::from_secs((last - crate::store::unix_now()).max(0) as u64))
+    Some(Duration::from_secs((last - now).max(0) as u64))
 }
 
 async fn renew(store: Store, holder: Holder, term: Duration, progress: Progress) {
@@ -140,19 +140,25 @@ mod tests {
             pid: Some(1),
             since: None,
             heartbeat: None,
-            expires: Some(crate::store::unix_now() + expires_in),
+            expires: Some(NOW + expires_in),
             quarantine: None,
         }
     }
 
+    const NOW: i64 = 1_764_800_000;
+
     #[test]
     fn only_the_resumed_runs_own_leases_are_waited_out() {
         let own = [lease(7, 30), lease(7, 50)];
-        let lapse = own_leases_lapse(&own, Some(7)).unwrap();
-        assert!((49..=50).contains(&lapse.as_secs()), "{lapse:?}: the last of them");
-        assert_eq!(own_leases_lapse(&own, None), None, "a new run waits as --wait-for-hosts says");
-        assert_eq!(own_leases_lapse(&[lease(7, 30), lease(8, 30)], Some(7)), None, "another run's lease is in the way");
-        assert_eq!(own_leases_lapse(&[lease(7, -5)], Some(7)), Some(Duration::ZERO));
+        let lapse = own_leases_lapse(&own, Some(7), NOW).unwrap();
+        assert_eq!(lapse.as_secs(), 50, "the last of them");
+        assert_eq!(own_leases_lapse(&own, None, NOW), None, "a new run waits as --wait-for-hosts says");
+        assert_eq!(
+            own_leases_lapse(&[lease(7, 30), lease(8, 30)], Some(7), NOW),
+            None,
+            "another run's lease is in the way"
+        );
+        assert_eq!(own_leases_lapse(&[lease(7, -5)], Some(7), NOW), Some(Duration::ZERO));
     }
 
     #[test]

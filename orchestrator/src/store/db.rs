@@ -56,6 +56,13 @@ impl Sql for Db {
         }
     }
 
+    fn unix_now_expr(&self) -> &'static str {
+        match self {
+            Db::Sqlite(db) => db.unix_now_expr(),
+            Db::Postgres(db) => db.unix_now_expr(),
+        }
+    }
+
     fn begin_exclusive(&mut self) -> Result<(), StoreError> {
         match self {
             Db::Sqlite(db) => db.begin_exclusive(),

@@ -7,7 +7,10 @@
 //!
 //! Every decision is one exclusive transaction (`Sql::exclusive_transaction`:
 //! SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock), so two runs that
-//! start in the same second cannot both take a host.
+//! start in the same second cannot both take a host. Every `expires` is
+//! set and judged on the database's clock (`Sql::unix_now`), never a
+//! runner's: a runner whose clock is minutes ahead would otherwise take a
+//! live lease for a lapsed one.
 
 use super::sql::Sql;
 use super::{now, Store, StoreError};
@@ -113,11 +116,6 @@ impl HostsBusy {
     }
 }
 
-/// Now, in the unix seconds a lease's `expires` is in.
-pub fn unix_now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64
-}
-
 const COLUMNS: &str = "host, run_id, holder, pid, since, heartbeat, expires, quarantine, token";
 
 /// Forget the holder of the rows `which` (`token = ?1`, `host = ?1`) picks
@@ -156,7 +154,7 @@ impl Store {
     pub fn take_leases(&self, hosts: &[String], holder: &Holder, term: Duration) -> Result<Taken, StoreError> {
         let mut db = self.db();
         db.exclusive_transaction(|db| {
-            let (at, stamp) = (unix_now(), now());
+            let (at, stamp) = (db.unix_now()?, now());
             let mut busy = Vec::new();
             let mut quarantined = Vec::new();
             for host in hosts {
@@ -204,11 +202,24 @@ impl Store {
     /// The heartbeat: `holder`'s leases hold for another `term`. The number
     /// still held (0 when someone released or took them over).
     pub fn renew_leases(&self, holder: &Holder, term: Duration) -> Result<u64, StoreError> {
-        let expires = unix_now() + term.as_secs() as i64;
-        self.db().execute(
-            "UPDATE leases SET heartbeat = ?2, expires = ?3 WHERE token = ?1",
-            &[holder.token.as_str().into(), now().into(), expires.into()],
+        let mut db = self.db();
+        let expr = db.unix_now_expr();
+        db.execute(
+            &format!("UPDATE leases SET heartbeat = ?2, expires = {expr} + ?3 WHERE token = ?1"),
+            &[holder.token.as_str().into(), now().into(), (term.as_secs() as i64).into()],
         )
+    }
+
+    /// The hosts `holder` holds now (a host another run took over, or one
+    /// released by hand, is no longer among them).
+    pub fn held_by(&self, holder: &Holder) -> Result<Vec<String>, StoreError> {
+        let rows = self.db().query("SELECT host FROM leases WHERE token = ?1", &[holder.token.as_str().into()])?;
+        Ok(rows.iter().map(|r| r.text(0)).collect())
+    }
+
+    /// The database's time in unix seconds, the clock leases are judged on.
+    pub fn unix_now(&self) -> Result<i64, StoreError> {
+        self.db().unix_now()
     }
 
     /// Let go of everything `holder` holds (quarantines stay).
@@ -311,6 +322,28 @@ mod tests {
             assert!(matches!(s.take_leases(&hosts(&["h1"]), &next, TERM).unwrap(), Taken::Held { .. }), "{url}");
             assert_eq!(s.renew_leases(&dead, TERM).unwrap(), 0, "{url}: the dead holder's heartbeat holds nothing");
             assert_eq!(s.leases().unwrap()[0].holder.as_deref(), Some("u2@m"));
+        }
+    }
+
+    /// Every `expires` is the database's time plus the term, whatever the
+    /// runner's clock says: a runner minutes ahead cannot take a live lease
+    /// for a lapsed one. (On main, `expires` was the runner's own clock.)
+    #[test]
+    fn a_lease_expires_by_the_databases_clock() {
+        let places = places();
+        for url in &places.urls {
+            let s = Store::open(url).unwrap();
+            let db_now = s.unix_now().unwrap();
+            let local = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+            assert!((db_now - local).abs() <= 2, "{url}: the database's clock is this machine's here");
+            s.take_leases(&hosts(&["h1"]), &holder(1), TERM).unwrap();
+            let expires = s.leases().unwrap()[0].expires.unwrap();
+            assert!((expires - db_now - TERM.as_secs() as i64).abs() <= 2, "{url}: {expires} vs {db_now}");
+            s.renew_leases(&holder(1), Duration::from_secs(600)).unwrap();
+            let renewed = s.leases().unwrap()[0].expires.unwrap();
+            assert!((renewed - s.unix_now().unwrap() - 600).abs() <= 2, "{url}");
+            assert_eq!(s.held_by(&holder(1)).unwrap(), ["h1"]);
+            assert!(s.held_by(&holder(2)).unwrap().is_empty());
         }
     }
 

@@ -24,7 +24,7 @@ mod value;
 
 pub use attempts::{AttemptRow, RunRecord};
 pub use error::StoreError;
-pub use leases::{unix_now, Holder, HostsBusy, Lease, Taken};
+pub use leases::{Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
 
 use crate::monitors::{summary, MetricKind};

@@ -153,6 +153,11 @@ impl Sql for Pg {
         "seq"
     }
 
+    // The server's clock, not the transaction's start (`now()`).
+    fn unix_now_expr(&self) -> &'static str {
+        "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS BIGINT)"
+    }
+
     /// Row locks cannot lock a row not there yet (a host never leased), so
     /// every exclusive transaction takes one advisory lock instead.
     fn begin_exclusive(&mut self) -> Result<(), StoreError> {

@@ -18,6 +18,17 @@ pub trait Sql {
     /// The column that orders `hosts` as they were added (inventory order).
     fn hosts_order(&self) -> &'static str;
 
+    /// An expression for the database's own time in unix seconds: the one
+    /// clock every runner of a shared database agrees on (leases).
+    fn unix_now_expr(&self) -> &'static str;
+
+    /// The database's time, in unix seconds.
+    fn unix_now(&mut self) -> Result<i64, StoreError> {
+        let expr = self.unix_now_expr();
+        let row = self.query_one(&format!("SELECT {expr}"), &[])?;
+        row.and_then(|r| r.opt_int(0)).ok_or_else(|| StoreError::Export("the database told no time".into()))
+    }
+
     fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
         Ok(self.query_named(sql, params)?.1)
     }

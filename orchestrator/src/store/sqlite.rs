@@ -99,6 +99,11 @@ impl Sql for Sqlite {
         "rowid"
     }
 
+    // The machine's clock: a SQLite file's runners share one machine.
+    fn unix_now_expr(&self) -> &'static str {
+        "CAST(strftime('%s', 'now') AS INTEGER)"
+    }
+
     /// The write lock at BEGIN (waiting out the busy timeout for it), not
     /// at the first write, when a reader's upgrade would fail at once.
     fn begin_exclusive(&mut self) -> Result<(), StoreError> {

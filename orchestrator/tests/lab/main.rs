@@ -1608,6 +1608,19 @@ fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out
     let why = stderr(&busy);
     assert!(why.contains("host fast2 is held by run ") && why.contains("--wait-for-hosts"), "{why}");
     assert!(held_by("soc").is_none(), "all or nothing");
+    // A runner whose clock is 5 minutes ahead (faketime) sees the same:
+    // a's lease expires by the database's clock, not by either runner's.
+    // (On the main before, it took a's live lease for a lapsed one.)
+    let ahead = b
+        .command(&["run", pb, "-i", inv, "-l", "fast2", "--name", "ahead", "--db", &pg.url, "--wait-for-hosts", "0"])
+        .env("FAKETIME", "+5m")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .env("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
+        .output()
+        .unwrap();
+    transcript(&["run", "ahead (FAKETIME=+5m)"], &ahead);
+    assert_eq!(ahead.status.code(), Some(5), "a runner 5 min ahead took a live lease: {}", stderr(&ahead));
+    assert!(stderr(&ahead).contains("host fast2 is held by run "), "{}", stderr(&ahead));
     // c waits for a to finish, then runs.
     let c = run("c", "fast2:soc", &["--wait-for-hosts", "5m"]);
     assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
