@@ -617,19 +617,36 @@ mod tests {
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
     }
 
+    /// `script` under every POSIX shell this machine has of those hosts
+    /// have (dash, busybox's ash, bash): each must answer alike (the
+    /// scripts' effects are idempotent); the first's answer.
     fn sh_out(script: &str, stdin: &[u8]) -> (Option<i32>, String, String) {
         use std::io::Write;
-        let mut c = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(stdin).unwrap();
-        let o = c.wait_with_output().unwrap();
-        (o.status.code(), String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+        let shells: [&[&str]; 3] = [&["sh"], &["busybox", "sh"], &["bash", "--posix"]];
+        let mut answers = Vec::new();
+        for shell in shells {
+            let Ok(mut c) = std::process::Command::new(shell[0])
+                .args(&shell[1..])
+                .arg("-c")
+                .arg(script)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+            else {
+                continue;
+            };
+            c.stdin.take().unwrap().write_all(stdin).unwrap();
+            let o = c.wait_with_output().unwrap();
+            let answer =
+                (o.status.code(), String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap());
+            if let Some(first) = answers.first() {
+                let (c0, o0, _): &(Option<i32>, String, String) = first;
+                assert_eq!((c0, o0), (&answer.0, &answer.1), "{shell:?} answers otherwise than sh");
+            }
+            answers.push(answer);
+        }
+        answers.into_iter().next().expect("sh runs")
     }
 
     /// The script under a real `sh`: with our build for this machine in the
