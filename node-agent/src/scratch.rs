@@ -113,7 +113,7 @@ pub fn resolve_and_check(st: &HostState, entry: &Listed) -> Result<ScratchBlock,
     let (dev, path, attached) = block_device(st, entry)?;
     let mut rules_entry = ScratchDevice::clone(entry);
     // An image benchrig created is its own: its old filesystem is ours to overwrite.
-    rules_entry.wipe |= entry.kind == ScratchKind::Image && image_marker(&expand_home(&entry.path)).exists();
+    rules_entry.wipe |= entry.kind == ScratchKind::Image && made_by_us(&expand_home(&entry.path));
     let checked = safety::check(&st.view, &rules_entry, &dev, &RealDevice::new(st, &dev.name, &path))
         .map_err(|r| AgentError::refused(r.rule, format!("{} ({}): {}", entry.name, entry.path, r.message)));
     if let Err(e) = checked {
@@ -221,17 +221,40 @@ fn image_marker(image: &Path) -> PathBuf {
     image.with_file_name(name)
 }
 
+/// Whether the image is one benchrig made: it and its marker are files
+/// (no symlinks) of the agent's user or root, which no group or other may
+/// write. A marker anyone could drop beside anyone's image proves nothing.
+fn made_by_us(image: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let ours = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.file_type().is_file() && (m.uid() == 0 || m.uid() == me) && m.mode() & 0o022 == 0)
+    };
+    ours(image) && ours(&image_marker(image))
+}
+
+/// A new file, never through a link or over one that is there.
+fn create_new(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new().write(true).create_new(true).open(path)
+}
+
 /// Create the image (sparse, with its marker) if needed and attach it to a
 /// free loop device. A loop device still attached to it (a session that
 /// died) is detached first, unless something still uses it: two loop devices
 /// on one image would let two filesystems write the same file.
 fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentError> {
     let path = expand_home(&entry.path);
-    match std::fs::metadata(&path) {
+    // Not followed: a link would let whoever can write its dir point the
+    // entry at another file (a disk image of someone's, a device).
+    match std::fs::symlink_metadata(&path) {
         Ok(m) if !m.is_file() => {
             return Err(AgentError::refused(
                 "not_an_image",
-                format!("{} is not a regular file; a `kind: image` scratch must be one", path.display()),
+                format!(
+                    "{} is not a regular file (a symlink is not followed); a `kind: image` scratch must be one",
+                    path.display()
+                ),
             ))
         }
         Ok(_) => {}
@@ -243,9 +266,11 @@ fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentE
                 std::fs::create_dir_all(dir)
                     .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", dir.display())))?;
             }
-            let f = File::create(&path).map_err(|e| AgentError::failed(format!("create {}: {e}", path.display())))?;
+            let f = create_new(&path).map_err(|e| AgentError::failed(format!("create {}: {e}", path.display())))?;
             f.set_len(size.0).map_err(|e| AgentError::failed(format!("size {}: {e}", path.display())))?;
-            File::create(image_marker(&path))
+            let marker = image_marker(&path);
+            let _ = std::fs::remove_file(&marker); // one left beside a removed image; never a link's target
+            create_new(&marker)
                 .map_err(|e| AgentError::failed(format!("create marker beside {}: {e}", path.display())))?;
         }
     }
@@ -270,4 +295,42 @@ fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentE
         .or_else(|_| cmd::run_ok(&["losetup", "--find", "--show", &p]))
         .map_err(|e| AgentError::failed(format!("cannot attach image {p} to a loop device: {e}")))?;
     Ok(PathBuf::from(out.stdout.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The `.benchrig` marker lets a format over an image's contents go
+    /// without `wipe`: only the agent user's (or root's) own marker beside
+    /// its own image counts. (On the main before, any marker did, and the
+    /// image was followed through a symlink.)
+    #[test]
+    fn only_our_own_marker_beside_our_own_image_vouches_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("s.img");
+        std::fs::write(&img, "").unwrap();
+        assert!(!made_by_us(&img), "no marker");
+        std::fs::write(image_marker(&img), "").unwrap();
+        assert!(made_by_us(&img));
+        std::fs::set_permissions(image_marker(&img), std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!made_by_us(&img), "a marker anyone may write");
+        std::fs::set_permissions(image_marker(&img), std::fs::Permissions::from_mode(0o644)).unwrap();
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(image_marker(&img), Some(4242), None).unwrap();
+            assert!(!made_by_us(&img), "another user's marker");
+            std::os::unix::fs::chown(image_marker(&img), Some(0), None).unwrap();
+        }
+        // A link named as the image, to someone's file with a marker of its own.
+        let theirs = dir.path().join("theirs.img");
+        std::fs::write(&theirs, "data").unwrap();
+        std::fs::write(image_marker(&theirs), "").unwrap();
+        let link = dir.path().join("link.img");
+        std::os::unix::fs::symlink(&theirs, &link).unwrap();
+        std::os::unix::fs::symlink(image_marker(&theirs), image_marker(&link)).unwrap();
+        assert!(!made_by_us(&link));
+        assert!(create_new(&link).is_err(), "never written through a link");
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "data");
+    }
 }

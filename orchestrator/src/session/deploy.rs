@@ -638,8 +638,7 @@ mod tests {
             };
             c.stdin.take().unwrap().write_all(stdin).unwrap();
             let o = c.wait_with_output().unwrap();
-            let answer =
-                (o.status.code(), String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap());
+            let answer = (o.status.code(), String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap());
             if let Some(first) = answers.first() {
                 let (c0, o0, _): &(Option<i32>, String, String) = first;
                 assert_eq!((c0, o0), (&answer.0, &answer.1), "{shell:?} answers otherwise than sh");
