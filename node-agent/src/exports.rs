@@ -1,7 +1,9 @@
 //! The kernel NFS server's export table, as far as this agent touches it:
 //! one file per export in /etc/exports.d, so `exportfs -r` and a server
-//! restart keep it, named after the agent's pid so that `cleanup` can tell
-//! a dead session's leftovers from a live one's.
+//! restart keep it, named after the agent's pid and marked with the boot
+//! it was made in, so that every agent start and `cleanup` can tell a dead
+//! session's leftovers (its pid gone, or the machine rebooted since: a pid
+//! is reused after a reboot) from a live one's.
 
 use crate::cmd;
 use crate::services;
@@ -34,10 +36,20 @@ pub fn line(path: &Path, clients: &str, options: &[String]) -> String {
     format!("{p} {clients}({})", options.join(","))
 }
 
+/// This boot of the machine (`/proc/sys/kernel/random/boot_id`).
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|b| b.trim().to_string()).unwrap_or_default()
+}
+
+/// The first line of an export's file: its agent and its boot.
+fn header(pid: u32, boot: &str) -> String {
+    format!("# benchrig agent (pid {pid}, boot {boot}): removed when its cell is torn down")
+}
+
 /// Write the export's file and have the server read the table again.
 pub fn add(e: &Export, line: &str) -> Result<(), String> {
     std::fs::create_dir_all(DIR).map_err(|err| format!("mkdir {DIR}: {err}"))?;
-    let text = format!("# benchrig agent (pid {}): removed when its cell is torn down\n{line}\n", std::process::id());
+    let text = format!("{}\n{line}\n", header(std::process::id(), &boot_id()));
     std::fs::write(&e.file, text).map_err(|err| format!("write {}: {err}", e.file.display()))?;
     if let Err(err) = cmd::run_ok(&["exportfs", "-ra"]) {
         let _ = std::fs::remove_file(&e.file);
@@ -80,11 +92,12 @@ fn let_go(state: ServiceState) -> Result<(), String> {
     Ok(())
 }
 
-/// Remove the export files of agents that are gone (a killed session),
-/// and have nfsd let go of their filesystems (see `remove`). Returns the
-/// files removed.
+/// Remove the export files of agents that are gone (a killed session, or
+/// one from before a reboot), and have nfsd let go of their filesystems
+/// (see `remove`). Returns the files removed. Run at every agent start and
+/// by `cleanup`.
 pub fn remove_stale() -> Result<Vec<String>, String> {
-    let files = stale();
+    let files = stale(Path::new(DIR), &boot_id(), |pid| Path::new(&format!("/proc/{pid}")).exists());
     for f in &files {
         std::fs::remove_file(f).map_err(|e| format!("remove {}: {e}", f.display()))?;
     }
@@ -94,15 +107,20 @@ pub fn remove_stale() -> Result<Vec<String>, String> {
     Ok(files.iter().map(|f| f.display().to_string()).collect())
 }
 
-/// Export files of agents that are gone (a killed session).
-fn stale() -> Vec<PathBuf> {
-    let Ok(dir) = std::fs::read_dir(DIR) else { return Vec::new() };
-    dir.flatten()
+/// Export files in `dir` of agents that are gone: made in another boot
+/// than `boot`, or by a pid not `alive`.
+fn stale(dir: &Path, boot: &str, alive: impl Fn(u32) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
             let pid = name.strip_prefix(PREFIX).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok());
-            name.ends_with(".exports") && pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists())
+            let Some(pid) = pid.filter(|_| name.ends_with(".exports")) else { return false };
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let this_boot = text.lines().next() == Some(header(pid, boot).as_str());
+            !this_boot || !alive(pid)
         })
         .collect()
 }
@@ -116,6 +134,26 @@ mod tests {
         let opts = vec!["rw".to_string(), "sync".into()];
         assert_eq!(line(Path::new("/w/mnt/a"), "*", &opts), "/w/mnt/a *(rw,sync)");
         assert_eq!(line(Path::new("/w/m a"), "10.0.0.0/8", &opts), "\"/w/m a\" 10.0.0.0/8(rw,sync)");
+    }
+
+    /// A file whose pid lives is stale all the same when it was made in
+    /// another boot (the pid is someone else's now), or when it has no
+    /// boot mark (made before there was one).
+    #[test]
+    fn an_export_of_another_boot_or_a_dead_agent_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        put("benchrig-100-a.exports", &format!("{}\n/w *(rw)\n", header(100, "boot-now")));
+        put("benchrig-101-b.exports", &format!("{}\n/w *(rw)\n", header(101, "boot-before")));
+        put("benchrig-102-c.exports", "# benchrig agent (pid 102): removed when its cell is torn down\n/w *(rw)\n");
+        put("benchrig-103-d.exports", &format!("{}\n/w *(rw)\n", header(103, "boot-now")));
+        put("other.exports", "/srv *(ro)\n");
+        let mut found: Vec<String> = stale(dir.path(), "boot-now", |pid| pid != 103)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        found.sort();
+        assert_eq!(found, ["benchrig-101-b.exports", "benchrig-102-c.exports", "benchrig-103-d.exports"]);
     }
 
     #[test]

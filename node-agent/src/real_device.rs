@@ -77,6 +77,12 @@ impl DeviceProbe for RealDevice<'_> {
         exclusive_open(self.path)
     }
 
+    fn disk_holds_esp(&self, disk: &str) -> bool {
+        let Ok(mut f) = File::open(Path::new("/dev").join(disk)) else { return false };
+        let Ok(size) = f.seek(SeekFrom::End(0)) else { return false };
+        signature::has_esp(&mut f, size).unwrap_or(false)
+    }
+
     fn made_here(&self) -> Result<Option<Made>, String> {
         self.ledger.lookup(&self.identity).map_err(|e| e.to_string())
     }

@@ -34,6 +34,8 @@ pub trait DeviceProbe {
     /// What the host's format ledger says benchrig last made on this
     /// device; why it cannot say, when it cannot be trusted or read.
     fn made_here(&self) -> Result<Option<Made>, String>;
+    /// Whether the disk `disk` (a kernel name) holds an EFI system partition.
+    fn disk_holds_esp(&self, disk: &str) -> bool;
 }
 
 /// Mountpoints whose backing device is never scratch.
@@ -52,6 +54,7 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn De
     if let Some(m) = mounts.first() {
         return Err(refuse("mounted", format!("{} is mounted at {} ({})", m.source, m.target, m.fstype)));
     }
+    system_disk(view, entry, dev, probe)?;
     if let Some(s) = view.swaps().into_iter().find(|s| kernel_name(s).is_some_and(|n| family.contains(&n))) {
         return Err(refuse("swap", format!("{s} is an active swap area")));
     }
@@ -107,6 +110,36 @@ pub fn check(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn De
         }
     }
     Ok(())
+}
+
+/// A partition of the disk the machine runs or boots from (a sibling holds
+/// a system mount, or the disk an EFI system partition): one wrong
+/// partition number away from `/`. Only with `wipe` and the disk's
+/// `serial`, which say someone looked at this very disk.
+fn system_disk(view: &SysView, entry: &ScratchDevice, dev: &Device, probe: &dyn DeviceProbe) -> Result<(), Refusal> {
+    let Some(disk) = view.is_partition(&dev.name).then(|| view.parent_disk(&dev.name)).flatten() else {
+        return Ok(());
+    };
+    if entry.wipe && entry.serial.is_some() {
+        return Ok(());
+    }
+    let siblings: Vec<String> = view.partitions(&disk).into_iter().filter(|p| *p != dev.name).collect();
+    let system = view
+        .mounts_of(&siblings)
+        .into_iter()
+        .find(|m| SYSTEM_MOUNTS.contains(&m.target.as_str()) || m.target == "/efi")
+        .map(|m| format!("the system mount {} ({})", m.target, m.source));
+    let what = system.or_else(|| probe.disk_holds_esp(&disk).then(|| "an EFI system partition".to_string()));
+    match what {
+        Some(what) => Err(refuse(
+            "system_disk",
+            format!(
+                "{} is a partition of {disk}, which holds {what}; to use it anyway, list it with `wipe: true` and {disk}'s `serial`",
+                dev.name
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A device that carries signatures may be formatted without `wipe` only
@@ -198,6 +231,7 @@ mod tests {
         let r = dir.path();
         dev_dir(r, "vda", None, "254:0");
         dev_dir(r, "vda1", Some("vda"), "254:1");
+        dev_dir(r, "vda2", Some("vda"), "254:2");
         dev_dir(r, "sdb", None, "8:16");
         dev_dir(r, "sdc", None, "8:32");
         dev_dir(r, "sdc2", Some("sdc"), "8:34");
@@ -242,6 +276,7 @@ mod tests {
         signatures: Result<Vec<Signature>, String>,
         claimed: bool,
         made: Result<Option<Made>, String>,
+        esp: bool,
     }
 
     impl DeviceProbe for Probe {
@@ -250,6 +285,9 @@ mod tests {
         }
         fn made_here(&self) -> Result<Option<Made>, String> {
             self.made.clone()
+        }
+        fn disk_holds_esp(&self, _disk: &str) -> bool {
+            self.esp
         }
         fn exclusive(&self) -> Result<(), String> {
             if self.claimed {
@@ -260,7 +298,7 @@ mod tests {
         }
     }
 
-    const BLANK: Probe = Probe { signatures: Ok(Vec::new()), claimed: false, made: Ok(None) };
+    const BLANK: Probe = Probe { signatures: Ok(Vec::new()), claimed: false, made: Ok(None), esp: false };
 
     fn sig(name: &str, uuid: Option<&str>) -> Signature {
         Signature { name: name.into(), uuid: uuid.map(str::to_string) }
@@ -277,7 +315,7 @@ mod tests {
     }
 
     fn carrying(signatures: Vec<Signature>, made: Option<Made>) -> Probe {
-        Probe { signatures: Ok(signatures), claimed: false, made: Ok(made) }
+        Probe { signatures: Ok(signatures), claimed: false, made: Ok(made), esp: false }
     }
 
     fn rule(r: Result<(), Refusal>) -> &'static str {
@@ -299,6 +337,26 @@ mod tests {
         assert_eq!(rule(r.clone()), "root");
         assert!(r.unwrap_err().message.contains("/dev/vda1"));
         assert_eq!(rule(check(&f.view, &e, &dev(&f, "vda1"), &BLANK)), "root");
+    }
+
+    /// (On the main before, vda2 beside `/` on vda1 was formatted like any
+    /// spare partition.)
+    #[test]
+    fn a_partition_of_the_system_disk_needs_wipe_and_the_disks_serial() {
+        let f = fake();
+        let r = check(&f.view, &entry("vda2"), &dev(&f, "vda2"), &BLANK);
+        assert_eq!(rule(r.clone()), "system_disk");
+        let m = r.unwrap_err().message;
+        assert!(m.contains("vda2 is a partition of vda, which holds the system mount / (/dev/vda1)"), "{m}");
+        assert!(m.contains("`wipe: true` and vda's `serial`"), "{m}");
+        let mut wiped = entry("vda2");
+        wiped.wipe = true;
+        assert_eq!(rule(check(&f.view, &wiped, &dev(&f, "vda2"), &BLANK)), "system_disk", "wipe alone is not enough");
+        // A disk with an ESP, none of it mounted: the same.
+        let esp = Probe { esp: true, ..BLANK };
+        let r = check(&f.view, &entry("sdg1"), &dev(&f, "sdg1"), &esp);
+        assert!(r.unwrap_err().message.contains("holds an EFI system partition"));
+        assert_eq!(rule(check(&f.view, &entry("sdg1"), &dev(&f, "sdg1"), &BLANK)), "accepted");
     }
 
     #[test]
@@ -444,14 +502,14 @@ mod tests {
         let f = fake();
         let mut e = entry("sdb");
         e.wipe = true;
-        let claimed = Probe { signatures: Ok(Vec::new()), claimed: true, made: Ok(None) };
+        let claimed = Probe { signatures: Ok(Vec::new()), claimed: true, made: Ok(None), esp: false };
         assert_eq!(rule(check(&f.view, &e, &dev(&f, "sdb"), &claimed)), "in_use");
     }
 
     #[test]
     fn unreadable_device_is_refused_not_assumed_blank() {
         let f = fake();
-        let broken = Probe { signatures: Err("EIO".to_string()), claimed: false, made: Ok(made("u-1")) };
+        let broken = Probe { signatures: Err("EIO".to_string()), claimed: false, made: Ok(made("u-1")), esp: false };
         assert_eq!(rule(check(&f.view, &entry("sdb"), &dev(&f, "sdb"), &broken)), "signature");
     }
 }

@@ -139,6 +139,17 @@ fn handle(
     match request {
         Request::Configure(cfg) => {
             st.work_dir = cfg.work_dir.into();
+            // Exports a dead session (or one from before a reboot) left: the
+            // host serves them to the lab network until someone removes them.
+            if rustix::process::geteuid().is_root() && std::path::Path::new(crate::exports::DIR).is_dir() {
+                match crate::exports::remove_stale() {
+                    Ok(gone) if !gone.is_empty() => {
+                        eprintln!("benchrig-agent: removed stale exports {}", gone.join(", "))
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("benchrig-agent: stale exports left: {e}"),
+                }
+            }
             st.scratch = cfg.scratch;
             st.located = crate::scratch::locate_all(&st.view, &st.scratch, &st.located);
             // The first visit's kernel log starts here.

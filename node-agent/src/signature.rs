@@ -115,6 +115,40 @@ fn zfs_member<R: Read + Seek>(dev: &mut R, size: u64) -> io::Result<bool> {
     Ok(false)
 }
 
+/// The EFI system partition's type GUID as a GPT entry stores it.
+const ESP_GUID: [u8; 16] =
+    [0x28, 0x73, 0x2A, 0xC1, 0x1F, 0xF8, 0xD2, 0x11, 0xBA, 0x4B, 0x00, 0xA0, 0xC9, 0x3E, 0xC9, 0x3B];
+
+/// Whether a disk's partition table (MBR type 0xEF, or a GPT entry of the
+/// ESP's type, with 512- or 4096-byte sectors) holds an EFI system
+/// partition: the disk a machine boots from.
+pub fn has_esp<R: Read + Seek>(disk: &mut R, size: u64) -> io::Result<bool> {
+    let mbr = read_at(disk, 0, 512)?;
+    if mbr.len() < 512 || mbr[0x1FE..0x200] != [0x55, 0xAA] {
+        return Ok(false);
+    }
+    if (0..4).any(|i| mbr[0x1BE + 16 * i + 4] == 0xEF) {
+        return Ok(true);
+    }
+    for sector in [512u64, 4096] {
+        let header = read_at(disk, sector, 92)?;
+        if header.len() < 92 || &header[..8] != b"EFI PART" {
+            continue;
+        }
+        let u64_at = |o: usize| u64::from_le_bytes(header[o..o + 8].try_into().expect("8 bytes"));
+        let u32_at = |o: usize| u32::from_le_bytes(header[o..o + 4].try_into().expect("4 bytes"));
+        let (start, count, each) = (u64_at(72), u32_at(80).min(256) as u64, u32_at(84) as u64);
+        if !(16..=4096).contains(&each) || start.saturating_mul(sector) >= size {
+            continue;
+        }
+        let entries = read_at(disk, start * sector, (count * each) as usize)?;
+        if entries.chunks(each as usize).any(|e| e.len() >= 16 && e[..16] == ESP_GUID) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// 16 raw bytes as blkid prints a UUID; all zeros is no UUID.
 fn format_uuid(b: &[u8]) -> Option<String> {
     if b.iter().all(|&x| x == 0) {
@@ -215,6 +249,28 @@ mod tests {
             let found = names(probe(&mut std::fs::File::open(&img).unwrap(), size).unwrap());
             assert!(found.contains(&want.to_string()), "{tool:?}: {found:?}");
         }
+    }
+
+    /// The oracle: sfdisk writes the tables, with and without an ESP.
+    #[test]
+    fn an_esp_is_found_in_a_gpt_or_a_dos_table_that_sfdisk_wrote() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        for (label, esp, other) in [("gpt", "U", "L"), ("dos", "ef", "83")] {
+            for (with_esp, want) in [(true, true), (false, false)] {
+                let img = dir.path().join(format!("{label}-{with_esp}.img"));
+                std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+                let first = if with_esp { esp } else { other };
+                let script = format!("label: {label}\n,16M,{first}\n,,{other}\n");
+                let mut c = Command::new("sfdisk").arg("-q").arg(&img).stdin(Stdio::piped()).spawn().unwrap();
+                c.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+                assert!(c.wait().unwrap().success(), "sfdisk {label}");
+                let mut f = std::fs::File::open(&img).unwrap();
+                assert_eq!(has_esp(&mut f, 64 << 20).unwrap(), want, "{label}, ESP {with_esp}");
+            }
+        }
+        assert!(!has_esp(&mut Cursor::new(vec![0u8; 4096]), 4096).unwrap(), "no table");
     }
 
     #[test]

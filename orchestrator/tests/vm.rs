@@ -149,6 +149,9 @@ fn ls_lr_over_kernel_nfs_in_both_directions_restarts_the_server_before_every_rep
             "no_subtree_check)"
         };
         assert!(export["export"].as_str().unwrap().ends_with(check), "{export}");
+        // Nothing a client writes becomes a setuid program or a device on the server.
+        let options = export["mount_options"].as_str().unwrap_or_default();
+        assert!(options.split(',').any(|o| o == "nosuid") && options.split(',').any(|o| o == "nodev"), "{export}");
         // ls -lR on the client saw every file the server made.
         for x in samples.iter().filter(|x| x.cell_id == c.id && x.step == "ls -lR" && x.metric == "time") {
             assert_eq!(x.info.as_ref().unwrap()["files"].as_u64(), Some(made), "{}", c.key);

@@ -457,10 +457,11 @@ pub struct NfsExportArgs {
     /// A directory inside it, relative (`.`: the whole filesystem).
     #[serde(default = "dot")]
     pub dir: String,
-    /// Who may mount it, as in exports(5): `*`, a host, `10.77.0.0/24`.
-    #[serde(default = "any_client")]
+    /// Who may mount it, as in exports(5): a host, `10.77.0.0/24`, or `*`
+    /// written out. No default: on a lab network others reach, an export
+    /// to anyone is a choice to make, not to fall into.
     pub clients: String,
-    /// exports(5) options.
+    /// exports(5) options; `root_squash` unless they say otherwise.
     #[serde(default = "default_export_options")]
     pub options: Vec<String>,
 }
@@ -469,12 +470,8 @@ fn dot() -> String {
     ".".into()
 }
 
-fn any_client() -> String {
-    "*".into()
-}
-
 fn default_export_options() -> Vec<String> {
-    ["rw", "sync", "no_subtree_check", "no_root_squash"].map(String::from).to_vec()
+    ["rw", "sync", "no_subtree_check", "root_squash"].map(String::from).to_vec()
 }
 
 /// What `service` does to a system service, as Ansible's `service` module says it.

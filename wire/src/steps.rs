@@ -259,7 +259,7 @@ mod tests {
                     json!({"device": "d", "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}})
                 }
                 "seq_write" => json!({"size": 1}),
-                "nfs_export" => json!({"target": "hdd0"}),
+                "nfs_export" => json!({"target": "hdd0", "clients": "10.77.0.0/24"}),
                 "service" => json!({"name": "nfs-server", "state": "restarted"}),
                 _ => json!({}),
             };

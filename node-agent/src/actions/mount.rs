@@ -11,6 +11,15 @@ use benchrig_wire::steps::StepOutput;
 use std::os::unix::fs::FileTypeExt;
 use std::time::Instant;
 
+/// The filesystems `mount` mounts: served from elsewhere. A local one
+/// (ext4 from `UUID=…`, an image with `-o loop`) would reach a device the
+/// inventory never listed; those go through `filesystem`.
+const NETWORK_FSTYPES: &[&str] =
+    &["nfs", "nfs4", "fuse.sshfs", "sshfs", "cifs", "smb3", "9p", "virtiofs", "ceph", "glusterfs", "fuse.glusterfs"];
+
+/// mount(8) options that mount something local or elsewhere than named.
+const LOCAL_OPTIONS: &[&str] = &["loop", "bind", "rbind", "move", "remount", "offset", "sizelimit"];
+
 pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentError> {
     let good = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
     if args.name.is_empty() || args.name.starts_with('.') || !args.name.chars().all(good) {
@@ -19,6 +28,7 @@ pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentErro
     if st.scratch.iter().any(|s| s.name == args.name) {
         return Err(AgentError::bad_request(format!("`{}` is a scratch device's name", args.name)));
     }
+    from_elsewhere(args)?;
     if std::fs::metadata(&args.source).is_ok_and(|m| m.file_type().is_block_device()) {
         return Err(AgentError::refused(
             "block_device",
@@ -65,6 +75,39 @@ pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentErro
     Ok(out)
 }
 
+/// A network filesystem, from a network source, without an option that
+/// mounts something local: every local device goes through `filesystem`
+/// and its safety rules.
+fn from_elsewhere(args: &MountArgs) -> Result<(), AgentError> {
+    let refuse = |why: String| {
+        Err(AgentError::refused(
+            "not_remote",
+            format!("{why}: use a `filesystem` step on a scratch device for a local one"),
+        ))
+    };
+    if !NETWORK_FSTYPES.contains(&args.fstype.as_str()) {
+        return refuse(format!(
+            "`mount` is for filesystems served from elsewhere ({}), not `{}`",
+            NETWORK_FSTYPES.join(", "),
+            args.fstype
+        ));
+    }
+    let tag = ["UUID=", "LABEL=", "PARTUUID=", "PARTLABEL=", "ID="].iter().find(|t| args.source.starts_with(**t));
+    if let Some(tag) = tag {
+        return refuse(format!("source `{}` names a local device by its {}", args.source, tag.trim_end_matches('=')));
+    }
+    if args.source.starts_with('/') && !args.source.starts_with("//") {
+        return refuse(format!("source `{}` is a local path", args.source));
+    }
+    for o in args.options.iter().flat_map(|o| o.split(',')) {
+        let name = o.split_once('=').map_or(o, |(k, _)| k).trim();
+        if LOCAL_OPTIONS.contains(&name) || name.starts_with("make-") || name.starts_with("X-mount.") {
+            return refuse(format!("option `{o}` mounts something local or elsewhere than named"));
+        }
+    }
+    Ok(())
+}
+
 /// NFS needs the kernel's client and mount.nfs (nfs-common): without them
 /// the host cannot take part, which is "unsupported", not a failure.
 fn network_fs_supported(st: &HostState, fstype: &str) -> Result<(), AgentError> {
@@ -76,4 +119,39 @@ fn network_fs_supported(st: &HostState, fstype: &str) -> Result<(), AgentError> 
         return Err(AgentError::unsupported("mount.nfs is not installed on this host (nfs-common)"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(fstype: &str, source: &str, options: &[&str]) -> MountArgs {
+        MountArgs {
+            name: "remote".into(),
+            source: source.into(),
+            fstype: fstype.into(),
+            options: options.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+
+    /// Each way a `mount` step reached a local device on the main before.
+    #[test]
+    fn only_a_network_filesystem_from_a_network_source_is_mounted() {
+        let refused = |a: MountArgs| from_elsewhere(&a).unwrap_err().message;
+        assert!(refused(args("ext4", "UUID=0b7c", &[])).contains("not `ext4`"));
+        assert!(refused(args("nfs", "LABEL=data", &[])).contains("names a local device by its LABEL"));
+        assert!(refused(args("nfs", "PARTUUID=1-2", &[])).contains("by its PARTUUID"));
+        assert!(refused(args("nfs", "/var/img", &[])).contains("is a local path"));
+        assert!(refused(args("nfs", "srv:/x", &["vers=4", "loop"])).contains("option `loop`"));
+        assert!(refused(args("nfs", "srv:/x", &["ro,bind"])).contains("option `bind`"));
+        assert!(refused(args("fuse.sshfs", "u@h:/x", &["rbind"])).contains("option `rbind`"));
+        assert!(refused(args("nfs", "srv:/x", &["X-mount.mkdir"])).contains("X-mount.mkdir"));
+        for ok in [
+            args("nfs", "10.77.0.21:/srv", &["vers=4.2", "proto=tcp"]),
+            args("fuse.sshfs", "root@10.77.0.12:/x", &["IdentityFile=/k", "StrictHostKeyChecking=yes"]),
+            args("cifs", "//server/share", &["ro"]),
+        ] {
+            assert!(from_elsewhere(&ok).is_ok(), "{ok:?}");
+        }
+    }
 }

@@ -40,6 +40,12 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
         return Err(AgentError::failed(format!("nfs_export: {} is already exported by this session", path.display())));
     }
 
+    // What a client writes (as root, with no_root_squash) must not become
+    // a setuid program or a device node on this host.
+    let mountpoint = st.target(Some(&args.target))?.mountpoint.to_string_lossy().into_owned();
+    cmd::run_ok(&["mount", "-o", "remount,nosuid,nodev", &mountpoint])
+        .map_err(|e| AgentError::failed(format!("nfs_export: remounting {mountpoint} nosuid,nodev: {e}")))?;
+
     let started_server = !services::nfsd_running();
     let server = services::nfs_server_name();
     if started_server {
@@ -66,6 +72,8 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
     info.insert("path".into(), path.to_string_lossy().into_owned().into());
     info.insert("server".into(), server.into());
     info.insert("server_started_here".into(), started_server.into());
+    let options = st.view.mountinfo().into_iter().find(|m| m.target == mountpoint).map(|m| m.options);
+    info.insert("mount_options".into(), json!(options));
     let read = |f: &str| std::fs::read_to_string(Path::new("/proc/fs/nfsd").join(f)).ok().map(|t| t.trim().to_string());
     info.insert("nfsd_versions".into(), json!(read("versions")));
     info.insert("nfsd_threads".into(), json!(read("threads")));

@@ -13,6 +13,12 @@ pub enum StoreError {
     TooNew { path: String, found: i64, known: i64 },
     #[error("writing the report: {0}")]
     Export(String),
+    /// An export file `import` refuses.
+    #[error("import: {0}")]
+    Import(String),
+    /// The database answered without what the statement promises.
+    #[error("database: {0}")]
+    Answer(String),
     #[error("postgresql: {0}")]
     Postgres(String),
     #[error("database: `{0}` is no status this benchrig knows")]

@@ -26,7 +26,7 @@ pub trait Sql {
     fn unix_now(&mut self) -> Result<i64, StoreError> {
         let expr = self.unix_now_expr();
         let row = self.query_one(&format!("SELECT {expr}"), &[])?;
-        row.and_then(|r| r.opt_int(0)).ok_or_else(|| StoreError::Export("the database told no time".into()))
+        row.and_then(|r| r.opt_int(0)).ok_or_else(|| StoreError::Answer("the database told no time".into()))
     }
 
     fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StoreError> {
@@ -40,7 +40,7 @@ pub trait Sql {
     /// An INSERT … RETURNING id (both dialects have RETURNING).
     fn insert(&mut self, sql: &str, params: &[Val]) -> Result<i64, StoreError> {
         let row = self.query_one(&format!("{sql} RETURNING id"), params)?;
-        row.and_then(|r| r.opt_int(0)).ok_or_else(|| StoreError::Export("an insert returned no id".into()))
+        row.and_then(|r| r.opt_int(0)).ok_or_else(|| StoreError::Answer("an insert returned no id".into()))
     }
 
     /// BEGIN a transaction that holds the database's writer lock from its

@@ -19,7 +19,7 @@ use crate::status::{CellStatus, HostStatus, RunStatus};
 use serde_json::{json, Map, Value as Json};
 
 /// The format's version; `import` refuses one it does not know.
-const FORMAT: i64 = 1;
+pub const FORMAT: i64 = 1;
 
 /// The largest export `import` reads (a year of one lab's nights is far
 /// less per run): bounded, so a file cannot take the machine's memory.
@@ -60,7 +60,7 @@ impl Columns {
     fn check(&self, table: &str, index: Option<usize>, row: &Row) -> Result<(), StoreError> {
         let known = &self.0[table];
         match row.keys().find(|k| !known.contains(k)) {
-            Some(k) => Err(StoreError::Export(format!(
+            Some(k) => Err(StoreError::Import(format!(
                 "not a benchrig export: {} has a key {} that is no column of `{table}` (an export from a newer benchrig, or not one at all)",
                 index.map_or("the run".to_string(), |i| format!("{table}[{i}]")),
                 serde_json::to_string(k).unwrap_or_default()
@@ -125,7 +125,7 @@ impl Store {
     /// Store an exported run under a new id, in one transaction; a run
     /// already here (same start time, playbook and name) is refused.
     pub fn import_run(&self, doc: &Json) -> Result<i64, StoreError> {
-        let bad = |why: &str| StoreError::Export(format!("not a benchrig export: {why}"));
+        let bad = |why: &str| StoreError::Import(format!("not a benchrig export: {why}"));
         if doc["benchrig_export"].as_i64() != Some(FORMAT) {
             return Err(bad(&format!("`benchrig_export` must be {FORMAT}")));
         }
@@ -170,7 +170,7 @@ impl Store {
             &[text("started").into(), text("playbook").into(), text("name").into()],
         )?;
         if let Some(id) = existing.and_then(|r| r.opt_int(0)) {
-            return Err(StoreError::Export(format!("this run is already in the database as run {id}")));
+            return Err(StoreError::Import(format!("this run is already in the database as run {id}")));
         }
         db.transaction(|db| {
             let new_run = insert(db, "runs", &run)?.ok_or_else(|| bad("the run has no id"))?;
@@ -190,7 +190,7 @@ impl Store {
             for (i, c) in cells.iter().enumerate() {
                 let mut c = c.as_object().cloned().ok_or_else(|| bad("a cell is not an object"))?;
                 columns.check("cells", Some(i), &c)?;
-                let old = c["id"].as_i64().ok_or_else(|| bad("a cell has no id"))?;
+                let old = c.get("id").and_then(Json::as_i64).ok_or_else(|| bad("a cell has no id"))?;
                 c.insert("run_id".into(), json!(new_run));
                 cell_ids.insert(old, insert(db, "cells", &c)?.ok_or_else(|| bad("a cell has no id"))?);
             }
@@ -204,8 +204,10 @@ impl Store {
                     let mut s =
                         s.as_object().cloned().ok_or_else(|| bad(&format!("an entry of {table} is not an object")))?;
                     columns.check(table, Some(i), &s)?;
-                    let old =
-                        s["cell_id"].as_i64().ok_or_else(|| bad(&format!("an entry of {table} has no cell_id")))?;
+                    let old = s
+                        .get("cell_id")
+                        .and_then(Json::as_i64)
+                        .ok_or_else(|| bad(&format!("an entry of {table} has no cell_id")))?;
                     let new = cell_ids
                         .get(&old)
                         .ok_or_else(|| bad(&format!("an entry of {table} of cell {old}, which is not there")))?;
