@@ -106,6 +106,7 @@ fn a_ledger_a_sudo_login_could_write_vouches_for_nothing_and_its_forged_entry_fo
     const DIR: &str = "/var/lib/benchrig";
     let saved = std::fs::read(format!("{DIR}/formatted.json")).ok();
     let _restore = scopeguard(move || {
+        let _ = std::fs::remove_file(format!("{DIR}/f.new"));
         let _ = std::process::Command::new("chown").args(["-R", "root:root", DIR]).status();
         let _ = std::fs::set_permissions(DIR, std::fs::Permissions::from_mode(0o755));
         match &saved {
@@ -152,8 +153,10 @@ fn a_ledger_a_sudo_login_could_write_vouches_for_nothing_and_its_forged_entry_fo
     sh(&format!("chown brlab-nopw {DIR}"));
     sh(&format!("mkfs.ext4 -q -F -L someones-data {}", disk.dev));
     let theirs = sh(&format!("blkid -p -s UUID -o value {}", disk.dev));
+    // (The file is 0600 now; its entry's key, the device's identity, is
+    // what sysfs shows anyone. Here root reads it for the login.)
     sh(&format!(
-        "runuser -u brlab-nopw -- sh -c 'sed s/{recorded}/{theirs}/ {DIR}/formatted.json > {DIR}/f.new && mv -f {DIR}/f.new {DIR}/formatted.json'"
+        "sed s/{recorded}/{theirs}/ {DIR}/formatted.json | runuser -u brlab-nopw -- sh -c 'rm -f {DIR}/f.new && cat > {DIR}/f.new && mv -f {DIR}/f.new {DIR}/formatted.json'"
     ));
     assert!(sh(&format!("cat {DIR}/formatted.json")).contains(&theirs), "the forgery took");
     let before = disk.digest();
