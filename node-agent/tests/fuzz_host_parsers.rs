@@ -43,8 +43,13 @@ fn procish() -> impl Strategy<Value = String> {
     .prop_map(|parts| parts.concat())
 }
 
+/// 256 cases each unless PROPTEST_CASES says.
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() }
+    let mut c = ProptestConfig::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        c.cases = 256;
+    }
+    c
 }
 
 proptest! {
