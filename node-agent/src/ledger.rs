@@ -206,7 +206,8 @@ fn open_private(path: &Path, how: OFlags) -> io::Result<File> {
 /// Why a file or dir of this `uid` and `mode` may be written by someone
 /// other than root and the agent's user; `sticky_ok`: a sticky dir's
 /// write bits let others make their own entries there, not replace ours.
-fn not_private(uid: u32, mode: u32, sticky_ok: bool) -> Option<String> {
+/// (Also what `scratch` asks of an image and its marker.)
+pub(crate) fn not_private(uid: u32, mode: u32, sticky_ok: bool) -> Option<String> {
     let me = rustix::process::geteuid().as_raw();
     if uid != 0 && uid != me {
         return Some(format!("is owned by uid {uid}, neither root nor the agent's user (uid {me})"));

@@ -226,10 +226,9 @@ fn image_marker(image: &Path) -> PathBuf {
 /// write. A marker anyone could drop beside anyone's image proves nothing.
 fn made_by_us(image: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let me = rustix::process::geteuid().as_raw();
     let ours = |p: &Path| {
         std::fs::symlink_metadata(p)
-            .is_ok_and(|m| m.file_type().is_file() && (m.uid() == 0 || m.uid() == me) && m.mode() & 0o022 == 0)
+            .is_ok_and(|m| m.file_type().is_file() && crate::ledger::not_private(m.uid(), m.mode(), false).is_none())
     };
     ours(image) && ours(&image_marker(image))
 }

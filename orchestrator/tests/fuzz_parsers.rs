@@ -895,6 +895,13 @@ fn seed_export() -> Json {
     })
 }
 
+/// A new SQLite store in a directory of its own (kept while the store is).
+fn fresh_store() -> (tempfile::TempDir, benchrig::store::Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(dir.path().join("f.db"))).unwrap();
+    (dir, store)
+}
+
 /// One change to an export: a key dropped, a value replaced, a row
 /// doubled or dropped, a key added, at a place `at` picks.
 #[derive(Clone, Debug)]
@@ -990,12 +997,7 @@ proptest! {
         mutations.iter().for_each(|m| mutate_export(&mut doc, m));
         // One store for every case (opening one migrates it: 20 ms each).
         thread_local! {
-            static STORE: (tempfile::TempDir, benchrig::store::Store) = {
-                let dir = tempfile::tempdir().unwrap();
-                let at = benchrig::store::DbLocation::Sqlite(dir.path().join("f.db"));
-                let store = benchrig::store::Store::open(&at).unwrap();
-                (dir, store)
-            };
+            static STORE: (tempfile::TempDir, benchrig::store::Store) = fresh_store();
         }
         STORE.with(|(_, store)| {
             guarded("store::import_run", &doc.to_string(), || {
@@ -1010,8 +1012,7 @@ proptest! {
 /// The seed the import cases mutate is an export `import` takes whole.
 #[test]
 fn the_seed_export_imports() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(dir.path().join("f.db"))).unwrap();
+    let (_dir, store) = fresh_store();
     let id = store.import_run(&seed_export()).unwrap();
     assert_eq!(store.samples(id).unwrap().len(), 1);
 }
@@ -1021,8 +1022,7 @@ fn the_seed_export_imports() {
 /// the import: the proptest cases above rarely draw that one key).
 #[test]
 fn an_export_missing_any_one_key_is_imported_or_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(dir.path().join("f.db"))).unwrap();
+    let (_dir, store) = fresh_store();
     let seed = seed_export();
     let mut places = Vec::new();
     for (list, v) in seed.as_object().unwrap() {

@@ -27,7 +27,8 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
     if let Some(o) = args.options.iter().find(|o| !plain(o)) {
         return Err(bad(format!("nfs_export: bad option `{o}`")));
     }
-    let path = st.target(Some(&args.target))?.mountpoint.join(dir);
+    let mountpoint = st.target(Some(&args.target))?.mountpoint.clone();
+    let path = mountpoint.join(dir);
     if !path.is_dir() {
         return Err(AgentError::failed(format!("nfs_export: {} is not a directory", path.display())));
     }
@@ -42,7 +43,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
 
     // What a client writes (as root, with no_root_squash) must not become
     // a setuid program or a device node on this host.
-    let mountpoint = st.target(Some(&args.target))?.mountpoint.to_string_lossy().into_owned();
+    let mountpoint = mountpoint.to_string_lossy().into_owned();
     cmd::run_ok(&["mount", "-o", "remount,nosuid,nodev", &mountpoint])
         .map_err(|e| AgentError::failed(format!("nfs_export: remounting {mountpoint} nosuid,nodev: {e}")))?;
 

@@ -57,7 +57,8 @@ pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::R
         match store.take_leases(ask.hosts, &holder, ask.term)? {
             Taken::Held { quarantined } => break quarantined,
             Taken::Busy(busy) => {
-                if own_lapse.is_none() {
+                // The database's clock is asked only for a resume's own leases.
+                if own_lapse.is_none() && ask.resuming.is_some() {
                     if let Some(lapse) = own_leases_lapse(&busy, ask.resuming, store.unix_now()?) {
                         let at = Instant::now() + lapse + POLL;
                         progress.note(format!(

@@ -210,13 +210,6 @@ impl Store {
         )
     }
 
-    /// The hosts `holder` holds now (a host another run took over, or one
-    /// released by hand, is no longer among them).
-    pub fn held_by(&self, holder: &Holder) -> Result<Vec<String>, StoreError> {
-        let rows = self.db().query("SELECT host FROM leases WHERE token = ?1", &[holder.token.as_str().into()])?;
-        Ok(rows.iter().map(|r| r.text(0)).collect())
-    }
-
     /// The database's time in unix seconds, the clock leases are judged on.
     pub fn unix_now(&self) -> Result<i64, StoreError> {
         self.db().unix_now()
@@ -342,8 +335,6 @@ mod tests {
             s.renew_leases(&holder(1), Duration::from_secs(600)).unwrap();
             let renewed = s.leases().unwrap()[0].expires.unwrap();
             assert!((renewed - s.unix_now().unwrap() - 600).abs() <= 2, "{url}");
-            assert_eq!(s.held_by(&holder(1)).unwrap(), ["h1"]);
-            assert!(s.held_by(&holder(2)).unwrap().is_empty());
         }
     }
 
