@@ -111,7 +111,7 @@ pub fn redacted_url(url: &str) -> String {
 }
 
 /// `%XX` decoded (a key spelt `pass%77ord` is still the password).
-fn percent_decoded(s: &str) -> String {
+pub(super) fn percent_decoded(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

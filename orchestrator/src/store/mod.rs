@@ -19,6 +19,7 @@ mod sql;
 mod sqlite;
 #[cfg(test)]
 pub(crate) mod testing;
+mod tls;
 pub mod transfer;
 mod value;
 

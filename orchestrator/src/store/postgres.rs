@@ -4,13 +4,19 @@
 //! anywhere — inside the run's tokio tasks too — as they wait on SQLite.
 //! The dialect's bits live here: `?N` placeholders become `$N`, values go
 //! to whatever column type a statement has, migrations run under an
-//! advisory lock, and `hosts.seq` keeps the hosts' insertion order.
+//! advisory lock, and `hosts.seq` keeps the hosts' insertion order. TLS is
+//! libpq's `sslmode` and its files (`tls`), with rustls.
 
 use super::error::StoreError;
 use super::sql::Sql;
+use super::tls;
 use super::value::{Row, Val};
 use bytes::BytesMut;
+use tokio_postgres::config::Host;
+use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::Socket;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub struct Pg {
     client: tokio_postgres::Client,
@@ -32,12 +38,33 @@ const EXCLUSIVE_LOCK: i64 = 7420002;
 const MIGRATION_LOCK: i64 = 7420001;
 
 impl Pg {
-    /// Connect to the server and database `url` names (libpq's URL form).
+    /// Connect to the server and database `url` names (libpq's URL form),
+    /// over TLS as its `sslmode` and libpq's variables say (`tls`). Errors
+    /// name the URL with its password redacted.
     pub fn connect(url: &str) -> Result<Pg, StoreError> {
-        let mut config: tokio_postgres::Config = url.parse().map_err(pg_err)?;
+        Pg::connect_in(url, |var| std::env::var(var).ok())
+    }
+
+    /// [`Pg::connect`] with `env` for libpq's TLS variables and `HOME`.
+    fn connect_in(url: &str, env: impl Fn(&str) -> Option<String>) -> Result<Pg, StoreError> {
+        let shown = super::location::redacted_url(url);
+        let fail = |what: String| StoreError::Postgres(format!("{shown}: {what}"));
+        let (url, params) = tls::split_url(url);
+        let params = params.or_env(&env);
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| fail(tls::chain(&e)))?;
         if let Some(note) = super::pgpass::fill_password(&mut config) {
             tracing::warn!("{note}");
         }
+        // libpq: a socket is never TLS.
+        let over_tcp =
+            !config.get_hostaddrs().is_empty() || config.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)));
+        let home = env("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
+        let plan = tls::plan(&params, home.as_deref(), over_tcp).map_err(|e| fail(e.to_string()))?;
+        let rustls = match plan.mode {
+            tls::SslMode::Disable => None,
+            _ => Some(MakeRustlsConnect::new(plan.client_config().map_err(|e| fail(e.to_string()))?)),
+        };
+        let attempts = plan.attempts();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("postgres".into())
@@ -45,26 +72,22 @@ impl Pg {
                 let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = tx.send(Err(StoreError::Postgres(e.to_string())));
+                        let _ = tx.send(Err(Failed::Other(e.to_string())));
                         return;
                     }
                 };
-                rt.block_on(async move {
-                    match config.connect(tokio_postgres::NoTls).await {
-                        Ok((client, connection)) => {
-                            let _ = tx.send(Ok(client));
-                            // Drives the connection until the client is dropped.
-                            let _ = connection.await;
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(pg_err(e)));
-                        }
-                    }
-                });
+                match rustls {
+                    None => rt.block_on(serve(config, attempts, tokio_postgres::NoTls, tx)),
+                    Some(rustls) => rt.block_on(serve(config, attempts, rustls, tx)),
+                }
             })
-            .map_err(|e| StoreError::Postgres(e.to_string()))?;
-        let client = rx.recv().map_err(|e| StoreError::Postgres(e.to_string()))??;
-        Ok(Pg { client })
+            .map_err(|e| fail(e.to_string()))?;
+        match rx.recv() {
+            Ok(Ok(client)) => Ok(Pg { client }),
+            Ok(Err(Failed::Connecting(e))) => Err(fail(plan.explain(&e))),
+            Ok(Err(Failed::Other(e))) => Err(fail(e)),
+            Err(e) => Err(fail(e.to_string())),
+        }
     }
 
     /// Bring the database to the schema of `migrations`, recorded in
@@ -93,6 +116,44 @@ impl Pg {
         })();
         self.execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"), &[])?;
         result
+    }
+}
+
+/// What the connection's thread sends back: the client, or why not.
+type Connected = Result<tokio_postgres::Client, Failed>;
+
+enum Failed {
+    /// tokio-postgres's error, for `Plan::explain`.
+    Connecting(tokio_postgres::Error),
+    /// The thread's runtime could not start.
+    Other(String),
+}
+
+/// Connect with each of `attempts` in turn, the next only after the server
+/// refused the one before (`allow`), send the client back on `tx`, then
+/// drive the connection until the client is dropped.
+async fn serve<T>(
+    mut config: tokio_postgres::Config,
+    attempts: &[tokio_postgres::config::SslMode],
+    tls: T,
+    tx: std::sync::mpsc::Sender<Connected>,
+) where
+    T: MakeTlsConnect<Socket> + Clone,
+{
+    for (i, mode) in attempts.iter().enumerate() {
+        config.ssl_mode(*mode);
+        match config.connect(tls.clone()).await {
+            Ok((client, connection)) => {
+                let _ = tx.send(Ok(client));
+                let _ = connection.await;
+                return;
+            }
+            Err(e) if e.as_db_error().is_some() && i + 1 < attempts.len() => continue,
+            Err(e) => {
+                let _ = tx.send(Err(Failed::Connecting(e)));
+                return;
+            }
+        }
     }
 }
 
@@ -191,8 +252,214 @@ impl ToSql for Val {
 
 #[cfg(test)]
 mod tests {
+    use super::Pg;
+    use std::path::{Path, PathBuf};
+
     #[test]
     fn placeholders_become_dollars() {
         assert_eq!(super::dollar_placeholders("a = ?1 AND b IN (?2, ?10) -- ?"), "a = $1 AND b IN ($2, $10) -- ?");
+    }
+
+    /// Where ci/postgres.sh puts the TLS side of its server: `tcp.url`
+    /// (role benchrig_tls and its password, localhost), `ca.crt` that signed
+    /// the server's certificate, `wrong-ca.crt` that signed nothing of it,
+    /// `client.crt`/`.key` for role benchrig_cert.
+    const TLS_DIR: &str = "/var/tmp/benchrig-pg";
+
+    /// The server's TCP URL, with `user` for benchrig_tls and `query` added;
+    /// None (the test is skipped) when no server is named.
+    fn tls_url(user: &str, query: &str) -> Option<String> {
+        if std::env::var_os("BENCHRIG_TEST_POSTGRES").is_none() {
+            eprintln!("BENCHRIG_TEST_POSTGRES is not set: PostgreSQL over TLS is not tried");
+            return None;
+        }
+        let file = Path::new(TLS_DIR).join("tcp.url");
+        let url = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e} (`ci/postgres.sh up` writes it)", file.display()));
+        let url = url.trim().replacen("://benchrig_tls:", &format!("://{user}:"), 1);
+        Some(format!("{url}?{query}"))
+    }
+
+    fn file(name: &str) -> String {
+        Path::new(TLS_DIR).join(name).display().to_string()
+    }
+
+    /// A home of its own and no libpq variable, so nothing of the user
+    /// running the tests (a `~/.postgresql/root.crt`, `PGSSLMODE`) counts.
+    struct Env {
+        home: tempfile::TempDir,
+        vars: Vec<(&'static str, String)>,
+    }
+
+    impl Env {
+        fn new() -> Env {
+            Env { home: tempfile::tempdir().unwrap(), vars: vec![] }
+        }
+
+        fn with(mut self, var: &'static str, value: &str) -> Env {
+            self.vars.push((var, value.into()));
+            self
+        }
+
+        /// `~/.postgresql/root.crt` a copy of `from`.
+        fn root_crt(self, from: &str) -> Env {
+            let dir = self.home.path().join(".postgresql");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::copy(from, dir.join("root.crt")).unwrap();
+            self
+        }
+
+        fn home(&self) -> PathBuf {
+            self.home.path().into()
+        }
+
+        fn connect(&self, url: &str) -> Result<Pg, String> {
+            let home = self.home().display().to_string();
+            Pg::connect_in(url, |var| match var {
+                "HOME" => Some(home.clone()),
+                _ => self.vars.iter().find(|(v, _)| *v == var).map(|(_, value)| value.clone()),
+            })
+            .map_err(|e| e.to_string())
+        }
+    }
+
+    /// What the server says of this connection: is it TLS?
+    fn ssl(pg: &Pg) -> bool {
+        let row = futures_executor::block_on(
+            pg.client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]),
+        )
+        .unwrap();
+        row.get(0)
+    }
+
+    /// The password of `url`, never shown in an error.
+    fn password(url: &str) -> &str {
+        let creds = &url[url.find("://").unwrap() + 3..url.rfind('@').unwrap()];
+        creds.split_once(':').unwrap().1
+    }
+
+    #[test]
+    fn verify_full_with_the_servers_ca_connects_over_tls() {
+        let ca = file("ca.crt");
+        let Some(url) = tls_url("benchrig_tls", &format!("sslmode=verify-full&sslrootcert={ca}")) else { return };
+        let pg = Env::new().connect(&url).unwrap();
+        assert!(ssl(&pg), "verify-full, and the server says the connection is not TLS");
+        // The same through libpq's variables, the URL naming neither.
+        let url = url.split_once('?').unwrap().0;
+        let pg = Env::new().with("PGSSLMODE", "verify-full").with("PGSSLROOTCERT", &ca).connect(url).unwrap();
+        assert!(ssl(&pg), "PGSSLMODE=verify-full, and the connection is not TLS");
+    }
+
+    #[test]
+    fn verify_full_with_another_ca_is_refused_as_a_certificate_error_naming_the_url_without_its_password() {
+        let wrong = file("wrong-ca.crt");
+        let Some(url) = tls_url("benchrig_tls", &format!("sslmode=verify-full&sslrootcert={wrong}")) else { return };
+        let e = Env::new().connect(&url).err().expect("a server whose CA is not the root certificate was believed");
+        assert!(e.contains("certificate verify failed") && e.contains("UnknownIssuer"), "{e}");
+        assert!(e.contains("benchrig_tls:***@localhost") && !e.contains(password(&url)), "{e}");
+        // verify-ca checks the same chain.
+        let url = url.replace("verify-full", "verify-ca");
+        let e = Env::new().connect(&url).err().expect("verify-ca believed a server of another CA");
+        assert!(e.contains("certificate verify failed"), "{e}");
+    }
+
+    #[test]
+    fn a_host_name_not_in_the_certificate_is_refused_by_verify_full_and_taken_by_verify_ca() {
+        let ca = file("ca.crt");
+        let Some(url) = tls_url("benchrig_tls", &format!("sslmode=verify-full&sslrootcert={ca}&hostaddr=127.0.0.1"))
+        else {
+            return;
+        };
+        // The server at 127.0.0.1, reached as a name its certificate does not have.
+        let url = url.replacen("@localhost:", "@benchrig-elsewhere.invalid:", 1);
+        let e = Env::new().connect(&url).err().expect("verify-full took a certificate made out to another name");
+        assert!(e.contains("certificate verify failed") && e.contains("benchrig-elsewhere.invalid"), "{e}");
+        let pg = Env::new().connect(&url.replace("verify-full", "verify-ca")).unwrap();
+        assert!(ssl(&pg));
+    }
+
+    #[test]
+    fn sslmode_disable_connects_without_tls_and_require_with_it() {
+        let Some(url) = tls_url("benchrig_tls", "sslmode=disable") else { return };
+        assert!(!ssl(&Env::new().connect(&url).unwrap()), "sslmode=disable, and the connection is TLS");
+        // No root certificate: encrypted, the certificate not checked (libpq's require).
+        let url = url.replace("disable", "require");
+        assert!(ssl(&Env::new().connect(&url).unwrap()), "sslmode=require, and the connection is not TLS");
+        // The default, prefer, takes TLS when the server has it.
+        let url = url.split_once('?').unwrap().0;
+        assert!(ssl(&Env::new().connect(url).unwrap()), "sslmode=prefer (the default), and no TLS");
+    }
+
+    #[test]
+    fn require_with_a_root_certificate_in_home_checks_the_chain_as_libpq_does() {
+        let Some(url) = tls_url("benchrig_tls", "sslmode=require") else { return };
+        let e = Env::new()
+            .root_crt(&file("wrong-ca.crt"))
+            .connect(&url)
+            .err()
+            .expect("require ignored ~/.postgresql/root.crt");
+        assert!(
+            e.contains("certificate verify failed") && e.contains("because") && e.contains("root.crt exists"),
+            "{e}"
+        );
+        let pg = Env::new().root_crt(&file("ca.crt")).connect(&url).unwrap();
+        assert!(ssl(&pg));
+    }
+
+    #[test]
+    fn a_role_pg_hba_allows_only_over_tls_is_refused_without_it_and_allow_retries_with_tls() {
+        let Some(url) = tls_url("benchrig_tls_only", "sslmode=disable") else { return };
+        let e = Env::new().connect(&url).err().expect("the server let a TLS-only role in without TLS");
+        assert!(e.contains("pg_hba.conf rejects connection") && e.contains("no encryption"), "{e}");
+        let pg = Env::new().connect(&url.replace("disable", "allow")).unwrap();
+        assert!(ssl(&pg), "allow: the server refused the plain connection, and the next was not TLS");
+    }
+
+    #[test]
+    fn a_client_certificate_logs_in_where_pg_hba_asks_for_one() {
+        let ca = file("ca.crt");
+        let Some(url) = tls_url("benchrig_cert", &format!("sslmode=verify-full&sslrootcert={ca}")) else { return };
+        let e = Env::new().connect(&url).err().expect("role benchrig_cert came in without a certificate");
+        assert!(e.contains("requires a valid client certificate"), "{e}");
+        let with = format!("{url}&sslcert={}&sslkey={}", file("client.crt"), file("client.key"));
+        let pg = Env::new().connect(&with).unwrap();
+        assert!(ssl(&pg));
+    }
+
+    #[test]
+    fn a_socket_is_never_tls_whatever_sslmode_says() {
+        let Ok(base) = std::env::var("BENCHRIG_TEST_POSTGRES") else {
+            eprintln!("BENCHRIG_TEST_POSTGRES is not set: the socket's sslmode is not tried");
+            return;
+        };
+        assert!(base.contains("%2F") && !base.contains('?'), "ci/postgres.sh's URL is a socket's: {base}");
+        let pg = Env::new().connect(&format!("{base}?sslmode=require")).unwrap();
+        assert!(!ssl(&pg));
+        let e =
+            Env::new().connect(&format!("{base}?sslmode=verify-fully")).err().expect("an unknown sslmode was taken");
+        assert!(e.contains("unknown sslmode `verify-fully`"), "{e}");
+    }
+
+    /// A server that answers TLS's request with `N`, as one without TLS does.
+    #[test]
+    fn a_server_without_tls_is_refused_when_sslmode_requires_it() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut request = [0u8; 8];
+            conn.read_exact(&mut request).unwrap();
+            conn.write_all(b"N").unwrap();
+            request
+        });
+        let url = format!("postgres://bench:s3cret@127.0.0.1:{port}/lab?sslmode=require");
+        let e = Env::new().connect(&url).err().expect("connected to a server with no TLS");
+        assert_eq!(
+            e,
+            format!("postgresql: postgres://bench:***@127.0.0.1:{port}/lab?sslmode=require: server does not support TLS but sslmode=require")
+        );
+        // Length 8, code 80877103: SSLRequest.
+        assert_eq!(server.join().unwrap(), [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
     }
 }
