@@ -29,11 +29,14 @@ pub fn file_for(target: &str) -> PathBuf {
     Path::new(DIR).join(format!("{PREFIX}{}-{target}.exports", std::process::id()))
 }
 
-/// An exports(5) line; the path quoted, as exportfs allows, if it has blanks.
+/// An exports(5) line: the path (quoted, as exportfs allows, if it has
+/// blanks), then each of the blank-separated `clients` with the options.
 pub fn line(path: &Path, clients: &str, options: &[String]) -> String {
     let p = path.to_string_lossy();
     let p = if p.contains(char::is_whitespace) { format!("\"{p}\"") } else { p.into_owned() };
-    format!("{p} {clients}({})", options.join(","))
+    let opts = options.join(",");
+    let each: Vec<String> = clients.split_whitespace().map(|c| format!("{c}({opts})")).collect();
+    format!("{p} {}", each.join(" "))
 }
 
 /// This boot of the machine (`/proc/sys/kernel/random/boot_id`).
@@ -134,6 +137,7 @@ mod tests {
         let opts = vec!["rw".to_string(), "sync".into()];
         assert_eq!(line(Path::new("/w/mnt/a"), "*", &opts), "/w/mnt/a *(rw,sync)");
         assert_eq!(line(Path::new("/w/m a"), "10.0.0.0/8", &opts), "\"/w/m a\" 10.0.0.0/8(rw,sync)");
+        assert_eq!(line(Path::new("/w/a"), " 10.0.0.2  10.0.0.3 ", &opts), "/w/a 10.0.0.2(rw,sync) 10.0.0.3(rw,sync)");
     }
 
     /// A file whose pid lives is stale all the same when it was made in

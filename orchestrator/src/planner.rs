@@ -490,7 +490,10 @@ impl<'a> PlayCtx<'a> {
                             if !conditions_hold(s, &ctx, t)? {
                                 continue;
                             }
-                            let (action, why) = build_action(s, &ctx, m, play, t)?;
+                            let (mut action, why) = build_action(s, &ctx, m, play, t)?;
+                            if let Action::NfsExport(e) = &mut action {
+                                default_export_clients(e, s, m.host, &hosts, self.inventory)?;
+                            }
                             if unsupported.is_none() {
                                 unsupported = why;
                             }
@@ -695,6 +698,38 @@ fn build_action(
     })?;
     let why = unsupported_reason(entry, &profile, m.host, m.facts);
     Ok((Action::Filesystem(FilesystemArgs { device, profile }), why))
+}
+
+/// An `nfs_export` without `clients` in a role play exports to the cell's
+/// other hosts (by `ansible_host`, as they reach the server), never to
+/// anyone; in a play without roles there is nobody to default to.
+fn default_export_clients(
+    e: &mut benchrig_wire::args::NfsExportArgs,
+    s: &Step,
+    host: &str,
+    members: &[Member],
+    inventory: &Inventory,
+) -> Result<(), ConfigError> {
+    if !e.clients.trim().is_empty() {
+        return Ok(());
+    }
+    let others: Vec<String> = members
+        .iter()
+        .filter(|m| m.host != host)
+        .map(|m| {
+            let vars = inventory.host_vars(m.host);
+            let address = vars.get("ansible_host").or_else(|| vars.get("ansible_ssh_host"));
+            address.and_then(|a| a.as_str()).unwrap_or(m.host).to_string()
+        })
+        .collect();
+    if others.is_empty() {
+        return Err(ConfigError::at(
+            &s.loc,
+            "`nfs_export` needs `clients` here: the play has no other hosts (roles) to export to; name who may mount it (exports(5): a host, a network such as 10.77.0.0/24, or `*`)".to_string(),
+        ));
+    }
+    e.clients = others.join(" ");
+    Ok(())
 }
 
 fn find_scratch<'s>(
@@ -996,6 +1031,29 @@ mod tests {
         // Two roles need two hosts.
         let e = plan_role_play(&pb.plays[0], 0, &inv, &hosts[..1], &Vars::new(), &[], &templates(&inv)).unwrap_err();
         assert!(e.message.contains("only 1 host"), "{e}");
+    }
+
+    #[test]
+    fn an_export_without_clients_goes_to_the_cells_other_hosts_and_a_plain_play_must_name_them() {
+        let mut inv = inv();
+        inv.add_host_to_group("lab", "h2");
+        inv.ensure_host("h2").vars.insert("ansible_host".into(), json!("10.0.0.2"));
+        let pb = playbook::parse(
+            "r.yml",
+            "- hosts: all\n  roles: [server, client]\n  setup:\n    - {role: server, nfs_export: {target: x}}\n",
+        )
+        .unwrap();
+        let hosts = vec!["h1".to_string(), "h2".to_string()];
+        let cells = plan_role_play(&pb.plays[0], 0, &inv, &hosts, &Vars::new(), &[], &templates(&inv)).unwrap();
+        let clients = |c: &Cell| match &c.setup[0].action {
+            Action::NfsExport(e) => format!("{}@{}", e.clients, c.setup[0].host),
+            other => panic!("{other:?}"),
+        };
+        // h2 by its ansible_host; h1, which has none, by its name.
+        assert_eq!(clients(&cells[0]), "10.0.0.2@h1");
+        assert_eq!(clients(&cells[1]), "h1@h2");
+        let e = plan("- hosts: all\n  setup:\n    - nfs_export: {target: x}\n", Vars::new(), None).unwrap_err();
+        assert!(e.to_string().contains("pb.yml:3:7") && e.message.contains("`nfs_export` needs `clients` here"), "{e}");
     }
 
     #[test]

@@ -457,9 +457,12 @@ pub struct NfsExportArgs {
     /// A directory inside it, relative (`.`: the whole filesystem).
     #[serde(default = "dot")]
     pub dir: String,
-    /// Who may mount it, as in exports(5): a host, `10.77.0.0/24`, or `*`
-    /// written out. No default: on a lab network others reach, an export
-    /// to anyone is a choice to make, not to fall into.
+    /// Who may mount it, as in exports(5): hosts, networks
+    /// (`10.77.0.0/24`), or `*` written out, separated by blanks. Left
+    /// out in a role play, the planner names the cell's other hosts (their
+    /// `ansible_host`); never anyone by default: on a lab network others
+    /// reach, an export to anyone is a choice to make, not to fall into.
+    #[serde(default)]
     pub clients: String,
     /// exports(5) options; `root_squash` unless they say otherwise.
     #[serde(default = "default_export_options")]

@@ -21,8 +21,11 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &NfsExportArgs) -> Result<St
     // exports(5) syntax: a client or option with blanks, parentheses or a
     // comment sign would change the line's meaning.
     let plain = |s: &str| !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || "()#,\"".contains(c));
-    if !plain(&args.clients) {
-        return Err(bad(format!("nfs_export: bad `clients` `{}`", args.clients)));
+    if args.clients.split_whitespace().next().is_none() {
+        return Err(bad("nfs_export: no `clients`: name who may mount it (a host, a network, or `*`)".into()));
+    }
+    if let Some(c) = args.clients.split_whitespace().find(|c| !plain(c)) {
+        return Err(bad(format!("nfs_export: bad client `{c}` in `clients`")));
     }
     if let Some(o) = args.options.iter().find(|o| !plain(o)) {
         return Err(bad(format!("nfs_export: bad option `{o}`")));
