@@ -57,7 +57,7 @@ fn main() {
     let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(!dev.is_empty(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
     let mut st = HostState::new(SysView::real());
-    st.work_dir = dir.path().join("work");
+    st.set_work_dir(dir.path().join("work"));
     std::fs::create_dir_all(&st.work_dir).unwrap();
     st.scratch = vec![ScratchDevice {
         path: dev.clone(),

@@ -1,10 +1,24 @@
 //! Running the host's tools (mkfs, mount, losetup, ...).
 //!
 //! Children never inherit the agent's stdin or stdout: those carry frames.
+//! Every one has a deadline ([`TOOL_DEADLINE`] unless the caller gives
+//! another): a tool that hangs (a `mount` of a dead server, a `blkid` of a
+//! failing disk) is killed with its process group, and the error says so.
+//! They run under the `supervisor`, as a step's children do.
 
-use crate::supervisor::last_line;
+use crate::outbox::StepCtx;
+use crate::supervisor::{self, last_line, Ended, StdoutTo, Supervised};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// How long a host tool may run unless its caller says otherwise: far
+/// longer than any mkfs, mount or losetup takes on a healthy host (mkfs
+/// discarding a large SSD takes minutes), short enough that a hung one
+/// does not hold a host all night.
+pub const TOOL_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The most of a tool's stdout kept (lsblk and blkid print kilobytes).
+const STDOUT_KEEP: usize = 16 << 20;
 
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -25,29 +39,58 @@ impl Output {
     }
 }
 
-/// Run `argv` to completion, capturing its output.
+/// Run `argv` to completion (within [`TOOL_DEADLINE`]), capturing its output.
 pub fn run<S: AsRef<str>>(argv: &[S]) -> Result<Output, String> {
+    run_within(argv, TOOL_DEADLINE)
+}
+
+/// Run `argv` to completion, killing it (and whatever it started) once it
+/// has run for `deadline`: then the error names the command and the limit.
+pub fn run_within<S: AsRef<str>>(argv: &[S], deadline: Duration) -> Result<Output, String> {
+    run_supervised(argv, None, Some(deadline))
+}
+
+/// Run a tool that is a step's measured work (a `btrfs balance` takes as
+/// long as the volume's data needs): no deadline of its own, but killed
+/// when the step is cancelled, by its `timeout`, a Ctrl-C or a lost
+/// orchestrator, and then the error says so.
+pub fn run_for_step<S: AsRef<str>>(argv: &[S], ctx: &StepCtx) -> Result<Output, String> {
+    run_supervised(argv, Some(ctx), None)
+}
+
+fn run_supervised<S: AsRef<str>>(argv: &[S], ctx: Option<&StepCtx>, deadline: Option<Duration>) -> Result<Output, String> {
     let (prog, args) = argv.split_first().ok_or("empty command")?;
     let prog = prog.as_ref();
     let path = which(prog).ok_or_else(|| format!("{prog} not found"))?;
-    let out = Command::new(&path)
-        .args(args.iter().map(AsRef::as_ref))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("LC_ALL", "C")
-        .output()
+    let mut command = supervisor::command(&path);
+    command.args(args.iter().map(AsRef::as_ref));
+    let mut child = Supervised::spawn(&mut command, StdoutTo::Capture(STDOUT_KEEP))
         .map_err(|e| format!("cannot run {prog}: {e}"))?;
+    let waited = child.wait(ctx, deadline);
+    let out = child.collect();
+    let (status, ended) = waited.map_err(|e| format!("`{prog}`: {e}"))?;
+    let shown = || argv.iter().map(AsRef::as_ref).collect::<Vec<&str>>().join(" ");
+    match ended {
+        Ended::Exited => {}
+        Ended::TimedOut(t) => {
+            return Err(format!("`{}` did not finish within {} s and was killed", shown(), t.as_secs_f64()))
+        }
+        Ended::Cancelled => return Err(format!("`{}` was killed: the step was cancelled", shown())),
+    }
     Ok(Output {
-        status: out.status.code().unwrap_or(-1),
+        status: status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stderr: out.stderr_text(),
     })
 }
 
 /// Run and require success; the error is the command and its reason.
 pub fn run_ok<S: AsRef<str>>(argv: &[S]) -> Result<Output, String> {
-    let out = run(argv)?;
+    succeeded(argv, run(argv)?)
+}
+
+/// `out` of `argv` if it exited 0; otherwise the error `run_ok` gives.
+pub fn succeeded<S: AsRef<str>>(argv: &[S], out: Output) -> Result<Output, String> {
     if out.ok() {
         Ok(out)
     } else {
@@ -87,6 +130,26 @@ mod tests {
         assert_eq!((o.status, o.stdout.trim(), o.stderr.trim()), (3, "out", "err"));
         assert_eq!(o.reason(), "err");
         assert!(run_ok(&["sh", "-c", "exit 1"]).unwrap_err().contains("exit status 1"));
+    }
+
+    #[test]
+    fn a_tool_past_its_deadline_is_killed_with_what_it_started_and_named() {
+        let t0 = std::time::Instant::now();
+        let e = run_within(&["sh", "-c", "sleep 30 & sleep 30"], Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("`sh -c sleep 30 & sleep 30` did not finish within 0.3 s and was killed"), "{e}");
+        // The background sleep held the output pipes too: killed with the group, not waited for.
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn a_steps_tool_has_no_deadline_but_its_cancel() {
+        let out = crate::outbox::Outbox::new(Box::new(std::io::sink()));
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = StepCtx::new(1, &out, &cancel);
+        assert_eq!(run_for_step(&["sh", "-c", "sleep 0.3; echo done"], &ctx).unwrap().stdout, "done\n");
+        cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        let e = run_for_step(&["sleep", "30"], &ctx).unwrap_err();
+        assert_eq!(e, "`sleep 30` was killed: the step was cancelled");
     }
 
     #[test]

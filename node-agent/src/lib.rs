@@ -2,6 +2,18 @@
 //! stdin/stdout. Synchronous std Rust with pure-Rust dependencies so it
 //! builds statically for every architecture with no C toolchain.
 
+/// A line on stderr for whoever reads the agent's log (the orchestrator
+/// forwards it). Never `eprintln!`, which panics when stderr is gone (the
+/// connection died): that would kill the agent before it releases what it
+/// set up.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod acl;
 pub mod actions;
 pub mod buffer;
@@ -14,6 +26,7 @@ pub mod dispatch;
 pub mod exports;
 pub mod facts;
 pub mod fs_name;
+pub mod journal;
 pub mod kernel;
 pub mod kernel_settings;
 pub mod kmsg;
@@ -32,6 +45,7 @@ pub mod supervisor;
 pub mod sysfs;
 pub mod tools;
 pub mod treegen;
+pub mod undo;
 pub mod workloads;
 
 /// sha256 of the running executable, so the orchestrator can verify it runs what it pushed.

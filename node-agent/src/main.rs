@@ -41,10 +41,10 @@ fn serve() {
     rustix::stdio::dup2_stdout(rustix::stdio::stderr())
         .unwrap_or_else(|e| fail(&format!("cannot redirect stdout: {e}")));
     let out = Outbox::new(Box::new(BufWriter::new(File::from(proto))));
-    session::serve(std::io::stdin().lock(), out, SysView::real(), sha);
+    session::serve(std::io::stdin(), out, SysView::real(), sha);
 }
 
 fn fail(msg: &str) -> ! {
-    eprintln!("benchrig-agent: {msg}");
+    benchrig_agent::say!("benchrig-agent: {msg}");
     std::process::exit(2)
 }

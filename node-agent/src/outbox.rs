@@ -23,18 +23,28 @@ impl Outbox {
     pub fn send(&self, msg: &AgentMsg) {
         match frame::encode(msg) {
             Ok(bytes) => self.write(&bytes),
-            Err(e) => eprintln!("benchrig-agent: cannot encode a message: {e}"),
+            Err(e) => crate::say!("benchrig-agent: cannot encode a message: {e}"),
         }
     }
 
     fn write(&self, bytes: &[u8]) {
+        // A broken channel carries no more frames (half a frame may be in it).
+        if self.gone.load(Ordering::SeqCst) {
+            return;
+        }
         let mut w = self.w.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = w.write_all(bytes).and_then(|()| w.flush()) {
             // The orchestrator is gone; the reader sees EOF and cleans up.
             if !self.gone.swap(true, Ordering::SeqCst) {
-                eprintln!("benchrig-agent: cannot write to the orchestrator: {e}");
+                crate::say!("benchrig-agent: cannot write to the orchestrator: {e}");
             }
         }
+    }
+
+    /// Write nothing more: nobody reads the channel (the orchestrator went
+    /// silent), and a write into a full one would block forever.
+    pub fn close(&self) {
+        self.gone.store(true, Ordering::SeqCst);
     }
 
     /// An answer that cannot be encoded (too large, say) becomes an error
@@ -47,7 +57,7 @@ impl Outbox {
                 id,
                 event: Event::Error(AgentError::failed(format!("the agent could not send its answer: {e}"))),
             }),
-            Err(e) => eprintln!("benchrig-agent: dropped an event it could not encode: {e}"),
+            Err(e) => crate::say!("benchrig-agent: dropped an event it could not encode: {e}"),
         }
     }
 

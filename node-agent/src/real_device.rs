@@ -74,7 +74,7 @@ impl DeviceProbe for RealDevice<'_> {
     }
 
     fn exclusive(&self) -> Result<(), String> {
-        exclusive_open(self.path)
+        crate::undo::exclusive_open(self.path)
     }
 
     fn disk_holds_esp(&self, disk: &str) -> bool {
@@ -100,17 +100,6 @@ fn blkid_found(export: &str) -> Option<Signature> {
         name: format!("{} (blkid)", field("TYPE=").or_else(|| field("PTTYPE=")).as_deref().unwrap_or("unknown")),
         uuid: field("UUID="),
     })
-}
-
-/// Open a device exclusively and close it again: fails while anything claims it.
-pub fn exclusive_open(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
-        .open(path)
-        .map(drop)
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -15,9 +15,10 @@
 
 use crate::cmd;
 use crate::fs_name::FsName;
-use crate::real_device::{exclusive_open, RealDevice};
+use crate::real_device::RealDevice;
 use crate::safety::{self, Device};
-use crate::state::{detach_loop, HostState, Located, Unlocated};
+use crate::state::{HostState, Located, Unlocated};
+use crate::undo::{detach_loop, exclusive_open};
 use crate::sysfs::SysView;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
@@ -289,6 +290,8 @@ fn attach_image(st: &HostState, entry: &ScratchDevice) -> Result<PathBuf, AgentE
         }
         detach_loop(&dev).map_err(AgentError::failed)?;
     }
+    // As the kernel will name it (`loop/backing_file`), for a replay of the journal.
+    st.attaching_loop(&path.canonicalize().unwrap_or_else(|_| path.clone())).map_err(AgentError::failed)?;
     let p = path.to_string_lossy();
     let out = cmd::run_ok(&["losetup", "--find", "--show", "--direct-io=on", &p])
         .or_else(|_| cmd::run_ok(&["losetup", "--find", "--show", &p]))

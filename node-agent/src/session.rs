@@ -1,8 +1,12 @@
-//! One agent session: the frame loop on the reader thread, steps on a worker
-//! thread (so `Ping` and `Cancel` are answered while a step runs), and a
-//! heartbeat thread. Whatever ends the session — `Shutdown`, the channel
-//! closing, a broken frame — the worker releases every mount and loop device
-//! the session made before the process exits.
+//! One agent session: frames read on a reader thread and handled on the
+//! session's own, steps on a worker thread (so `Ping` and `Cancel` are
+//! answered while a step runs), and a heartbeat thread. Whatever ends the
+//! session — `Shutdown`, the channel closing, a broken frame, or nothing
+//! heard from the orchestrator for [`ORCHESTRATOR_SILENCE_MS`] (a half-open
+//! link: no EOF ever comes) — the worker releases every mount and loop
+//! device the session made before the process exits. A worker that cannot
+//! finish (a step stuck in the kernel) is waited for [`RELEASE_LIMIT`] at
+//! most once the orchestrator is gone.
 
 use crate::dispatch;
 use crate::facts;
@@ -12,6 +16,7 @@ use crate::state::HostState;
 use crate::sysfs::SysView;
 use benchrig_wire::facts::AgentInfo;
 use benchrig_wire::frame::read_frame;
+use benchrig_wire::messages::ORCHESTRATOR_SILENCE_MS;
 use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, Hello, Reply, Request};
 use benchrig_wire::PROTOCOL_VERSION;
 use std::collections::HashMap;
@@ -22,6 +27,11 @@ use std::thread;
 use std::time::Duration;
 
 type CancelFlags = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
+
+/// Once the orchestrator is gone, how long the worker gets to stop its
+/// step and release everything before the agent exits regardless (what it
+/// could not release is in the journal for the next agent).
+pub const RELEASE_LIMIT: Duration = Duration::from_secs(120);
 
 struct Job {
     id: u64,
@@ -40,7 +50,12 @@ pub fn hello(sha256: &str) -> Hello {
 }
 
 /// Serve one orchestrator until it says goodbye or goes away.
-pub fn serve<R: Read>(mut input: R, out: Outbox, view: SysView, sha256: String) {
+pub fn serve<R: Read + Send + 'static>(input: R, out: Outbox, view: SysView, sha256: String) {
+    serve_with(input, out, view, sha256, Duration::from_millis(ORCHESTRATOR_SILENCE_MS))
+}
+
+/// [`serve`], taking the orchestrator for gone after `silence` without a frame.
+pub fn serve_with<R: Read + Send + 'static>(input: R, out: Outbox, view: SysView, sha256: String, silence: Duration) {
     let hello = hello(&sha256);
     let agent = AgentInfo { version: hello.agent_version.clone(), sha256, protocol: PROTOCOL_VERSION };
     out.send(&AgentMsg::Hello(hello));
@@ -48,17 +63,23 @@ pub fn serve<R: Read>(mut input: R, out: Outbox, view: SysView, sha256: String) 
     let heartbeat = Heartbeat::start(out.clone());
     let cancels: CancelFlags = Default::default();
     let (tx, rx) = mpsc::channel::<Job>();
-    let worker = {
+    let (worker_done, worker_ended) = mpsc::channel::<()>();
+    {
         let (out, cancels) = (out.clone(), cancels.clone());
-        thread::spawn(move || work(rx, out, view, agent, cancels))
-    };
+        thread::spawn(move || {
+            work(rx, out, view, agent, cancels);
+            let _ = worker_done.send(());
+        });
+    }
+    let frames = read_frames(input);
 
     // Whether the orchestrator said goodbye (queued steps still run) or vanished.
     let mut orderly = false;
     loop {
-        match read_frame::<_, Envelope>(&mut input) {
-            Ok(Some(Envelope { id, request })) => match request {
+        match frames.recv_timeout(silence) {
+            Ok(Ok(Some(Envelope { id, request }))) => match request {
                 Request::Ping => out.reply(id, Reply::Pong),
+                Request::Alive => {}
                 Request::Cancel { target } => {
                     if let Some(flag) = cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&target) {
                         flag.store(true, Ordering::SeqCst);
@@ -78,12 +99,21 @@ pub fn serve<R: Read>(mut input: R, out: Outbox, view: SysView, sha256: String) 
                     let _ = tx.send(Job { id, request });
                 }
             },
-            Ok(None) => {
-                eprintln!("benchrig-agent: the orchestrator closed the channel; cleaning up");
+            Ok(Ok(None)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                crate::say!("benchrig-agent: the orchestrator closed the channel; cleaning up");
                 break;
             }
-            Err(e) => {
-                eprintln!("benchrig-agent: unreadable frame ({e}); cleaning up");
+            Ok(Err(e)) => {
+                crate::say!("benchrig-agent: unreadable frame ({e}); cleaning up");
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                crate::say!(
+                    "benchrig-agent: nothing from the orchestrator for {} s (a lost link?); cleaning up",
+                    silence.as_secs()
+                );
+                // Nobody reads what we write: a full channel must not block the release.
+                out.close();
                 break;
             }
         }
@@ -96,15 +126,42 @@ pub fn serve<R: Read>(mut input: R, out: Outbox, view: SysView, sha256: String) 
         }
     }
     drop(tx);
-    let _ = worker.join();
+    // An orderly Shutdown's release is awaited by the orchestrator, under its own limit.
+    if orderly {
+        let _ = worker_ended.recv();
+    } else if worker_ended.recv_timeout(RELEASE_LIMIT).is_err() {
+        crate::say!(
+            "benchrig-agent: the step did not stop within {} s of the orchestrator's going; exiting without it",
+            RELEASE_LIMIT.as_secs()
+        );
+    }
     heartbeat.stop();
+}
+
+/// The frames on `input`, read on a thread of their own so the session can
+/// notice silence; the thread ends at the input's end or a broken frame
+/// (or with the process, blocked on a link that never ends).
+fn read_frames<R: Read + Send + 'static>(
+    mut input: R,
+) -> mpsc::Receiver<Result<Option<Envelope>, benchrig_wire::frame::FrameError>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || loop {
+        let frame = read_frame::<_, Envelope>(&mut input);
+        let end = !matches!(frame, Ok(Some(_)));
+        if tx.send(frame).is_err() || end {
+            return;
+        }
+    });
+    rx
 }
 
 fn work(rx: mpsc::Receiver<Job>, out: Outbox, view: SysView, agent: AgentInfo, cancels: CancelFlags) {
     let mut st = HostState::new(view);
     for Job { id, request } in rx {
         if let Request::Shutdown = request {
-            let released = st.release(None).unwrap_or_else(|e| vec![format!("error: {e}")]);
+            let released = st.release(None);
+            st.journal.close(released.is_ok());
+            let released = released.unwrap_or_else(|e| vec![format!("error: {e}")]);
             out.reply(id, Reply::Bye { released });
             return;
         }
@@ -123,9 +180,11 @@ fn work(rx: mpsc::Receiver<Job>, out: Outbox, view: SysView, agent: AgentInfo, c
         }
         cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     }
-    if let Err(e) = st.release(None) {
-        eprintln!("benchrig-agent: cleanup incomplete: {e}");
+    let released = st.release(None);
+    if let Err(e) = &released {
+        crate::say!("benchrig-agent: cleanup incomplete: {e}");
     }
+    st.journal.close(released.is_ok());
 }
 
 fn handle(
@@ -138,25 +197,24 @@ fn handle(
 ) -> Result<Reply, AgentError> {
     match request {
         Request::Configure(cfg) => {
-            st.work_dir = cfg.work_dir.into();
-            // Exports a dead session (or one from before a reboot) left: the
-            // host serves them to the lab network until someone removes them.
+            // What a killed agent left: its journal's changes, and exports
+            // (of a dead session, or one from before a reboot) the host
+            // serves to the lab network until someone removes them.
+            let mut restored = st.set_work_dir(cfg.work_dir.into());
             if rustix::process::geteuid().is_root() {
                 match crate::exports::remove_stale() {
-                    Ok(gone) if !gone.is_empty() => {
-                        eprintln!("benchrig-agent: removed stale exports {}", gone.join(", "))
-                    }
-                    Ok(_) => {}
-                    Err(e) => eprintln!("benchrig-agent: stale exports left: {e}"),
+                    Ok(gone) => restored.extend(gone.iter().map(|g| format!("removed the stale export {g}"))),
+                    Err(e) => restored.push(format!("stale exports left: {e}")),
                 }
             }
+
             st.scratch = cfg.scratch;
             st.located = crate::scratch::locate_all(&st.view, &st.scratch, &st.located);
             // The first visit's kernel log starts here.
             st.kmsg = crate::kmsg::Reader::open_at_end().map_err(|e| format!("cannot read /dev/kmsg: {e}"));
             std::fs::create_dir_all(&st.work_dir)
                 .map_err(|e| AgentError::failed(format!("cannot create {}: {e}", st.work_dir.display())))?;
-            Ok(Reply::Configured)
+            Ok(Reply::Configured { restored })
         }
         Request::Facts => {
             let mut f = facts::gather(&st.view, agent.clone());
@@ -169,7 +227,7 @@ fn handle(
             dispatch::run(st, &ctx, &step.action).map(Reply::Step)
         }
         // Answered by the reader thread; never queued.
-        Request::Ping | Request::Cancel { .. } | Request::Shutdown => {
+        Request::Ping | Request::Alive | Request::Cancel { .. } | Request::Shutdown => {
             Err(AgentError::bad_request("not a worker request"))
         }
     }

@@ -5,13 +5,14 @@
 
 use crate::cmd;
 use crate::exports::{self, Export};
+use crate::journal::{Change, Journal};
 use crate::ledger::Ledger;
 use crate::safety::Device;
 use crate::sysfs::SysView;
+use crate::undo::{detach_loop, unmount, Unmount};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchDevice;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub struct HostState {
     pub view: SysView,
@@ -29,6 +30,9 @@ pub struct HostState {
     /// Kernel settings `tune` changed, oldest first, each with the value it
     /// had: restored newest first by a release of everything.
     pub tuned: Vec<Tuned>,
+    /// Each change above written down before it is made, for the agent
+    /// that starts here after this one is killed (`journal`).
+    pub journal: Journal,
     /// The kernel log from where the current visit began (`kmsg`); `Err`
     /// says why it cannot be read (not root under `dmesg_restrict`).
     pub kmsg: Result<crate::kmsg::Reader, String>,
@@ -73,6 +77,13 @@ pub struct Tuned {
     pub previous: String,
 }
 
+impl Tuned {
+    /// As the journal writes it down.
+    pub fn change(&self) -> Change {
+        Change::Tuned { setting: self.setting.clone(), path: self.path.clone(), previous: self.previous.clone() }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Mounted {
     /// The scratch entry's name.
@@ -100,8 +111,19 @@ impl HostState {
             exports: Vec::new(),
             ledger: Ledger::for_this_user(),
             tuned: Vec::new(),
+            journal: Journal::default(),
             kmsg: Err("not opened yet".into()),
         }
+    }
+
+    /// Work under `work_dir` (mount points, the journal); what a killed
+    /// agent left there is undone, and said (`journal::recover`).
+    pub fn set_work_dir(&mut self, work_dir: PathBuf) -> Vec<String> {
+        self.work_dir = work_dir;
+        if !self.journal.is_in(&self.work_dir) {
+            self.journal = Journal::in_dir(&self.work_dir);
+        }
+        crate::journal::recover(&self.work_dir, &self.view)
     }
 
     /// What the kernel logged since the last call (or the session's
@@ -128,7 +150,10 @@ impl HostState {
         while self.tuned.len() > first {
             let Some(t) = self.tuned.pop() else { break };
             match std::fs::write(&t.path, &t.previous) {
-                Ok(()) => restored.push(format!("{} = {}", t.setting, t.previous)),
+                Ok(()) => {
+                    self.journal.undone(&t.change());
+                    restored.push(format!("{} = {}", t.setting, t.previous))
+                }
                 Err(e) => {
                     errors.push(format!("cannot restore {} ({}) to {}: {e}", t.setting, t.path.display(), t.previous));
                     keep.push(t);
@@ -167,6 +192,17 @@ impl HostState {
         })
     }
 
+    /// Run `mount` (its `argv`) onto `mountpoint`, journaled first.
+    pub fn mount<S: AsRef<str>>(&self, argv: &[S], mountpoint: &Path) -> Result<cmd::Output, String> {
+        self.journal.record(&Change::Mounted { mountpoint: mountpoint.to_path_buf() })?;
+        cmd::run(argv)
+    }
+
+    /// Journal a loop device about to be attached over `image`.
+    pub fn attaching_loop(&self, image: &Path) -> Result<(), String> {
+        self.journal.record(&Change::LoopAttached { image: image.to_path_buf() })
+    }
+
     pub fn mountpoint_for(&self, scratch: &str) -> PathBuf {
         self.work_dir.join("mnt").join(scratch)
     }
@@ -199,7 +235,7 @@ impl HostState {
                 keep.push(m);
                 continue;
             }
-            match release_one(&mut m) {
+            match release_one(&mut m, &self.journal, &self.view) {
                 Ok(()) => released.push(format!("{} ({})", m.scratch, m.mountpoint.display())),
                 Err(e) => {
                     errors.push(e);
@@ -227,14 +263,16 @@ impl HostState {
     }
 }
 
-/// Each part on its own, marking what is done, so a retry does only the rest.
-fn release_one(m: &mut Mounted) -> Result<(), String> {
+/// Each part on its own, marking what is done (here and in the journal),
+/// so a retry does only the rest.
+fn release_one(m: &mut Mounted, journal: &Journal, view: &SysView) -> Result<(), String> {
     let mut errors = Vec::new();
     if m.mounted_by_us {
         let r = unmount(&m.mountpoint);
         if !matches!(r, Err(Unmount::Busy(_))) {
             // Unmounted, or detached lazily: either way no longer in the tree.
             m.mounted_by_us = false;
+            journal.undone(&Change::Mounted { mountpoint: m.mountpoint.clone() });
             let _ = std::fs::remove_dir(&m.mountpoint);
         }
         if let Err(e) = r {
@@ -250,9 +288,17 @@ fn release_one(m: &mut Mounted) -> Result<(), String> {
     if !m.mounted_by_us {
         let mut still = Vec::new();
         for dev in m.loop_devices.drain(..) {
-            if let Err(e) = detach_loop(&dev) {
-                errors.push(e);
-                still.push(dev);
+            let image = dev.file_name().and_then(|n| view.loop_backing_file(&n.to_string_lossy()));
+            match detach_loop(&dev) {
+                Ok(()) => {
+                    if let Some(image) = image {
+                        journal.undone(&Change::LoopAttached { image });
+                    }
+                }
+                Err(e) => {
+                    errors.push(e);
+                    still.push(dev);
+                }
             }
         }
         m.loop_devices = still;
@@ -262,44 +308,4 @@ fn release_one(m: &mut Mounted) -> Result<(), String> {
     } else {
         Err(errors.join("; "))
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Unmount {
-    /// Still mounted.
-    #[error("{0}")]
-    Busy(String),
-    /// Detached from the tree but alive until its last user goes: not clean.
-    #[error("{0}")]
-    Lazy(String),
-}
-
-/// Unmount, waiting a little for a filesystem that is briefly busy (a child
-/// that has not quite exited). As a last resort detach it lazily, so no
-/// mount stays in the tree, but report that: the filesystem lives on until
-/// its last user goes, and the device stays claimed (the next mkfs's
-/// exclusive-open check sees it).
-pub fn unmount(mountpoint: &Path) -> Result<(), Unmount> {
-    use rustix::mount::{unmount, UnmountFlags};
-    // A cold step's freeze that was never thawed would hang the unmount.
-    crate::cache::thaw(mountpoint);
-    for _ in 0..20 {
-        match unmount(mountpoint, UnmountFlags::empty()) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOENT) => return Ok(()), // not mounted
-            Err(rustix::io::Errno::BUSY) => std::thread::sleep(Duration::from_millis(100)),
-            Err(e) => return Err(Unmount::Busy(format!("cannot unmount {}: {e}", mountpoint.display()))),
-        }
-    }
-    match unmount(mountpoint, UnmountFlags::DETACH) {
-        Ok(()) => Err(Unmount::Lazy(format!(
-            "{} stayed busy for 2 s and was detached lazily; its filesystem lives until the last user exits",
-            mountpoint.display()
-        ))),
-        Err(e) => Err(Unmount::Busy(format!("cannot unmount {}: busy, then {e}", mountpoint.display()))),
-    }
-}
-
-pub fn detach_loop(dev: &Path) -> Result<(), String> {
-    cmd::run_ok(&["losetup", "-d", &dev.to_string_lossy()]).map(|_| ())
 }

@@ -26,6 +26,10 @@ use std::time::{Duration, Instant};
 pub const STDERR_KEEP: usize = 64 << 10;
 /// After the child exits, how long processes it left behind may keep its output open.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
+/// How long a killed child may take to go. One still there is stuck in the
+/// kernel (uninterruptible I/O on a dead device or server): it is left to
+/// the kernel, unreaped, rather than hang the agent with it.
+const KILL_GRACE: Duration = Duration::from_secs(10);
 
 /// Where the child's stdout goes.
 pub enum StdoutTo {
@@ -88,6 +92,7 @@ pub struct Supervised {
     drained: mpsc::Receiver<()>,
     pipes: usize,
     exited: mpsc::Receiver<()>,
+    /// Reaped, or given up on (`wait`): either way Drop must not wait for it.
     reaped: bool,
 }
 
@@ -159,10 +164,12 @@ impl Supervised {
 
     /// Until the child exits, is cancelled (with `ctx`) or runs out of
     /// time (with `timeout`); then reap it. A cancelled or timed-out child's
-    /// group is killed and waited for.
+    /// group is killed and waited for, [`KILL_GRACE`] at most: one that
+    /// outlives that is an error, and left behind.
     pub fn wait(&mut self, ctx: Option<&StepCtx>, timeout: Option<Duration>) -> io::Result<(ExitStatus, Ended)> {
         let start = Instant::now();
         let mut ended = Ended::Exited;
+        let mut killed_at = None;
         loop {
             let mut slice = Duration::from_millis(100);
             if let Some(t) = timeout {
@@ -172,15 +179,25 @@ impl Supervised {
                 Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            if !matches!(ended, Ended::Exited) {
-                continue; // killed; waiting for it to go
+            if let Some(at) = killed_at {
+                if Instant::now().duration_since(at) < KILL_GRACE {
+                    continue; // killed; waiting for it to go
+                }
+                // Dropping it must not wait for it either.
+                self.reaped = true;
+                return Err(io::Error::other(format!(
+                    "it was killed but has not exited {} s later (stuck in the kernel?); left behind",
+                    KILL_GRACE.as_secs()
+                )));
             }
             if ctx.is_some_and(|c| c.check_cancel().is_err()) {
                 self.kill();
                 ended = Ended::Cancelled;
+                killed_at = Some(Instant::now());
             } else if let Some(t) = timeout.filter(|t| start.elapsed() >= *t) {
                 self.kill();
                 ended = Ended::TimedOut(t);
+                killed_at = Some(Instant::now());
             }
         }
         let status = self.child.wait()?;

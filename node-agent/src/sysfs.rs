@@ -149,11 +149,16 @@ impl SysView {
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| self.read(&e.path().join("loop/backing_file")).is_some_and(|b| Path::new(&b) == file))
             .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| self.loop_backing_file(name).is_some_and(|b| b == file))
             .collect();
         loops.sort();
         loops
+    }
+
+    /// The file loop device `name` is attached over, as the kernel names it.
+    pub fn loop_backing_file(&self, name: &str) -> Option<PathBuf> {
+        self.read(&self.sys.join("class/block").join(name).join("loop/backing_file")).map(PathBuf::from)
     }
 
     /// Mounts in this namespace whose device is one of `names` (kernel

@@ -28,7 +28,7 @@ struct Host {
 fn host() -> Host {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let mut st = HostState::new(SysView::real());
-    st.work_dir = dir.path().join("work");
+    st.set_work_dir(dir.path().join("work"));
     std::fs::create_dir_all(&st.work_dir).unwrap();
     let mnt = dir.path().join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();

@@ -23,7 +23,7 @@ struct Host {
 fn host() -> Host {
     let (work, mnt) = (tempfile::tempdir_in("/var/tmp").unwrap(), tempfile::tempdir_in("/var/tmp").unwrap());
     let mut st = HostState::new(SysView::real());
-    st.work_dir = work.path().to_path_buf();
+    st.set_work_dir(work.path().to_path_buf());
     st.mounted.push(Mounted {
         scratch: "t".into(),
         mountpoint: mnt.path().to_path_buf(),

@@ -28,7 +28,7 @@ fn a_seq_read_on_a_loop_device_has_its_reads_in_every_interval_s_entry() {
     let lp = Loop::new(512);
     let work = tempfile::tempdir().unwrap();
     let mut st = HostState::new(SysView::real());
-    st.work_dir = work.path().to_path_buf();
+    st.set_work_dir(work.path().to_path_buf());
     st.scratch = vec![ScratchDevice {
         path: lp.dev.display().to_string(),
         name: "d".into(),
@@ -105,7 +105,7 @@ fn a_step_without_a_target_gets_host_wide_series_through_the_session() {
         }
         msgs
     });
-    benchrig_agent::session::serve(&input[..], Outbox::new(Box::new(w)), SysView::real(), "x".into());
+    benchrig_agent::session::serve(std::io::Cursor::new(input), Outbox::new(Box::new(w)), SysView::real(), "x".into());
     let msgs = reader.join().unwrap();
     let reply = msgs.iter().find_map(|m| match m {
         AgentMsg::Event { id: 1, event: Event::Result { reply: Reply::Step(o) } } => Some(o.clone()),

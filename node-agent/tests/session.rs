@@ -28,7 +28,7 @@ fn run(requests: &[Envelope]) -> Vec<AgentMsg> {
         write_frame(&mut input, r).unwrap();
     }
     let sink = Sink::default();
-    session::serve(&input[..], Outbox::new(Box::new(sink.clone())), SysView::real(), "cafe".into());
+    session::serve(std::io::Cursor::new(input), Outbox::new(Box::new(sink.clone())), SysView::real(), "cafe".into());
     let bytes = sink.0.lock().unwrap().clone();
     let mut r = &bytes[..];
     let mut out = Vec::new();
@@ -70,7 +70,7 @@ fn hello_first_then_one_answer_per_request() {
     ]);
     let AgentMsg::Hello(h) = &msgs[0] else { panic!("first message must be hello: {msgs:?}") };
     assert_eq!((h.protocol, h.sha256.as_str()), (benchrig_wire::PROTOCOL_VERSION, "cafe"));
-    assert_eq!(reply_of(&msgs, 1), Event::Result { reply: Reply::Configured });
+    assert_eq!(reply_of(&msgs, 1), Event::Result { reply: Reply::Configured { restored: vec![] } });
     assert!(work.path().join("w").is_dir());
     assert_eq!(reply_of(&msgs, 2), Event::Result { reply: Reply::Pong });
     assert!(matches!(reply_of(&msgs, 3), Event::Result { reply: Reply::Step(_) }));
@@ -139,7 +139,7 @@ fn frames_are_all_the_agent_writes() {
     let sink = Sink::default();
     let mut input = Vec::new();
     write_frame(&mut input, &Envelope { id: 1, request: Request::Facts }).unwrap();
-    session::serve(&input[..], Outbox::new(Box::new(sink.clone())), SysView::real(), "x".into());
+    session::serve(std::io::Cursor::new(input), Outbox::new(Box::new(sink.clone())), SysView::real(), "x".into());
     let bytes = sink.0.lock().unwrap().clone();
     let mut r = &bytes[..];
     let mut n = 0;
@@ -148,4 +148,66 @@ fn frames_are_all_the_agent_writes() {
     }
     assert!(n >= 2 && r.is_empty());
     let _ = std::io::stdout().flush();
+}
+
+/// An input that never ends and never delivers: a link gone half-open.
+struct Silent(std::sync::mpsc::Receiver<()>);
+impl std::io::Read for Silent {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        let _ = self.0.recv();
+        Ok(0)
+    }
+}
+
+#[test]
+fn an_orchestrator_gone_silent_ends_the_session_and_its_step() {
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("sleeping");
+    let cfg = SessionConfig { work_dir: work.path().display().to_string(), scratch: vec![], heartbeat_ms: 100 };
+    let exec: benchrig_wire::steps::ExecArgs = serde_json::from_value(serde_json::json!({
+        "command": ["sh", "-c", format!("echo $$ > {}; exec sleep 300", marker.display())]
+    }))
+    .unwrap();
+    let mut frames = Vec::new();
+    write_frame(&mut frames, &Envelope { id: 1, request: Request::Configure(cfg) }).unwrap();
+    let step = StepRequest { cell: "c".into(), name: "sleep".into(), action: Action::Exec(exec), monitor: None };
+    write_frame(&mut frames, &Envelope { id: 2, request: Request::Run(step) }).unwrap();
+    // The two frames, then a link that stays open and says nothing.
+    let (_keep_open, never) = std::sync::mpsc::channel();
+    let input = std::io::Read::chain(std::io::Cursor::new(frames), Silent(never));
+    let t0 = std::time::Instant::now();
+    session::serve_with(
+        input,
+        Outbox::new(Box::new(Sink::default())),
+        SysView::real(),
+        "x".into(),
+        std::time::Duration::from_millis(1500),
+    );
+    let took = t0.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "the session lasted {took:?}");
+    // The step's command was started, and is gone with the session.
+    let pid = std::fs::read_to_string(&marker).expect("the step ran").trim().to_string();
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(state.is_empty() || state.contains(") Z "), "the step's sleep {pid} outlived the session: {state}");
+}
+
+/// When the connection dies, the agent's stderr goes with its stdin: what
+/// it says on the way out must not kill it before it has released what it
+/// set up (`eprintln!` panics on a closed stderr; on the main before this
+/// test, the agent exited 101 and left its mounts and tuning).
+#[test]
+fn the_agent_ends_cleanly_when_its_stderr_is_gone_too() {
+    use std::process::{Command, Stdio};
+    let (err_read, err_write) = std::io::pipe().unwrap();
+    drop(err_read);
+    let out = Command::new(env!("CARGO_BIN_EXE_benchrig-agent"))
+        .arg("serve")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err_write)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "the agent died: {:?}", out.status);
+    let first: AgentMsg = read_frame(&mut &out.stdout[..]).unwrap().unwrap();
+    assert!(matches!(first, AgentMsg::Hello(_)));
 }

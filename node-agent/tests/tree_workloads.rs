@@ -27,7 +27,7 @@ impl Host {
     fn new() -> Host {
         let (a, b) = (tempdir(), tempdir());
         let mut st = HostState::new(SysView::real());
-        st.work_dir = a.path().to_path_buf();
+        st.set_work_dir(a.path().to_path_buf());
         for (name, d) in [("u", &b), ("t", &a)] {
             st.mounted.push(Mounted {
                 scratch: name.into(),
@@ -358,7 +358,7 @@ fn a_cold_acl_check_of_a_tree_just_written_reads_inodes_and_acls_from_the_disk()
     for mkfs in [&["mkfs.ext4", "-q", "-F", "-I", "128"][..], &["mkfs.ext4", "-q", "-F"], &["mkfs.ext2", "-q", "-F"]] {
         let fs = MountedLoop::new(mkfs);
         let mut st = HostState::new(SysView::real());
-        st.work_dir = fs.dir.path().to_path_buf();
+        st.set_work_dir(fs.dir.path().to_path_buf());
         st.mounted.push(Mounted {
             scratch: "t".into(),
             mountpoint: fs.dir.path().to_path_buf(),

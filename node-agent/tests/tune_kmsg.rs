@@ -66,7 +66,46 @@ fn host(disk: &Disk) -> HostState {
     assert_eq!(d.kind, ScratchKind::Block);
     st.scratch = vec![d];
     st.kmsg = benchrig_agent::kmsg::Reader::open_at_end().map_err(|e| e.to_string());
+    let restored = st.set_work_dir(disk.dir.path().join("work"));
+    assert!(restored.is_empty(), "{restored:?}");
     st
+}
+
+/// What `kill -9` leaves of a session that tuned a device: its journal,
+/// here given the name a dead agent's would have (the pid of a process
+/// that has exited), and the setting. The next session's start writes
+/// the setting back and says so; the journal goes.
+#[test]
+fn a_killed_sessions_tuning_is_restored_by_the_next_start_from_its_journal() {
+    require_root("it attaches loop devices and tunes one");
+    let disk = Disk::new(None);
+    let before = disk.read_ahead_kb();
+    let mut st = host(&disk);
+    run(&mut st, serde_json::json!({"action": "tune", "args": {"read_ahead_kb": 16, "devices": ["d"]}})).unwrap();
+    assert_eq!(disk.read_ahead_kb(), "16");
+    let journal = disk.dir.path().join("work/journal");
+    let ours = std::fs::read_dir(&journal).unwrap().next().unwrap().unwrap().path();
+    // Killed: nothing released. A pid that has surely exited stands for the agent's.
+    std::mem::forget(st);
+    let dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    let _ = dead.wait_with_output();
+    let name = ours.file_name().unwrap().to_string_lossy().into_owned();
+    let mut parts: Vec<&str> = name.trim_end_matches(".jsonl").rsplitn(3, '-').collect();
+    parts.reverse(); // boot, pid, start
+    let dead_name = format!("{}-{dead_pid}-{}.jsonl", parts[0], parts[2]);
+    std::fs::rename(&ours, journal.join(&dead_name)).unwrap();
+
+    let mut next = HostState::new(SysView::real());
+    let restored = next.set_work_dir(disk.dir.path().join("work"));
+    assert_eq!(disk.read_ahead_kb(), before, "restored by the next start");
+    assert_eq!(
+        restored,
+        [format!("restored read_ahead_kb of {} = {before} (was 16) (left by agent pid {dead_pid})", disk.name())]
+    );
+    assert!(!journal.join(&dead_name).exists(), "nothing left to undo: the journal goes");
+    // Once is enough: a second start finds nothing.
+    assert!(HostState::new(SysView::real()).set_work_dir(disk.dir.path().join("work")).is_empty());
 }
 
 fn run(st: &mut HostState, action: serde_json::Value) -> Result<StepOutput, AgentError> {

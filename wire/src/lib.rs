@@ -17,8 +17,9 @@ pub mod scratch;
 pub mod steps;
 pub mod units;
 
-/// Bumped on every incompatible change to a frame or message.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Bumped on every incompatible change to a frame or message (3: the
+/// orchestrator's `Alive` heartbeat, `Configured` says what was restored).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Lower-case hex of a byte string (a sha256 digest, in practice).
 pub fn hex(bytes: &[u8]) -> String {

@@ -3,16 +3,26 @@
 //! The agent speaks first with [`Hello`]; the orchestrator checks it and sends
 //! [`Request::Configure`]. Every request carries an id; everything the agent
 //! says about it comes back as [`AgentMsg::Event`] with that id, ending with
-//! exactly one [`Event::Result`] or [`Event::Error`]. Heartbeats flow on their
-//! own so a silent but alive agent is told apart from a dead one.
+//! exactly one [`Event::Result`] or [`Event::Error`] (but for [`Request::Alive`],
+//! which is never answered). Heartbeats flow on their own both ways, so a
+//! silent but alive agent is told apart from a dead one, and an agent behind
+//! a half-open link notices its orchestrator is gone.
 
 use crate::facts::Facts;
 use crate::scratch::ScratchDevice;
 use crate::steps::{Action, StepOutput};
 use serde::{Deserialize, Serialize};
 
-/// How often an agent beats unless `Configure` says otherwise.
+/// How often an agent beats unless `Configure` says otherwise, and how
+/// often the orchestrator tells the agent it is still there ([`Request::Alive`]).
 pub const HEARTBEAT_MS: u64 = 2000;
+
+/// An agent that hears nothing from its orchestrator for this long (no
+/// request, no [`Request::Alive`]) takes it for gone over a half-open
+/// link: it cancels its step, releases what it set up and exits. Generous
+/// beside [`HEARTBEAT_MS`]: an orchestrator with hundreds of hosts on two
+/// busy cores still writes every 2 s.
+pub const ORCHESTRATOR_SILENCE_MS: u64 = 30_000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -38,6 +48,8 @@ pub struct Envelope {
 pub enum Request {
     Configure(SessionConfig),
     Ping,
+    /// The orchestrator's heartbeat: it is still there. No answer.
+    Alive,
     Facts,
     Run(StepRequest),
     /// Ask the step with id `target` to stop; it ends with an `Error` of kind `cancelled`.
@@ -100,7 +112,12 @@ pub enum LogLevel {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
-    Configured,
+    /// What the agent undid of what a dead session left on the host
+    /// (its journal, stale exports), as a person reads it.
+    Configured {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        restored: Vec<String>,
+    },
     /// Acknowledges a `Cancel` (the cancelled step still ends on its own).
     Ack,
     Pong,

@@ -3,7 +3,8 @@
 //! backed by benchrig's images, per-cell directories and NFS exports of dead agents.
 
 use crate::scratch;
-use crate::state::{detach_loop, unmount, HostState};
+use crate::state::HostState;
+use crate::undo::{detach_loop, unmount};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::scratch::ScratchKind;
 use benchrig_wire::steps::StepOutput;

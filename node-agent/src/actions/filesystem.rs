@@ -10,7 +10,8 @@ use crate::outbox::StepCtx;
 use crate::real_device::RealDevice;
 use crate::safety::DeviceProbe;
 use crate::scratch::{self, ScratchBlock};
-use crate::state::{detach_loop, HostState, Mounted};
+use crate::state::{HostState, Mounted};
+use crate::undo::detach_loop;
 use crate::{cmd, facts, tools};
 use benchrig_wire::messages::{AgentError, LogLevel};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
@@ -93,7 +94,7 @@ fn format_and_mount(
     }
     mount_argv.extend([real_path.to_string_lossy().into_owned(), mountpoint.to_string_lossy().into_owned()]);
     let log_before = kernel::log_now();
-    let out = cmd::run(&mount_argv).map_err(AgentError::failed)?;
+    let out = st.mount(&mount_argv, &mountpoint).map_err(AgentError::failed)?;
     if !out.ok() {
         // mount(8) only says "wrong fs type, bad option, bad superblock";
         // the kernel's log says which (XFS: "V4 format not supported").

@@ -49,7 +49,7 @@ pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentErro
     }
     argv.extend([args.source.clone(), mp.clone()]);
     let t0 = Instant::now();
-    let out = cmd::run(&argv).map_err(AgentError::failed)?;
+    let out = st.mount(&argv, &mountpoint).map_err(AgentError::failed)?;
     if !out.ok() {
         let reason = out.reason();
         let _ = std::fs::remove_dir(&mountpoint);

@@ -24,8 +24,8 @@ pub fn run(st: &mut HostState, args: &RamdiskArgs) -> Result<StepOutput, AgentEr
     std::fs::create_dir_all(&mountpoint)
         .map_err(|e| AgentError::failed(format!("mkdir {}: {e}", mountpoint.display())))?;
     let mp = mountpoint.to_string_lossy();
-    cmd::run_ok(&["mount", "-t", "tmpfs", "-o", &format!("size={},mode=0755", args.size.0), "benchrig-ram", &mp])
-        .map_err(AgentError::failed)?;
+    let argv = ["mount", "-t", "tmpfs", "-o", &format!("size={},mode=0755", args.size.0), "benchrig-ram", &mp];
+    st.mount(&argv, &mountpoint).and_then(|out| cmd::succeeded(&argv, out)).map_err(AgentError::failed)?;
     st.mounted.push(Mounted {
         scratch: args.name.clone(),
         mountpoint: mountpoint.clone(),

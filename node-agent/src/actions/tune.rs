@@ -171,6 +171,14 @@ pub fn apply(st: &mut HostState, writes: Vec<Write>) -> Result<StepOutput, Agent
     let mut info = Vec::new();
     let first = st.tuned.len();
     for w in &writes {
+        let tuned = Tuned { setting: w.setting.clone(), path: w.path.clone(), previous: w.previous.clone() };
+        if let Err(e) = st.journal.record(&tuned.change()) {
+            let undone = st.restore_tuning_since(first);
+            return Err(AgentError::failed(match undone {
+                Ok(_) => format!("tune {}: {e}", w.setting),
+                Err(u) => format!("tune {}: {e}; {u}", w.setting),
+            }));
+        }
         if let Err(e) = std::fs::write(&w.path, &w.value) {
             let undone = st.restore_tuning_since(first);
             let why = match e.kind() {
@@ -183,7 +191,7 @@ pub fn apply(st: &mut HostState, writes: Vec<Write>) -> Result<StepOutput, Agent
             }
             return Err(AgentError::unsupported(msg));
         }
-        st.tuned.push(Tuned { setting: w.setting.clone(), path: w.path.clone(), previous: w.previous.clone() });
+        st.tuned.push(tuned);
         if w.guard {
             continue;
         }
@@ -205,7 +213,8 @@ mod tests {
 
     fn host() -> (tempfile::TempDir, HostState) {
         let dir = tempfile::tempdir().unwrap();
-        let st = HostState::new(SysView::at(dir.path()));
+        let mut st = HostState::new(SysView::at(dir.path()));
+        st.journal = crate::journal::Journal::in_dir(&dir.path().join("work"));
         let write = |rel: &str, text: &str| {
             let p = dir.path().join(rel);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -241,6 +250,10 @@ mod tests {
         assert_eq!(read(&d, "proc/sys/vm/swappiness"), "10");
         assert_eq!(read(&d, "proc/sys/vm/dirty_ratio"), "5");
         assert_eq!(read(&d, "sys/kernel/mm/transparent_hugepage/enabled"), "never");
+        // Each write was journaled with the value to write back, should the agent be killed now.
+        let pending: Vec<String> = st.journal.pending().iter().map(|c| format!("{c:?}")).collect();
+        assert_eq!(pending.len(), 4, "{pending:?}");
+        assert!(pending[2].contains("proc/sys/vm/swappiness\", previous: \"60\""), "{pending:?}");
         // Releasing one scratch's mount leaves tuning alone; releasing everything restores it.
         st.release(Some("x")).unwrap();
         assert_eq!(st.tuned.len(), 4);
@@ -251,6 +264,7 @@ mod tests {
         assert_eq!(read(&d, "sys/kernel/mm/transparent_hugepage/enabled"), "madvise");
         assert_eq!(read(&d, "sys/kernel/mm/transparent_hugepage/defrag"), "madvise");
         assert!(st.tuned.is_empty());
+        assert!(st.journal.pending().is_empty(), "every restore is journaled too");
     }
 
     #[test]

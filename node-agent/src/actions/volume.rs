@@ -10,7 +10,8 @@ use super::filesystem::{announce_mkfs, fs_dump, record_made};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::scratch::{self, ScratchBlock};
-use crate::state::{detach_loop, HostState, Mounted};
+use crate::state::{HostState, Mounted};
+use crate::undo::detach_loop;
 use crate::{cmd, kernel, tools};
 use benchrig_wire::args::{RaidProfile, VolumeArgs, VolumeChangeArgs};
 use benchrig_wire::messages::AgentError;
@@ -108,7 +109,7 @@ pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<Step
     options.extend(args.mount_options.iter().cloned());
     let mp = mountpoint.to_string_lossy().into_owned();
     let mount = ["mount", "-t", "btrfs", "-o", &options.join(","), &members[0].path.to_string_lossy(), &mp];
-    if let Err(e) = cmd::run_ok(&mount) {
+    if let Err(e) = st.mount(&mount, &mountpoint).and_then(|out| cmd::succeeded(&mount, out)) {
         detach_all(&members);
         return Err(AgentError::failed(e));
     }
@@ -157,6 +158,7 @@ fn volume_index(st: &HostState, name: Option<&str>) -> Result<usize, AgentError>
 /// device that held none of it is removed in no time, moving nothing).
 fn timed_change(
     st: &HostState,
+    ctx: &StepCtx,
     devices: &[String],
     receivers: &[String],
     mountpoint: &std::path::Path,
@@ -167,7 +169,12 @@ fn timed_change(
     let data = data_bytes(mountpoint)?;
     let meter = Meter::without_monitors(&st.view.sys, devices);
     for argv in argvs {
-        cmd::run_ok(argv).map_err(AgentError::failed)?;
+        // A balance moves all the volume's data: the step's time, not a tool's deadline.
+        let out = cmd::run_for_step(argv, ctx).map_err(|e| match ctx.check_cancel() {
+            Err(cancelled) => cancelled,
+            Ok(()) => AgentError::failed(e),
+        })?;
+        cmd::succeeded(argv, out).map_err(AgentError::failed)?;
     }
     rustix::fs::sync();
     let usage = meter.stop();
@@ -210,7 +217,7 @@ pub fn add(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result
         vec!["btrfs".into(), "device".into(), "add".into(), "-f".into(), dev.clone(), mp.clone()],
         vec!["btrfs".into(), "balance".into(), "start".into(), "--full-balance".into(), mp.clone()],
     ];
-    let result = timed_change(st, &devices, &devices, &mountpoint, &argvs);
+    let result = timed_change(st, ctx, &devices, &devices, &mountpoint, &argvs);
     // Added, it carries the volume's UUID: benchrig's to format over later.
     record_made(st, ctx, &m.kernel_name, &m.path);
     // Whatever happened, the device may now be part of the volume: release it with it.
@@ -253,7 +260,7 @@ pub fn remove(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Res
         mountpoint.to_string_lossy().into_owned(),
     ]];
     let staying: Vec<String> = devices.iter().filter(|d| **d != kernel_name).cloned().collect();
-    let mut out = timed_change(st, &devices, &staying, &mountpoint, &argvs)?;
+    let mut out = timed_change(st, ctx, &devices, &staying, &mountpoint, &argvs)?;
     st.mounted[vi].devices.retain(|d| *d != kernel_name);
     out.info.insert("removed".into(), args.device.clone().into());
     Ok(out)

@@ -7,11 +7,13 @@ use super::check::Checked;
 use super::policy::Down;
 use crate::inventory::Vars;
 use crate::progress::Progress;
+use crate::session::agent_client::Closer;
 use crate::session::deploy::AgentBuilds;
 use crate::session::host::HostSession;
 use crate::store::Store;
 use benchrig_wire::facts::Facts;
 use indexmap::IndexMap;
+use std::collections::{BTreeMap, HashMap};
 use tokio::sync::{watch, Mutex, Semaphore};
 
 pub struct RunContext {
@@ -31,6 +33,11 @@ pub struct RunContext {
     pub attempt: u32,
     /// Stored failed cells run again (`--retry-failed`).
     pub retry_failed: bool,
+    /// Hosts whose lease the run lost, with why (`leases::Held::lost`).
+    pub lost_leases: watch::Receiver<BTreeMap<String, String>>,
+    /// What ends each open session from outside it, by host: a lost lease
+    /// stops the step running there at once.
+    pub closers: std::sync::Mutex<HashMap<String, Closer>>,
 }
 
 impl RunContext {
@@ -40,6 +47,34 @@ impl RunContext {
 
     pub fn halted(&self) -> Option<String> {
         self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Why the run may no longer touch `host`: its lease is gone.
+    pub fn lease_lost(&self, host: &str) -> Option<String> {
+        self.lost_leases.borrow().get(host).cloned()
+    }
+
+    /// Keep what ends `host`'s new session, and end it at once if the
+    /// host's lease is gone already.
+    pub fn opened(&self, host: &str, session: &HostSession) {
+        let closer = session.agent.closer();
+        if let Some(why) = self.lease_lost(host) {
+            closer.close(why);
+        }
+        self.closers.lock().unwrap_or_else(|e| e.into_inner()).insert(host.to_string(), closer);
+    }
+
+    /// End the session of every host in `lost` (new ones: a host is
+    /// closed once).
+    pub fn close_lost(&self, lost: &BTreeMap<String, String>, closed: &mut std::collections::BTreeSet<String>) {
+        for (host, why) in lost {
+            if closed.insert(host.clone()) {
+                self.progress.line(host, why.clone());
+                if let Some(c) = self.closers.lock().unwrap_or_else(|e| e.into_inner()).get(host) {
+                    c.close(why.clone());
+                }
+            }
+        }
     }
 
     /// Stop the playbook after the cells running now; the first reason stays.

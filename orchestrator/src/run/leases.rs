@@ -1,11 +1,15 @@
 //! The run's hold on its hosts: taken in the store before any host is
 //! touched (waiting up to `--wait-for-hosts` for another run to let go),
 //! renewed by a heartbeat while the run lasts, released when it ends. A run
-//! killed outright leaves its leases to lapse after one term.
+//! killed outright leaves its leases to lapse after one term. A host whose
+//! lease the heartbeat finds released or taken over is reported on
+//! [`Held::lost`]: the run stops touching it.
 
 use crate::progress::Progress;
 use crate::store::{Holder, HostsBusy, Store, StoreError, Taken};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// How long a lease holds without a heartbeat by default (`--lease-term`):
 /// how long a killed orchestrator keeps its hosts from the next run.
@@ -29,6 +33,8 @@ pub struct Held {
     pub quarantined: Vec<(String, String)>,
     term: Duration,
     heartbeat: tokio::task::JoinHandle<()>,
+    /// Hosts whose lease the heartbeat found gone, with why.
+    pub lost: watch::Receiver<BTreeMap<String, String>>,
 }
 
 /// Where the hold is taken.
@@ -86,8 +92,10 @@ pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::R
             }
         }
     };
-    let heartbeat = tokio::spawn(renew(store.clone(), holder.clone(), ask.term, progress));
-    Ok(Held { store: store.clone(), holder, quarantined, term: ask.term, heartbeat })
+    let held: Vec<String> = ask.hosts.iter().filter(|h| !quarantined.iter().any(|(q, _)| q == *h)).cloned().collect();
+    let (lost_tx, lost) = watch::channel(BTreeMap::new());
+    let heartbeat = tokio::spawn(renew(store.clone(), holder.clone(), held, ask.term, progress, lost_tx));
+    Ok(Held { store: store.clone(), holder, quarantined, term: ask.term, heartbeat, lost })
 }
 
 /// When every lease in the way is the resumed run's own: how long until
@@ -101,14 +109,43 @@ fn own_leases_lapse(busy: &[crate::store::Lease], resuming: Option<i64>, now: i6
     Some(Duration::from_secs((last - now).max(0) as u64))
 }
 
-async fn renew(store: Store, holder: Holder, term: Duration, progress: Progress) {
+async fn renew(
+    store: Store,
+    holder: Holder,
+    held: Vec<String>,
+    term: Duration,
+    progress: Progress,
+    lost: watch::Sender<BTreeMap<String, String>>,
+) {
     loop {
         tokio::time::sleep(heartbeat(term)).await;
-        match store.renew_leases(&holder, term) {
-            Ok(0) => progress.note("the run's host leases were released or taken over (see `benchrig lab`)"),
-            Ok(_) => {}
-            Err(e) => progress.note(format!("renewing the run's host leases: {e}")),
+        let still = match store.renew_leases(&holder, term) {
+            Ok(still) => still,
+            Err(e) => {
+                progress.note(format!("renewing the run's host leases: {e}"));
+                continue;
+            }
+        };
+        let gone: Vec<&String> =
+            held.iter().filter(|h| !still.contains(h) && !lost.borrow().contains_key(h.as_str())).collect();
+        if gone.is_empty() {
+            continue;
         }
+        let leases = store.leases().unwrap_or_default();
+        lost.send_modify(|lost| {
+            for h in gone {
+                let now = leases.iter().find(|l| &l.host == h && l.holder.is_some());
+                lost.insert(h.clone(), lease_lost(now));
+            }
+        });
+    }
+}
+
+/// Why a host's lease is no longer the run's, from what holds it now.
+fn lease_lost(now: Option<&crate::store::Lease>) -> String {
+    match now {
+        Some(l) => format!("its lease was taken over by {}; this run no longer touches it", l.describe_holder()),
+        None => "its lease was released (`benchrig lab release`) or lapsed; this run no longer touches it".into(),
     }
 }
 

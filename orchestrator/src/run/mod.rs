@@ -213,7 +213,21 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         checked,
         attempt: attempt as u32,
         retry_failed: begun.retry_failed,
+        lost_leases: held.lost.clone(),
+        closers: Default::default(),
     });
+    // A host whose lease is gone (released by hand, taken over after it
+    // lapsed) is not touched again: its session ends now, its step with it.
+    let watcher = {
+        let (ctx, mut lost) = (ctx.clone(), held.lost.clone());
+        tokio::spawn(async move {
+            let mut closed = std::collections::BTreeSet::new();
+            while lost.changed().await.is_ok() {
+                let now = lost.borrow_and_update().clone();
+                ctx.close_lost(&now, &mut closed);
+            }
+        })
+    };
 
     // Plays run in order, as in Ansible; within a play, hosts in parallel
     // (a role play's cells one after another, each across its hosts).
@@ -246,6 +260,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     let (status, code) = policy::run_outcome(ctx.interrupted(), unreachable, failed);
     store.finish_attempt(run, attempt, status)?;
     store.finish_run(run, status)?;
+    watcher.abort();
     drop(held);
     Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }

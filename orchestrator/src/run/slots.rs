@@ -36,6 +36,10 @@ pub async fn connect_slot(ctx: &RunContext, host: &str, slot: &mut Slot) {
         let _ = ctx.store.set_host(ctx.run, host, HostStatus::Skipped, Some(policy::INTERRUPTED));
         return;
     }
+    if let Some(why) = ctx.lease_lost(host) {
+        slot.down = Some(Down::Unreachable(why));
+        return;
+    }
     let _ = ctx.store.set_host(ctx.run, host, HostStatus::Running, None);
     let vars = ctx.checked.connection_vars(host);
     match HostSession::open(host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
@@ -52,6 +56,7 @@ pub async fn connect_slot(ctx: &RunContext, host: &str, slot: &mut Slot) {
                 ),
             );
             let _ = ctx.store.set_host_facts(Some(ctx.run), host, &s.facts);
+            ctx.opened(host, &s);
             slot.session = Some(s);
         }
         Err(e) => {
@@ -84,6 +89,12 @@ pub async fn settle(ctx: &RunContext, outcome: CellOutcome, slots: &mut [(&str, 
         CellOutcome::HostLost { host, reason } => {
             // Not a failure of the host's benchmark: its cell is unreachable.
             let Some((_, slot)) = slots.iter_mut().find(|(h, _)| *h == host) else { return };
+            if let Some(why) = ctx.lease_lost(&host) {
+                // Not ours any more: no reconnect, now or at the end of the run.
+                abandon(slot).await;
+                slot.down = Some(Down::Unreachable(why));
+                return;
+            }
             slot.lost = true;
             if ctx.interrupted() {
                 slot.down = Some(Down::Unreachable(reason));
@@ -101,9 +112,9 @@ pub async fn settle(ctx: &RunContext, outcome: CellOutcome, slots: &mut [(&str, 
 /// and clean up what the old agent left; true when it is back. Either
 /// way the old session is abandoned and its facts kept for planning.
 pub async fn reconnect(ctx: &RunContext, host: &str, slot: &mut Slot) -> bool {
-    if let Some(old) = slot.session.take() {
-        slot.stored_facts = Some(old.facts.clone());
-        old.abandon().await;
+    abandon(slot).await;
+    if ctx.lease_lost(host).is_some() {
+        return false;
     }
     let vars = ctx.checked.connection_vars(host);
     match HostSession::open(host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
@@ -112,6 +123,7 @@ pub async fn reconnect(ctx: &RunContext, host: &str, slot: &mut Slot) -> bool {
                 Ok(done) => ctx.progress.line(host, format!("  reconnected; cleaned up {done}")),
                 Err(e) => ctx.progress.line(host, format!("  reconnected; cleanup failed: {e}")),
             }
+            ctx.opened(host, &fresh);
             slot.session = Some(fresh);
             true
         }
@@ -119,6 +131,15 @@ pub async fn reconnect(ctx: &RunContext, host: &str, slot: &mut Slot) -> bool {
             ctx.progress.line(host, format!("  {e}"));
             false
         }
+    }
+}
+
+/// Drop a host's session without waiting for its agent (which releases
+/// what it set up when its channel closes), keeping its facts for planning.
+async fn abandon(slot: &mut Slot) {
+    if let Some(old) = slot.session.take() {
+        slot.stored_facts = Some(old.facts.clone());
+        old.abandon().await;
     }
 }
 

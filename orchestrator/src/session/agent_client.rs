@@ -15,6 +15,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use benchrig_wire::messages::HEARTBEAT_MS;
+/// How long a cancelled request may take to end: past it the agent is taken
+/// for stuck and the session for lost (the agent, no longer heard from,
+/// stops its step and releases on its own).
+pub const CANCEL_LIMIT: Duration = Duration::from_secs(60);
 /// An agent silent this long (no frame, no heartbeat) is considered gone.
 /// Generous: a 12%-of-a-core host under load still beats every 2 s.
 pub const SILENCE_LIMIT: Duration = Duration::from_secs(30);
@@ -36,8 +40,20 @@ struct Routes {
     closed: Option<String>,
 }
 
+type Writer = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
+
+/// Ends an agent session from outside it ([`AgentClient::closer`]).
+#[derive(Clone)]
+pub struct Closer(Arc<Mutex<Routes>>);
+
+impl Closer {
+    pub fn close(&self, why: String) {
+        close(&self.0, why)
+    }
+}
+
 pub struct AgentClient {
-    writer: tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>,
+    writer: Writer,
     routes: Arc<Mutex<Routes>>,
     next_id: AtomicU64,
     pub hello: Hello,
@@ -76,14 +92,22 @@ impl AgentClient {
         let last_seen = Arc::new(Mutex::new(Instant::now()));
         let reader = tokio::spawn(read_loop(stdout, routes.clone(), last_seen.clone()));
         let watchdog = tokio::spawn(watchdog(routes.clone(), last_seen.clone()));
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(stdin));
+        let beat = tokio::spawn(beat(writer.clone()));
         Ok(AgentClient {
-            writer: tokio::sync::Mutex::new(stdin),
+            writer,
             routes,
             next_id: AtomicU64::new(1),
             hello,
-            tasks: vec![reader, watchdog, stderr_task],
+            tasks: vec![reader, watchdog, beat, stderr_task],
             exit: Mutex::new(Some(exit)),
         })
+    }
+
+    /// A handle that ends the session from elsewhere (the run, when the
+    /// host's lease is gone): every request then ends as lost, with `why`.
+    pub fn closer(&self) -> Closer {
+        Closer(self.routes.clone())
     }
 
     /// Why the session is over, if it is.
@@ -92,10 +116,7 @@ impl AgentClient {
     }
 
     async fn send(&self, id: u64, request: Request) -> Result<(), RequestError> {
-        let bytes = frame::encode(&Envelope { id, request }).map_err(|e| RequestError::Lost(e.to_string()))?;
-        let mut w = self.writer.lock().await;
-        w.write_all(&bytes).await.map_err(|e| RequestError::Lost(format!("cannot write to the agent: {e}")))?;
-        w.flush().await.map_err(|e| RequestError::Lost(format!("cannot write to the agent: {e}")))
+        send(&self.writer, id, request).await
     }
 
     /// Send a request and wait for its answer, passing progress and log
@@ -118,15 +139,27 @@ impl AgentClient {
         }
         self.send(id, request).await?;
         let mut cancel = cancel;
-        let mut cancel_sent = false;
+        // When the cancel was sent: the request must end within CANCEL_LIMIT of it.
+        let mut cancel_sent: Option<tokio::time::Instant> = None;
         loop {
-            let event = match cancel.as_mut().filter(|_| !cancel_sent) {
-                Some(c) => tokio::select! {
+            let event = match (cancel.as_mut(), cancel_sent) {
+                (_, Some(at)) => match tokio::time::timeout_at(at + CANCEL_LIMIT, rx.recv()).await {
+                    Ok(ev) => ev,
+                    Err(_) => {
+                        let why = format!(
+                            "the agent did not stop the step within {} s of its cancel",
+                            CANCEL_LIMIT.as_secs()
+                        );
+                        close(&self.routes, why.clone());
+                        return Err(RequestError::Lost(why));
+                    }
+                },
+                (Some(c), None) => tokio::select! {
                     ev = rx.recv() => ev,
                     changed = c.changed() => {
                         match changed {
                             Ok(()) if *c.borrow() => {
-                                cancel_sent = true;
+                                cancel_sent = Some(tokio::time::Instant::now());
                                 let cid = self.next_id.fetch_add(1, Ordering::SeqCst);
                                 self.send(cid, Request::Cancel { target: id }).await?;
                             }
@@ -137,7 +170,7 @@ impl AgentClient {
                         continue;
                     }
                 },
-                None => rx.recv().await,
+                (None, None) => rx.recv().await,
             };
             match event {
                 Some(Event::Result { reply }) => return Ok(reply),
@@ -175,6 +208,27 @@ impl Drop for AgentClient {
     fn drop(&mut self) {
         for t in &self.tasks {
             t.abort();
+        }
+    }
+}
+
+async fn send(writer: &Writer, id: u64, request: Request) -> Result<(), RequestError> {
+    let bytes = frame::encode(&Envelope { id, request }).map_err(|e| RequestError::Lost(e.to_string()))?;
+    let mut w = writer.lock().await;
+    w.write_all(&bytes).await.map_err(|e| RequestError::Lost(format!("cannot write to the agent: {e}")))?;
+    w.flush().await.map_err(|e| RequestError::Lost(format!("cannot write to the agent: {e}")))
+}
+
+/// Our side of the heartbeat: the agent takes our silence for a lost link
+/// (`ORCHESTRATOR_SILENCE_MS`) and cleans up on its own. Id 0: never answered.
+async fn beat(writer: Writer) {
+    let period = Duration::from_millis(HEARTBEAT_MS);
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if send(&writer, 0, Request::Alive).await.is_err() {
+            return;
         }
     }
 }
@@ -276,7 +330,16 @@ mod tests {
         async fn say(&mut self, msg: &AgentMsg) {
             self.to_client.write_all(&frame::encode(msg).unwrap()).await.unwrap();
         }
+        /// The next request, past the client's heartbeats.
         async fn hear(&mut self) -> Envelope {
+            loop {
+                let e = self.hear_any().await;
+                if e.request != Request::Alive {
+                    return e;
+                }
+            }
+        }
+        async fn hear_any(&mut self) -> Envelope {
             let mut h = [0u8; HEADER_LEN];
             self.from_client.read_exact(&mut h).await.unwrap();
             let mut body = vec![0u8; frame::body_len(h).unwrap()];
@@ -309,6 +372,13 @@ mod tests {
         })
     }
 
+    /// A client that has shaken hands with a fake agent.
+    async fn connected() -> (AgentClient, Fake) {
+        let (proc, mut fake) = pair();
+        fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
+        (AgentClient::handshake(proc, "h", "abc").await.unwrap(), fake)
+    }
+
     #[tokio::test]
     async fn handshake_refuses_another_protocol_or_another_binary() {
         let (proc, mut fake) = pair();
@@ -329,9 +399,7 @@ mod tests {
 
     #[tokio::test]
     async fn replies_reach_their_request_and_a_closed_channel_is_lost() {
-        let (proc, mut fake) = pair();
-        fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
-        let client = AgentClient::handshake(proc, "h", "abc").await.unwrap();
+        let (client, mut fake) = connected().await;
         assert_eq!(client.hello.arch, "i686");
         let agent = tokio::spawn(async move {
             let a = fake.hear().await;
@@ -365,9 +433,7 @@ mod tests {
 
     #[tokio::test]
     async fn cancel_is_sent_for_the_running_request() {
-        let (proc, mut fake) = pair();
-        fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
-        let client = AgentClient::handshake(proc, "h", "abc").await.unwrap();
+        let (client, mut fake) = connected().await;
         let (tx, rx) = watch::channel(false);
         let agent = tokio::spawn(async move {
             let run = fake.hear().await;
@@ -385,5 +451,43 @@ mod tests {
         let r = req.await;
         assert!(matches!(r, Err(RequestError::Agent(ref e)) if e.code == ErrorCode::Cancelled), "{r:?}");
         let _fake = agent.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_client_tells_an_idle_agent_it_is_still_there() {
+        let t0 = tokio::time::Instant::now();
+        let (_client, mut fake) = connected().await;
+        for _ in 0..3 {
+            assert_eq!(fake.hear_any().await, Envelope { id: 0, request: Request::Alive });
+        }
+        // One every HEARTBEAT_MS, with no request in between.
+        assert_eq!(t0.elapsed(), 3 * Duration::from_millis(HEARTBEAT_MS));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancel_the_agent_never_ends_loses_the_session_after_the_limit() {
+        let (client, mut fake) = connected().await;
+        let (tx, rx) = watch::channel(false);
+        // An agent that beats (so it is not silent) but never ends the step.
+        let agent = tokio::spawn(async move {
+            let run = fake.hear().await;
+            assert_eq!(fake.hear().await.request, Request::Cancel { target: run.id });
+            for seq in 0.. {
+                tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS)).await;
+                fake.say(&AgentMsg::Heartbeat { seq }).await;
+            }
+        });
+        let req = client.request(Request::Facts, Some(rx), |_| {});
+        let _ = tx.send(true);
+        let t0 = tokio::time::Instant::now();
+        let r = req.await;
+        assert!(
+            matches!(r, Err(RequestError::Lost(ref why)) if why.contains("did not stop the step within 60 s")),
+            "{r:?}"
+        );
+        assert_eq!(t0.elapsed(), CANCEL_LIMIT);
+        // The session is over: nothing else is sent to an agent that may be stuck.
+        assert!(matches!(client.request(Request::Ping, None, |_| {}).await, Err(RequestError::Lost(_))));
+        agent.abort();
     }
 }

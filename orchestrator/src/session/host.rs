@@ -52,6 +52,9 @@ pub struct HostSession {
     pub startup: Duration,
     /// The same, stage by stage.
     pub timeline: Timeline,
+    /// What the agent undid at its start of what a killed one left (its
+    /// journal, stale exports): said as a warning, and by `cleanup`.
+    pub restored: Vec<String>,
 }
 
 /// The wait before retry `attempt` (0 first): 1 s, 2 s, 4 s, then 8 s each.
@@ -135,21 +138,36 @@ impl HostSession {
                 scratch,
                 heartbeat_ms: HEARTBEAT_MS,
             };
-            agent.request(Request::Configure(config), None, |_| {}).await?;
+            let restored = match agent.request(Request::Configure(config), None, |_| {}).await? {
+                Reply::Configured { restored } => restored,
+                other => return Err(HostError::Failed(format!("unexpected answer to configure: {other:?}"))),
+            };
+            for r in &restored {
+                tracing::warn!("{name}: {r}");
+            }
             timeline.mark("configure");
             let facts = match agent.request(Request::Facts, None, |_| {}).await? {
                 Reply::Facts(f) => *f,
                 other => return Err(HostError::Failed(format!("unexpected answer to facts: {other:?}"))),
             };
             timeline.mark("facts");
-            Ok::<_, HostError>((deployed, agent, facts))
+            Ok::<_, HostError>((deployed, agent, facts, restored))
         }
         .await;
         match started {
-            Ok((deployed, agent, facts)) => {
+            Ok((deployed, agent, facts, restored)) => {
                 tracing::debug!(host = name, "start-up: {}", timeline.describe());
                 let startup = timeline.elapsed();
-                Ok(HostSession { name: name.to_string(), transport, agent, deployed, facts, startup, timeline })
+                Ok(HostSession {
+                    name: name.to_string(),
+                    transport,
+                    agent,
+                    deployed,
+                    facts,
+                    startup,
+                    timeline,
+                    restored,
+                })
             }
             Err(e) => {
                 transport.close().await;
@@ -184,6 +202,7 @@ impl HostSession {
                             .map(move |i| format!("{kind} {}", i.as_str().unwrap_or_default()))
                     })
                     .collect();
+                let items: Vec<String> = self.restored.iter().cloned().chain(items).collect();
                 Ok(if items.is_empty() { "nothing".into() } else { items.join(", ") })
             }
             other => Err(HostError::Failed(format!("unexpected answer to cleanup: {other:?}"))),

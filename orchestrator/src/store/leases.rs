@@ -199,15 +199,20 @@ impl Store {
         Ok(())
     }
 
-    /// The heartbeat: `holder`'s leases hold for another `term`. The number
-    /// still held (0 when someone released or took them over).
-    pub fn renew_leases(&self, holder: &Holder, term: Duration) -> Result<u64, StoreError> {
+    /// The heartbeat: `holder`'s leases hold for another `term`. The hosts
+    /// still held, by name (one released by hand or taken over is missing).
+    pub fn renew_leases(&self, holder: &Holder, term: Duration) -> Result<Vec<String>, StoreError> {
         let mut db = self.db();
-        let expr = db.unix_now_expr();
-        db.execute(
-            &format!("UPDATE leases SET heartbeat = ?2, expires = {expr} + ?3 WHERE token = ?1"),
-            &[holder.token.as_str().into(), now().into(), (term.as_secs() as i64).into()],
-        )
+        db.exclusive_transaction(|db| {
+            let expr = db.unix_now_expr();
+            db.execute(
+                &format!("UPDATE leases SET heartbeat = ?2, expires = {expr} + ?3 WHERE token = ?1"),
+                &[holder.token.as_str().into(), now().into(), (term.as_secs() as i64).into()],
+            )?;
+            let rows =
+                db.query("SELECT host FROM leases WHERE token = ?1 ORDER BY host", &[holder.token.as_str().into()])?;
+            Ok(rows.iter().map(|r| r.text(0)).collect())
+        })
     }
 
     /// The database's time in unix seconds, the clock leases are judged on.
@@ -298,7 +303,7 @@ mod tests {
             assert!(matches!(s.take_leases(&hosts(&["h1"]), &a, TERM).unwrap(), Taken::Held { .. }));
             let after = s.leases().unwrap();
             assert_eq!((after[0].run, &after[0].since), (Some(7), &before[0].since), "{url}");
-            assert_eq!(s.renew_leases(&a, TERM).unwrap(), 2);
+            assert_eq!(s.renew_leases(&a, TERM).unwrap(), ["h1", "h2"]);
             s.release_leases(&a).unwrap();
             assert!(s.leases().unwrap().is_empty(), "{url}");
             assert!(matches!(s.take_leases(&hosts(&["h2", "h3"]), &b, TERM).unwrap(), Taken::Held { .. }));
@@ -313,7 +318,10 @@ mod tests {
             let (dead, next) = (holder(1), holder(2));
             s.take_leases(&hosts(&["h1"]), &dead, Duration::ZERO).unwrap();
             assert!(matches!(s.take_leases(&hosts(&["h1"]), &next, TERM).unwrap(), Taken::Held { .. }), "{url}");
-            assert_eq!(s.renew_leases(&dead, TERM).unwrap(), 0, "{url}: the dead holder's heartbeat holds nothing");
+            assert!(
+                s.renew_leases(&dead, TERM).unwrap().is_empty(),
+                "{url}: the dead holder's heartbeat holds nothing"
+            );
             assert_eq!(s.leases().unwrap()[0].holder.as_deref(), Some("u2@m"));
         }
     }

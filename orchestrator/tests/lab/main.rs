@@ -6,6 +6,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod dead_agents;
 mod real_hosts;
 mod shared_lab;
 
