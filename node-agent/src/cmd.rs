@@ -58,7 +58,11 @@ pub fn run_for_step<S: AsRef<str>>(argv: &[S], ctx: &StepCtx) -> Result<Output, 
     run_supervised(argv, Some(ctx), None)
 }
 
-fn run_supervised<S: AsRef<str>>(argv: &[S], ctx: Option<&StepCtx>, deadline: Option<Duration>) -> Result<Output, String> {
+fn run_supervised<S: AsRef<str>>(
+    argv: &[S],
+    ctx: Option<&StepCtx>,
+    deadline: Option<Duration>,
+) -> Result<Output, String> {
     let (prog, args) = argv.split_first().ok_or("empty command")?;
     let prog = prog.as_ref();
     let path = which(prog).ok_or_else(|| format!("{prog} not found"))?;
