@@ -13,7 +13,7 @@ fn main() {
     match arg.as_deref() {
         None | Some("serve") => serve(),
         Some("--version") => {
-            println!("benchrig-agent {} (protocol {})", env!("CARGO_PKG_VERSION"), benchrig_wire::PROTOCOL_VERSION)
+            println!("benchrig-agent {} (protocol {})", benchrig_wire::VERSION, benchrig_wire::PROTOCOL_VERSION)
         }
         Some("--sha256") => match self_sha256() {
             Ok(s) => println!("{s}"),

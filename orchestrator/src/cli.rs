@@ -24,7 +24,7 @@ const LOGGING: &str = "Logging";
 #[derive(Parser, Debug)]
 #[command(
     name = "benchrig",
-    version,
+    version = benchrig_wire::VERSION,
     about = "Storage and filesystem experiments across a lab of Linux hosts",
     after_help = crate::exit_code::HELP
 )]
@@ -69,6 +69,23 @@ pub enum Command {
     Ping(PingArgs),
     /// The lab's hosts in the database: who holds which since when; release or quarantine one.
     Lab(LabArgs),
+    /// Shell completion for bash, zsh, fish, elvish or PowerShell, on stdout (`benchrig completions bash > ~/.local/share/bash-completion/completions/benchrig`).
+    Completions(CompletionsArgs),
+    /// Man pages: benchrig(1) on stdout, or one page per command into --dir.
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Write benchrig.1 and a page per command (benchrig-run.1, …) into this directory instead.
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -51,6 +51,8 @@ async fn dispatch(cmd: Command, progress: Progress) -> anyhow::Result<i32> {
         Command::Cleanup(a) => commands::cleanup::run(a, progress).await,
         Command::Ping(a) => commands::ping::run(a, progress).await,
         Command::Lab(a) => commands::lab::run(a),
+        Command::Completions(a) => commands::generate::completions(a),
+        Command::Man(a) => commands::generate::man(a),
     }
 }
 

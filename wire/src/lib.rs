@@ -17,6 +17,13 @@ pub mod scratch;
 pub mod steps;
 pub mod units;
 
+/// The commit benchrig and its agents were built from (`build.rs`), as
+/// their `--version` says.
+pub const COMMIT: &str = env!("BENCHRIG_COMMIT");
+
+/// `0.1.0 (commit 1a2b3c4d5e6f)`: the version both binaries print.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BENCHRIG_COMMIT"), ")");
+
 /// Bumped on every incompatible change to a frame or message (3: the
 /// orchestrator's `Alive` heartbeat, `Configured` says what was restored).
 pub const PROTOCOL_VERSION: u32 = 3;

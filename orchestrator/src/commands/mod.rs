@@ -3,6 +3,7 @@
 pub mod cleanup;
 pub mod compare;
 pub mod facts;
+pub mod generate;
 pub mod history;
 pub mod inventory;
 pub mod lab;

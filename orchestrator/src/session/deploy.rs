@@ -61,10 +61,11 @@ pub struct AgentBuild {
     pub sha256: String,
 }
 
-/// Where agent builds are found: `$BENCHRIG_AGENT_DIR/<triple>/`, then
-/// `agents/<triple>/` beside the benchrig binary, then cargo's
-/// `target/<triple>/agent/` (the `agent` profile's directory) of the target
-/// directory the benchrig binary is in and of this workspace. Not
+/// Where agent builds are found: `$BENCHRIG_AGENTS/<triple>/` (or
+/// `$BENCHRIG_AGENT_DIR`), then `agents/<triple>/` beside the benchrig
+/// binary (a release tarball), cargo's `target/<triple>/agent/` (the
+/// `agent` profile's directory) of the target directory the binary is in,
+/// `/usr/lib/benchrig/agents/<triple>/` (the .deb), and this workspace's. Not
 /// `target/<triple>/release/`, where agents were built before they had their
 /// own profile: one left there is as old as that change.
 pub struct AgentBuilds {
@@ -75,8 +76,11 @@ pub struct AgentBuilds {
 impl AgentBuilds {
     pub fn discover() -> Self {
         let mut dirs = Vec::new();
-        if let Some(d) = std::env::var_os("BENCHRIG_AGENT_DIR") {
-            dirs.push(PathBuf::from(d));
+        // BENCHRIG_AGENTS as the release docs name it; BENCHRIG_AGENT_DIR as before.
+        for var in ["BENCHRIG_AGENTS", "BENCHRIG_AGENT_DIR"] {
+            if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+                dirs.push(PathBuf::from(d));
+            }
         }
         if let Some(exe_dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)) {
             dirs.push(exe_dir.join("agents"));
@@ -85,6 +89,8 @@ impl AgentBuilds {
                 dirs.push(target.to_path_buf());
             }
         }
+        // Where the .deb puts them.
+        dirs.push(PathBuf::from("/usr/lib/benchrig/agents"));
         if let Some(workspace) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() {
             dirs.push(workspace.join("target"));
         }
