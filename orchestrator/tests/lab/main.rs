@@ -2037,7 +2037,9 @@ fn a_cold_read_on_the_hdd_host_is_seen_by_its_monitors_at_the_model_disks_rate_a
     assert!((shown - rmb).abs() < 0.15, "the headline's rMB/s {shown} is the monitors' {rmb:.1}: {headline}");
     assert!(headline.contains("; I/O stalled "), "{headline}");
     let bound = util >= 90.0 || stalled >= 90.0;
-    assert_eq!(headline.ends_with("→ disk-bound"), bound, "the verdict follows the figures: {headline}");
+    // (Another verdict may stand beside it: CPU-bound too, on a machine busy with other work.)
+    let verdicts: Vec<&str> = headline.rsplit_once("→ ").map_or(vec![], |(_, v)| v.split(", ").collect());
+    assert_eq!(verdicts.contains(&"disk-bound"), bound, "the verdict follows the figures: {headline}");
     assert!(stdout(&b.run(&["show", "on"])).contains(&format!("cold read: {dev}: %util")), "a line under show's table");
     let html = stdout(&b.run(&["report", "on", "-f", "html"]));
     assert!(html.contains("<h4>What the monitors saw</h4>") && html.contains("cold read: repetition 1 over time"));
