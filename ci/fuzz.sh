@@ -13,10 +13,12 @@
 # Needs a nightly toolchain (`rustup toolchain install nightly`): cargo-fuzz
 # builds with -Zsanitizer=address. Installs cargo-fuzz when it is missing.
 #
-# Environment: FUZZ_SECONDS (60), FUZZ_RSS_MB (1024: libFuzzer's memory
-# limit, an input past it is an out-of-memory finding), FUZZ_TIMEOUT (30: s
-# one input may take), FUZZ_TOOLCHAIN (nightly), FUZZ_ARGS (more libFuzzer
-# flags, split on spaces: `-jobs=2 -workers=2`, `-max_len=N`, `-dict=FILE`).
+# Environment: FUZZ_SECONDS (60), FUZZ_RSS_MB (libFuzzer's memory limit, an
+# input past it is an out-of-memory finding: 1024, but 2048 for playbook,
+# where a matrix of up to matrix::MAX_POINTS cells is planned whole, as the
+# property test's 2 GiB allows), FUZZ_TIMEOUT (30: s one input may take),
+# FUZZ_TOOLCHAIN (nightly), FUZZ_ARGS (more libFuzzer flags, split on
+# spaces: `-jobs=2 -workers=2`, `-max_len=N`, `-dict=FILE`).
 #
 # What each target finds new is kept in fuzz/corpus/TARGET (ignored by git,
 # so later runs start from it); the checked-in fuzz/seeds/TARGET are only
@@ -27,7 +29,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-rss_mb=${FUZZ_RSS_MB:-1024}
 timeout=${FUZZ_TIMEOUT:-30}
 toolchain=${FUZZ_TOOLCHAIN:-nightly}
 read -ra extra <<<"${FUZZ_ARGS:-}"
@@ -67,6 +68,8 @@ summary=()
 for t in "${targets[@]}"; do
     printf '\n== %s: %d s (log: %s/%s.log)\n' "$t" "$seconds" "$logs" "$t"
     mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+    rss_mb=${FUZZ_RSS_MB:-1024}
+    [[ $t == playbook ]] && rss_mb=${FUZZ_RSS_MB:-2048}
     args=(-max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout" -print_final_stats=1)
     [[ -f fuzz/dicts/$t.dict ]] && args+=(-dict="fuzz/dicts/$t.dict")
     seeds=()
