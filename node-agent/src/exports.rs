@@ -40,7 +40,7 @@ pub fn line(path: &Path, clients: &str, options: &[String]) -> String {
 }
 
 /// This boot of the machine (`/proc/sys/kernel/random/boot_id`).
-fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|b| b.trim().to_string()).unwrap_or_default()
 }
 

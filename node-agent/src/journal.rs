@@ -24,8 +24,9 @@
 //! (`state::unmount`); a reboot undoes the rest, so another boot's journal
 //! is only removed.
 
-use crate::ledger::not_private;
-use rustix::fs::{Mode, OFlags};
+use crate::exports::boot_id;
+use crate::ledger::{not_private, open_private};
+use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -160,15 +161,10 @@ impl Journal {
                 return Err(shown(&format!("{} {why}", dir.display())));
             }
             let path = dir.join(Session::this().file_name());
-            let fd = rustix::fs::open(
-                &path,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            )
-            .map_err(|e| shown(&e))?;
+            let new = open_private(&path, OFlags::CREATE | OFlags::EXCL | OFlags::APPEND).map_err(|e| shown(&e))?;
             // The new name must survive a crash too.
             File::open(dir).and_then(|d| d.sync_all()).map_err(|e| shown(&e))?;
-            *file = Some(File::from(fd));
+            *file = Some(new);
         }
         let file = file.as_mut().expect("opened above");
         let mut text = serde_json::to_string(line).map_err(|e| shown(&e))?;
@@ -234,9 +230,7 @@ pub fn recover(work_dir: &Path, view: &crate::sysfs::SysView) -> Vec<String> {
 
 /// The changes a journal file holds that were not undone, oldest first.
 fn read(path: &Path) -> Result<Vec<Change>, String> {
-    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("journal {}: {e}", path.display()))?;
-    let file = File::from(fd);
+    let file = open_private(path, OFlags::empty()).map_err(|e| format!("journal {}: {e}", path.display()))?;
     let m = file.metadata().map_err(|e| format!("journal {}: {e}", path.display()))?;
     if let Some(why) = not_private(m.uid(), m.mode(), false) {
         return Err(format!("journal {} ignored: it {why}", path.display()));
@@ -265,13 +259,7 @@ fn outstanding(lines: impl Iterator<Item = String>) -> Vec<Change> {
 fn rewrite(path: &Path, left: &[Change]) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let _ = std::fs::remove_file(&tmp);
-    let fd = rustix::fs::open(
-        &tmp,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut f = File::from(fd);
+    let mut f = open_private(&tmp, OFlags::CREATE | OFlags::EXCL).map_err(|e| e.to_string())?;
     for c in left {
         let line = serde_json::to_string(&Line::Made(c.clone())).map_err(|e| e.to_string())?;
         writeln!(f, "{line}").map_err(|e| e.to_string())?;
@@ -329,11 +317,6 @@ fn undo(change: &Change, work_dir: &Path, view: &crate::sysfs::SysView) -> Resul
             Ok((!detached.is_empty()).then(|| format!("detached {} from {}", detached.join(", "), image.display())))
         }
     }
-}
-
-/// This boot of the machine (`/proc/sys/kernel/random/boot_id`).
-fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|b| b.trim().to_string()).unwrap_or_default()
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`

@@ -197,7 +197,7 @@ impl Ledger {
 
 /// Open a ledger file read-write (created 0600 with `CREATE`), never
 /// through a symlink.
-fn open_private(path: &Path, how: OFlags) -> io::Result<File> {
+pub(crate) fn open_private(path: &Path, how: OFlags) -> io::Result<File> {
     let access = if how.is_empty() { OFlags::RDONLY } else { OFlags::RDWR };
     let fd = rustix::fs::open(path, access | how | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::from_raw_mode(0o600))?;
     Ok(File::from(fd))
