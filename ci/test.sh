@@ -27,13 +27,14 @@ nothing_left() {
 # that): read before the image build below, which registers qemu-aarch64.
 arm_binfmt_before=$(arm_binfmt)
 
-# The guests' image and arm1's rootfs are built (or taken from their caches)
-# in the background from the start, niced: debootstrap mostly waits on the
-# mirror and the disk, and soaks up what the CPU-bound stages leave idle.
+# The guests' image, arm1's rootfs and the install test's minimal root are
+# built (or taken from their caches) in the background from the start,
+# niced: debootstrap mostly waits on the mirror and the disk, and soaks up
+# what the CPU-bound stages leave idle.
 # Their stages wait for it (images_ready); every exit path waits for it too,
 # so no build is cut off with its mounts left, before the lab goes down.
 images_log=$(mktemp /tmp/benchrig-images.XXXXXX)
-nice -n 19 ionice -c 2 -n 7 bash -c 'ci/vm.sh image && ci/arm.sh image' >"$images_log" 2>&1 &
+nice -n 19 ionice -c 2 -n 7 bash -c 'ci/vm.sh image && ci/arm.sh image && ci/install-test.sh image' >"$images_log" 2>&1 &
 images_pid=$!
 images_rc=
 # images_ready: wait for the build (once), show its log, fail if it failed.
@@ -87,6 +88,10 @@ step "change-point parity with Apache Otava (the oracle .ci/run installs)"
 BENCHRIG_OTAVA_PYTHON=${BENCHRIG_OTAVA_PYTHON:-/var/tmp/benchrig-venv/bin/python} \
     cargo test --locked --workspace --test changepoint_parity -- --ignored
 
+step "the playbook schema against check-jsonschema (the validator .ci/run installs)"
+BENCHRIG_CHECK_JSONSCHEMA=${BENCHRIG_CHECK_JSONSCHEMA:-/var/tmp/benchrig-venv/bin/check-jsonschema} \
+    cargo test --locked --workspace --test playbook_schema -- --ignored
+
 step "simulated lab up (twice: up is idempotent)"
 ci/lab.sh up
 ci/lab.sh up >/dev/null
@@ -101,7 +106,7 @@ cargo test --locked --workspace --test lab -- --ignored --test-threads=64
 step "round-trip benchmark (figures, not a pass/fail test)"
 ci/bench-roundtrip.sh
 
-step "the guests' image and arm1's rootfs, built in the background since the start"
+step "the guests' image, arm1's rootfs and the install test's root, built in the background since the start"
 images_ready
 
 step "the lab's aarch64 host: arm64 rootfs (cached), sshd under qemu-user (up twice: idempotent)"
@@ -140,6 +145,13 @@ ci/postgres.sh down
 ci/lab.sh down
 ci/lab.sh down >/dev/null   # idempotent
 nothing_left "the lab" "nothing left behind" lab_leftovers
+
+step "release artifacts (static tarball, .deb), installed on a minimal Debian 12 without build tools, quickstart, purge"
+# ci/release.sh builds the static musl benchrig (the agents are built above)
+# into dist/; ci/install-test.sh installs each in a fresh copy of the cached
+# minbase root (built in the background since the start), without network.
+ci/release.sh --out dist
+ci/install-test.sh run dist
 
 step "fan-out benchmark, small: 3 and 16 hosts, one round (figures, not a pass/fail test; docs/perf.md has the full run)"
 # The debug build the tests used (a release build would cost minutes here):

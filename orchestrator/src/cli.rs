@@ -20,6 +20,15 @@ const COMPARISON: &str = "Comparison";
 const SELECTION: &str = "Selection";
 const OUTPUT: &str = "Output";
 const LOGGING: &str = "Logging";
+const CONFIG: &str = "Configuration";
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// When standard error is a terminal and NO_COLOR is not set.
+    Auto,
+    Always,
+    Never,
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -35,6 +44,12 @@ pub struct Cli {
     /// Only errors and the final table.
     #[arg(short, long, global = true, help_heading = LOGGING)]
     pub quiet: bool,
+    /// Colour in log lines: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, value_enum, default_value = "auto", env = "BENCHRIG_COLOR", global = true, help_heading = LOGGING)]
+    pub color: ColorChoice,
+    /// Read defaults from this config file instead of the first of ./benchrig.toml, ~/.config/benchrig/config.toml, /etc/benchrig/config.toml.
+    #[arg(long, value_name = "FILE", env = "BENCHRIG_CONFIG", global = true, help_heading = CONFIG)]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -73,12 +88,36 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Man pages: benchrig(1) on stdout, or one page per command into --dir.
     Man(ManArgs),
+    /// The settings in effect (inventory, database, forks, …) and where each came from: flag default, config file, environment.
+    Config(ConfigArgs),
+    /// A JSON Schema on stdout, for editors (`benchrig schema playbook > benchrig-playbook.schema.json`).
+    Schema(SchemaArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Which format's schema.
+    #[arg(value_enum)]
+    pub what: SchemaKind,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum SchemaKind {
+    /// The playbook format (draft 2020-12), from the tables the parser reads.
+    Playbook,
 }
 
 #[derive(Args, Debug)]
 pub struct CompletionsArgs {
     /// The shell to complete for.
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    /// Only the settings a config file or the environment changed (as `ansible-config dump --only-changed`).
+    #[arg(long, help_heading = OUTPUT)]
+    pub only_changed: bool,
 }
 
 #[derive(Args, Debug)]
@@ -122,14 +161,14 @@ pub enum LabAction {
 
 #[derive(Args, Debug, Clone)]
 pub struct HostsArgs {
-    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable. Without it: this machine.
-    #[arg(short = 'i', long = "inventory", help_heading = INVENTORY)]
+    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable, or comma-separated. Without it: this machine.
+    #[arg(short = 'i', long = "inventory", env = "BENCHRIG_INVENTORY", value_delimiter = ',', help_heading = INVENTORY)]
     pub inventory: Vec<PathBuf>,
     /// Limit to hosts matching this pattern (as ansible's --limit).
     #[arg(short = 'l', long = "limit", help_heading = INVENTORY)]
     pub limit: Option<String>,
     /// How many hosts to work on at once.
-    #[arg(short = 'f', long = "forks", default_value_t = 50, help_heading = EXECUTION)]
+    #[arg(short = 'f', long = "forks", default_value_t = 50, env = "BENCHRIG_FORKS", help_heading = EXECUTION)]
     pub forks: usize,
     /// Ask for the password sudo wants on hosts that become (as ansible-playbook's): at the terminal, or one line on stdin. A host's ansible_become_password wins.
     #[arg(short = 'K', long = "ask-become-pass", help_heading = INVENTORY)]
@@ -185,7 +224,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub wait_for_hosts: std::time::Duration,
     /// How long the run's hold on a host lasts without a heartbeat: how long a killed benchrig keeps its hosts from others.
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", env = "BENCHRIG_LEASE_TERM", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub lease_term: std::time::Duration,
 }
 
@@ -208,8 +247,8 @@ pub struct FactsArgs {
 
 #[derive(Args, Debug)]
 pub struct InventoryArgs {
-    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable. Without it: this machine.
-    #[arg(short = 'i', long = "inventory", help_heading = INVENTORY)]
+    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable, or comma-separated. Without it: this machine.
+    #[arg(short = 'i', long = "inventory", env = "BENCHRIG_INVENTORY", value_delimiter = ',', help_heading = INVENTORY)]
     pub inventory: Vec<PathBuf>,
     /// Every group and host with its variables, as JSON (as `ansible-inventory --list`; the default).
     #[arg(long, group = "mode", help_heading = ACTIONS)]
@@ -309,7 +348,7 @@ pub struct ReportArgs {
     /// Run id, run name, or `last`.
     pub run: String,
     /// The report's format.
-    #[arg(short = 'f', long = "format", value_enum, default_value = "json", help_heading = OUTPUT)]
+    #[arg(short = 'f', long = "format", value_enum, default_value = "json", env = "BENCHRIG_REPORT_FORMAT", help_heading = OUTPUT)]
     pub format: ReportFormat,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output", help_heading = OUTPUT)]

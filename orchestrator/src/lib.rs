@@ -38,6 +38,7 @@ pub mod report;
 pub mod run;
 pub mod selection;
 pub mod session;
+pub mod settings;
 pub mod significance;
 pub mod stats;
 pub mod status;

@@ -1,14 +1,29 @@
 //! `benchrig`: parse the command line, start logging, hand the command to
 //! its module in `commands`, and print an error, once, where one ends it.
 
-use benchrig::cli::{Cli, Command};
+use benchrig::cli::{Cli, ColorChoice, Command};
 use benchrig::commands;
 use benchrig::exit_code;
 use benchrig::progress::Progress;
-use clap::Parser;
+use benchrig::settings;
+use clap::{CommandFactory, FromArgMatches};
+use std::ffi::OsString;
+use std::path::PathBuf;
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    // The config file's values become the flags' defaults, so it is read
+    // before clap parses; a bad one ends here, as a usage error.
+    let settings = match load_settings(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}", benchrig::human::printable(&e.to_string()));
+            std::process::exit(exit_code::USAGE);
+        }
+    };
+    let parsed =
+        settings::apply(Cli::command(), &settings).try_get_matches_from(&args).and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         // clap's own `exit()` would end a usage error with 2, which is ours
         // for a failed cell; print exactly what it prints, exit as we say.
@@ -19,10 +34,13 @@ fn main() {
             _ => exit_code::USAGE,
         }),
     };
-    init_logging(cli.verbose, cli.quiet);
+    init_logging(cli.verbose, cli.quiet, cli.color);
+    for warning in &settings.warnings {
+        tracing::warn!("{}", benchrig::human::printable(&warning.to_string()));
+    }
     let progress = Progress { quiet: cli.quiet };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    let code = rt.block_on(dispatch(cli.command, progress)).unwrap_or_else(|e| {
+    let code = rt.block_on(dispatch(cli.command, progress, &settings)).unwrap_or_else(|e| {
         let code = exit_code::for_error(&e);
         // `benchrig runs | head`: whoever closed stdout wants no message.
         // (SIGPIPE stays ignored, as Rust leaves it: a dead ssh channel
@@ -32,10 +50,25 @@ fn main() {
         }
         code
     });
+    // Tasks still spawned (a lease's heartbeat, a host's session) hold the
+    // store; dropping them closes its connections, so SQLite checkpoints
+    // its WAL into the database file instead of leaving `-wal` and `-shm`
+    // beside it (process::exit runs no destructors).
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
     std::process::exit(code);
 }
 
-async fn dispatch(cmd: Command, progress: Progress) -> anyhow::Result<i32> {
+/// The config file `--config` or BENCHRIG_CONFIG names, else the first found.
+fn load_settings(args: &[OsString]) -> Result<settings::ConfigFile, benchrig::diagnostic::ConfigError> {
+    let named = settings::named(args, std::env::var_os("BENCHRIG_CONFIG"));
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
+    let candidates = settings::candidates(&cwd, home.as_deref(), xdg.as_deref());
+    settings::load(named.as_deref(), &candidates, &Cli::command())
+}
+
+async fn dispatch(cmd: Command, progress: Progress, settings: &settings::ConfigFile) -> anyhow::Result<i32> {
     match cmd {
         Command::Run(a) => commands::run::run(a, progress).await,
         Command::Plan(a) => commands::plan::run(a),
@@ -53,10 +86,12 @@ async fn dispatch(cmd: Command, progress: Progress) -> anyhow::Result<i32> {
         Command::Lab(a) => commands::lab::run(a),
         Command::Completions(a) => commands::generate::completions(a),
         Command::Man(a) => commands::generate::man(a),
+        Command::Schema(a) => commands::schema::run(a),
+        Command::Config(a) => commands::config::run(a, settings),
     }
 }
 
-fn init_logging(verbose: u8, quiet: bool) {
+fn init_logging(verbose: u8, quiet: bool, color: ColorChoice) {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
@@ -70,7 +105,14 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(format!("benchrig={level},warn")));
     let terminal = std::io::stderr().is_terminal();
-    let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal).with_target(false);
+    // NO_COLOR (no-color.org): set and not empty.
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let ansi = match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && !no_color,
+    };
+    let fmt = tracing_subscriber::fmt::layer().with_ansi(ansi).with_target(false);
     if terminal && !quiet {
         // Progress bars per host; logs and progress lines print above them
         // through the layer's writer instead of tearing them.

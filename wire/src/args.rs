@@ -7,21 +7,26 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FilesystemArgs {
     /// A scratch device name from the inventory.
     pub device: String,
+    /// The filesystem profile: how to mkfs and mount (a playbook names a built-in or a play's `profiles` entry).
     pub profile: FsProfile,
 }
 
 /// A filesystem profile resolved by the orchestrator: exactly what to run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FsProfile {
+    /// The profile's name (`ext4`, `xfs`, a play's own).
     pub name: String,
     /// The kernel's name for the filesystem (`/proc/filesystems`); `None` for
     /// `existing`, which uses a scratch directory as it is.
@@ -30,11 +35,13 @@ pub struct FsProfile {
     /// mkfs argv without the device, which the agent appends.
     #[serde(default)]
     pub mkfs: Vec<String>,
+    /// Mount options (`-o`), one per item.
     #[serde(default)]
     pub mount_options: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UnmountArgs {
     /// A scratch device name; all of this session's mounts when absent.
@@ -53,14 +60,18 @@ fn yes() -> bool {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SeqWriteArgs {
     /// Scratch device name whose mount to write on; the most recently mounted when absent.
     #[serde(default)]
     pub target: Option<String>,
+    /// The file's name, in the target's mount point.
     #[serde(default = "default_seq_file")]
     pub file: String,
+    /// How much to write.
     pub size: ByteSize,
+    /// The size of each write.
     #[serde(default = "default_bs")]
     pub bs: ByteSize,
     /// O_DIRECT.
@@ -78,14 +89,19 @@ pub struct SeqWriteArgs {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SeqReadArgs {
+    /// Scratch device name whose mount to read on; the most recently mounted when absent.
     #[serde(default)]
     pub target: Option<String>,
+    /// The file's name, in the target's mount point (`seq_write`'s by default).
     #[serde(default = "default_seq_file")]
     pub file: String,
+    /// The size of each read.
     #[serde(default = "default_bs")]
     pub bs: ByteSize,
+    /// O_DIRECT.
     #[serde(default)]
     pub direct: bool,
     /// sync + drop_caches (root) or fadvise(DONTNEED) before the clock starts.
@@ -95,6 +111,7 @@ pub struct SeqReadArgs {
 
 /// What files are made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ContentKind {
     Zeros,
@@ -108,6 +125,7 @@ pub enum ContentKind {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SizeDist {
     Fixed,
@@ -135,6 +153,7 @@ fn default_uid() -> u32 {
 /// A deterministic tree: the same arguments give the same names, sizes and
 /// bytes on every host.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TreeArgs {
     /// Scratch (or ramdisk) name to build in; the most recently set up when absent.
@@ -143,6 +162,7 @@ pub struct TreeArgs {
     /// Directory under the target's mount point.
     #[serde(default = "default_tree_dir")]
     pub dir: String,
+    /// Files in the tree.
     pub files: u64,
     /// Directories, the top one included.
     pub dirs: u64,
@@ -151,13 +171,16 @@ pub struct TreeArgs {
     pub fanout: u64,
     /// Mean file size.
     pub size: ByteSize,
+    /// How file sizes spread around `size`.
     #[serde(default)]
     pub dist: SizeDist,
     /// Spread of the lognormal distribution.
     #[serde(default = "one")]
     pub sigma: f64,
+    /// What the files are made of.
     #[serde(default)]
     pub content: ContentKind,
+    /// The seed of names, sizes and contents: the same seed, the same tree.
     #[serde(default = "default_seed")]
     pub seed: u64,
     /// Multiplies files and directories (sizes stay), to grow a shape toward the original.
@@ -173,6 +196,7 @@ pub struct TreeArgs {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AclOp {
     /// access(R_OK)
@@ -183,21 +207,26 @@ pub enum AclOp {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AclCheckArgs {
+    /// Scratch (or ramdisk) name holding the tree; the most recently set up when absent.
     #[serde(default)]
     pub target: Option<String>,
+    /// The tree's directory under the target's mount point.
     #[serde(default = "default_tree_dir")]
     pub dir: String,
     /// The non-owner the check runs as (owners never consult the ACL).
     #[serde(default = "default_uid")]
     pub uid: u32,
+    /// The group the check runs as.
     #[serde(default = "default_uid")]
     pub gid: u32,
     /// Drop caches first (the paper's "right after boot"); `stat()` still
     /// precedes each timed check, so only the ACL's own reads are timed.
     #[serde(default = "yes")]
     pub cold: bool,
+    /// The call that makes the permission check.
     #[serde(default)]
     pub op: AclOp,
     /// Check at most this many files (all when absent).
@@ -206,6 +235,7 @@ pub struct AclCheckArgs {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Preserve {
     /// Contents only, as a `cp` without EA/ACL support.
@@ -220,17 +250,21 @@ fn default_copy_dir() -> String {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CopyTreeArgs {
     /// Scratch or ramdisk name holding the source tree.
     pub from: String,
+    /// The tree's directory under the source's mount point.
     #[serde(default = "default_tree_dir")]
     pub from_dir: String,
     /// Destination scratch; the most recently set up when absent.
     #[serde(default)]
     pub to: Option<String>,
+    /// The copy's directory under the destination's mount point.
     #[serde(default = "default_copy_dir")]
     pub to_dir: String,
+    /// What is copied besides contents.
     #[serde(default)]
     pub preserve: Preserve,
     /// `sync` before the clock stops (the paper's `cp ...; sync`).
@@ -239,17 +273,22 @@ pub struct CopyTreeArgs {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ListTreeArgs {
+    /// Scratch (or ramdisk) name holding the tree; the most recently set up when absent.
     #[serde(default)]
     pub target: Option<String>,
+    /// The tree's directory under the target's mount point.
     #[serde(default = "default_tree_dir")]
     pub dir: String,
+    /// sync + drop_caches (root) before the clock starts.
     #[serde(default = "yes")]
     pub cold: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TreeReader {
     /// In the agent: tar archive written to a counting sink.
@@ -261,19 +300,25 @@ pub enum TreeReader {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReadTreeArgs {
+    /// Scratch (or ramdisk) name holding the tree; the most recently set up when absent.
     #[serde(default)]
     pub target: Option<String>,
+    /// The tree's directory under the target's mount point.
     #[serde(default = "default_tree_dir")]
     pub dir: String,
+    /// sync + drop_caches (root) before the clock starts.
     #[serde(default = "yes")]
     pub cold: bool,
+    /// What reads the files.
     #[serde(default)]
     pub reader: TreeReader,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Codec {
     Raw,
@@ -283,6 +328,7 @@ pub enum Codec {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CodecTool {
     /// The agent's own (pure Rust) decoder.
@@ -297,8 +343,10 @@ fn default_cold_file() -> String {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ColdReadArgs {
+    /// Scratch (or ramdisk) name to read on; the most recently set up when absent.
     #[serde(default)]
     pub target: Option<String>,
     /// Base name; the compressed copy gets the codec's extension.
@@ -306,18 +354,24 @@ pub struct ColdReadArgs {
     pub file: String,
     /// Uncompressed size.
     pub size: ByteSize,
+    /// What the file is made of (how well it compresses).
     #[serde(default)]
     pub content: ContentKind,
+    /// How the file is compressed (`raw`: not at all).
     pub codec: Codec,
+    /// What decompresses it.
     #[serde(default)]
     pub tool: CodecTool,
+    /// The size of each read.
     #[serde(default = "default_bs")]
     pub bs: ByteSize,
+    /// The seed of the file's contents.
     #[serde(default = "default_seed")]
     pub seed: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RaidProfile {
     #[default]
@@ -328,20 +382,24 @@ pub enum RaidProfile {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct VolumeArgs {
     /// Scratch device names, each checked like a `filesystem` device.
     pub devices: Vec<String>,
+    /// The data profile.
     #[serde(default)]
     pub data: RaidProfile,
     /// Metadata profile; btrfs's default for the device count when absent.
     #[serde(default)]
     pub metadata: Option<RaidProfile>,
+    /// Mount options (`-o`), one per item.
     #[serde(default)]
     pub mount_options: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct VolumeChangeArgs {
     /// The scratch device to add or remove.
@@ -352,6 +410,7 @@ pub struct VolumeChangeArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RawOp {
     Read,
@@ -360,29 +419,36 @@ pub enum RawOp {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawArgs {
+    /// Read a device, write one, or copy one to another.
     pub op: RawOp,
     /// Scratch device read from (read, copy) or written (write).
     pub device: String,
     /// Destination of a copy, checked like a device to format.
     #[serde(default)]
     pub to: Option<String>,
+    /// How much to read, write or copy.
     pub size: ByteSize,
+    /// The size of each read and write.
     #[serde(default = "default_bs")]
     pub bs: ByteSize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RamdiskArgs {
     /// The name workloads use as `target`.
     pub name: String,
+    /// The tmpfs's size.
     pub size: ByteSize,
 }
 
 /// A command line: a string for `sh -c`, or an argv list run as is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum CommandLine {
     Shell(String),
@@ -391,10 +457,14 @@ pub enum CommandLine {
 
 /// A metric read from a command's output.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ExecMetric {
+    /// The metric's name.
     pub name: String,
+    /// Its unit (`MB/s`, `s`, `ops`).
     pub unit: String,
+    /// Which way the metric is good.
     #[serde(default = "higher")]
     pub better: Better,
     /// Dotted path into the JSON on stdout (`jobs.0.write.bw_bytes`).
@@ -413,14 +483,18 @@ fn higher() -> Better {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ExecArgs {
+    /// A string run with `sh -c`, or an argv list run as is.
     pub command: CommandLine,
     /// Run in this scratch's mount point (none: the agent's work dir).
     #[serde(default)]
     pub target: Option<String>,
+    /// Environment variables added to the command's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Metrics read from the command's output.
     #[serde(default)]
     pub metrics: Vec<ExecMetric>,
     /// Seconds before the command is killed and the step fails.
@@ -434,6 +508,7 @@ pub struct ExecArgs {
 /// A filesystem that is not formatted here (a remote one: sshfs, NFS, ...),
 /// mounted under the work dir and usable as a `target`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MountArgs {
     /// The name workloads use as `target` (and `unmount` as `device`).
@@ -442,6 +517,7 @@ pub struct MountArgs {
     pub source: String,
     /// `fuse.sshfs`, `nfs`, ...
     pub fstype: String,
+    /// Mount options (`-o`), one per item.
     #[serde(default)]
     pub options: Vec<String>,
 }
@@ -450,6 +526,7 @@ pub struct MountArgs {
 /// NFS server (started if it is not running). Undone with the mount it
 /// lives on: unexported, and the server stopped again if this started it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NfsExportArgs {
     /// The scratch (or ramdisk) whose mount holds the directory.
@@ -479,6 +556,7 @@ fn default_export_options() -> Vec<String> {
 
 /// What `service` does to a system service, as Ansible's `service` module says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceState {
     Started,
@@ -490,14 +568,18 @@ pub enum ServiceState {
 /// Start, stop, restart or reload a system service (systemd, else SysV init),
 /// timed: a server restarted before each repetition is part of the experiment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ServiceArgs {
+    /// The service (`nfs-server`).
     pub name: String,
+    /// What to do to it.
     pub state: ServiceState,
 }
 
 /// Which way a metric is good: every metric says, an `exec` step's too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
     Higher,
@@ -518,6 +600,7 @@ impl Better {
 /// as it is. The queue settings apply to `devices`, the cell's scratch
 /// devices on this host (their request queues).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TuneArgs {
     /// cpufreq `scaling_governor` of every policy.
@@ -529,12 +612,16 @@ pub struct TuneArgs {
     /// Transparent huge pages: `enabled`, or `enabled/defrag` (`madvise/defer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thp: Option<String>,
+    /// The I/O scheduler of the devices' queues (`none`, `mq-deadline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
+    /// The devices' read-ahead, in KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_ahead_kb: Option<u64>,
+    /// The devices' queue depth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nr_requests: Option<u64>,
+    /// `vm.swappiness`, 0 to 200.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swappiness: Option<u64>,
     /// Drop-in sysctls, `vm.dirty_ratio: 10` (written to /proc/sys).
@@ -592,6 +679,9 @@ fn default_fio_dir() -> String {
 /// Checked when it is built (at plan time): options that would write
 /// outside the target are refused (`crate::fio::check_option`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+// The schema is of the fields below, not of `FioArgsUnchecked` (the same
+// fields, undocumented), which serde's `try_from` would make schemars use.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(!try_from))]
 #[serde(deny_unknown_fields, try_from = "FioArgsUnchecked")]
 pub struct FioArgs {
     /// Scratch (or ramdisk) name to run on; the most recently set up when absent.

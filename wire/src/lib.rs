@@ -17,6 +17,11 @@ pub mod scratch;
 pub mod steps;
 pub mod units;
 
+/// The schemars the `schema` feature derives with, re-exported so the
+/// orchestrator's generator is of the same version.
+#[cfg(feature = "schema")]
+pub use schemars;
+
 /// The commit benchrig and its agents were built from (`build.rs`), as
 /// their `--version` says.
 pub const COMMIT: &str = env!("BENCHRIG_COMMIT");

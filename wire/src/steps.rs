@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 /// enum, [`ACTION_NAMES`], [`Action::name`] and [`Action::arg_names`] all
 /// come from it, so they cannot disagree.
 macro_rules! actions {
-    ($( $(#[$doc:meta])* $variant:ident($args:ty) = $name:literal, )*) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident($args:ty) = $name:literal, )*) => {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "action", content = "args", rename_all = "snake_case")]
         pub enum Action {
-            $( $(#[$doc])* $variant($args), )*
+            $( $(#[doc = $doc])* $variant($args), )*
         }
 
         /// Every action name a playbook may use, in the order `benchrig` lists them.
@@ -33,6 +33,27 @@ macro_rules! actions {
                 match name {
                     $( $name => crate::introspect::field_names::<$args>(), )*
                     _ => &[],
+                }
+            }
+
+            /// What an action does: its doc comment in the table, on one line
+            /// (`None` for an unknown action).
+            pub fn about(name: &str) -> Option<String> {
+                let lines: &[&str] = match name {
+                    $( $name => &[$($doc),*], )*
+                    _ => return None,
+                };
+                Some(lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "))
+            }
+
+            /// The JSON Schema of an action's arguments, as a playbook
+            /// writes them once rendered (`None` for an unknown action);
+            /// its definitions go to `generator`.
+            #[cfg(feature = "schema")]
+            pub fn arg_schema(name: &str, generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {
+                match name {
+                    $( $name => Some(generator.subschema_for::<$args>()), )*
+                    _ => None,
                 }
             }
         }
@@ -58,7 +79,9 @@ actions! {
     DropCaches(NoArgs) = "drop_caches",
     /// A deterministic directory tree (files, directories, sizes, content, ACLs).
     Tree(TreeArgs) = "tree",
+    /// Write one file sequentially, fsynced before the clock stops.
     SeqWrite(SeqWriteArgs) = "seq_write",
+    /// Read one file sequentially (the one `seq_write` wrote), from a cold cache by default.
     SeqRead(SeqReadArgs) = "seq_read",
     /// The first permission check of each file as a non-owner, after `stat()`.
     AclCheck(AclCheckArgs) = "acl_check",
@@ -79,7 +102,7 @@ actions! {
     /// Any command, timed; metrics parsed from its output (JSON path or regex).
     Exec(ExecArgs) = "exec",
     /// A fio job (options as a mapping, or a job file) with the host's fio; metrics per job and direction.
-    /// (Boxed: its option maps would make every `Action`, and every message, larger.)
+    // Boxed: its option maps would make every `Action`, and every message, larger.
     Fio(Box<FioArgs>) = "fio",
     /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
     Cleanup(NoArgs) = "cleanup",
@@ -217,6 +240,15 @@ mod tests {
         assert_eq!(names("unmount", json!({"device": "remote"})), "");
         assert_eq!(names("tune", json!({"read_ahead_kb": 16, "devices": ["hdd0", "hdd1"]})), "hdd0,hdd1");
         assert_eq!(names("noop", json!({})), "");
+    }
+
+    #[test]
+    fn every_action_says_what_it_does() {
+        for name in ACTION_NAMES {
+            let about = Action::about(name).unwrap();
+            assert!(about.len() > 10 && !about.contains("  ") && !about.contains('\n'), "{name}: {about:?}");
+        }
+        assert_eq!(Action::about("mkfs_all"), None);
     }
 
     #[test]

@@ -77,6 +77,27 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
+/// What [`ByteSize::parse`] takes, as a JSON Schema pattern (ECMA-262): the
+/// playbook schema's sizes. Whole bytes and 64 bits are checked by the parse only.
+pub const SIZE_PATTERN: &str = r"^\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*([bB]|[kKmMgGtT]([iI]?[bB])?)?\s*$";
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ByteSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A size: bytes, or a number with k, M, G or T, powers of 1024 as in fio (`4k`, `256M`, `1.5G`).",
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": SIZE_PATTERN}
+            ]
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

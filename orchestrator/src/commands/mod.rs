@@ -2,6 +2,7 @@
 
 pub mod cleanup;
 pub mod compare;
+pub mod config;
 pub mod facts;
 pub mod generate;
 pub mod history;
@@ -11,6 +12,7 @@ pub mod ping;
 pub mod plan;
 pub mod run;
 pub mod runs;
+pub mod schema;
 
 use crate::session::host::HostError;
 

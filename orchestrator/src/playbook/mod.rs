@@ -5,7 +5,9 @@
 //! touched; values stay as located YAML nodes until the planner renders them
 //! for a host and a cell.
 
+pub mod keys;
 mod parse;
+pub mod schema;
 mod tags;
 pub mod tune;
 

@@ -1,6 +1,7 @@
 //! The playbook grammar. Every key is checked here, with file:line:column and
 //! a suggestion for a near miss; values are checked when rendered.
 
+use super::keys::{self, Key};
 use super::{Assign, Batch, CellOrder, Fresh, Matrix, Play, Playbook, Step};
 use crate::diagnostic::{did_you_mean, ConfigError};
 use crate::profiles;
@@ -8,38 +9,6 @@ use crate::template::Templates;
 use crate::yaml::{self, unknown_key, Node, Value};
 use benchrig_wire::steps::{Action, FsProfile, ACTION_NAMES};
 use std::path::Path;
-
-const PLAY_KEYS: &[&str] = &[
-    "name",
-    "hosts",
-    "vars",
-    "vars_files",
-    "become",
-    "become_user",
-    "serial",
-    "max_fail_percentage",
-    "any_errors_fatal",
-    "tags",
-    "cell_order",
-    "seed",
-    "profiles",
-    "matrix",
-    "repeat",
-    "roles",
-    "assign",
-    "fresh",
-    "tune",
-    "monitors",
-    "setup",
-    "before_each",
-    "benchmark",
-    "teardown",
-];
-/// What a step may carry besides its one action.
-const STEP_KEYS: &[&str] = &["name", "role", "when", "loop", "loop_control", "tags", "ignore_errors", "timeout"];
-const PROFILE_KEYS: &[&str] = &["fstype", "mkfs", "mount_options"];
-/// The playbook's `filesystem` step names a profile; the planner resolves it.
-const FILESYSTEM_ARGS: &[&str] = &["device", "profile"];
 
 pub fn load(path: &Path) -> Result<Playbook, ConfigError> {
     let name = path.display().to_string();
@@ -101,7 +70,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
     let mut saw_hosts = false;
     let (mut becomes, mut become_user, mut vars_files, mut seed, mut order) = (false, None, Vec::new(), None, None);
     for (k, v) in entries {
-        match k.as_str().unwrap_or_default() {
+        match known(k, keys::PLAY, "a play")? {
             "name" => p.name = v.scalar_text().ok_or_else(|| v.error("`name` must be a string"))?,
             "hosts" => {
                 saw_hosts = true;
@@ -160,7 +129,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
             "before_each" => p.before_each = steps(v, "before_each")?,
             "benchmark" => p.benchmark = steps(v, "benchmark")?,
             "teardown" => p.teardown = steps(v, "teardown")?,
-            _ => return Err(unknown_key(k, "a play", PLAY_KEYS)),
+            _ => return Err(unknown_key(k, "a play", &keys::names(keys::PLAY))),
         }
     }
     if becomes {
@@ -236,7 +205,7 @@ fn repeat(v: &Node) -> Result<Node, ConfigError> {
     match &v.value {
         Value::Map(m) => {
             for (k, val) in m {
-                match k.as_str().unwrap_or_default() {
+                match known(k, keys::REPEAT, "`repeat`")? {
                     "min" | "max" => count(val, &format!("`repeat.{}`", k.as_str().unwrap_or_default()), 1)?,
                     "warmup" => count(val, "`repeat.warmup`", 0)?,
                     "metrics" => {
@@ -249,7 +218,7 @@ fn repeat(v: &Node) -> Result<Node, ConfigError> {
                         Value::Float(f) if *f > 0.0 => {}
                         _ => return Err(val.error("`repeat.ci_pct` is a percentage above 0 (2 = ±2% of the mean)")),
                     },
-                    _ => return Err(unknown_key(k, "`repeat`", &["min", "max", "ci_pct", "metrics", "warmup"])),
+                    _ => return Err(unknown_key(k, "`repeat`", &keys::names(keys::REPEAT))),
                 }
             }
             if v.get("max").is_none() {
@@ -302,7 +271,7 @@ fn matrix(v: &Node) -> Result<Matrix, ConfigError> {
     for (k, val) in v.expect_map("`matrix`")? {
         let name = k.expect_str("an axis name")?;
         match name {
-            "exclude" | "include" => {
+            _ if keys::has(keys::MATRIX, name) => {
                 let entries = val.expect_seq(&format!("`matrix.{name}`"))?;
                 for e in entries {
                     e.as_map().ok_or_else(|| e.error(format!("each `{name}` entry is a mapping of axis values")))?;
@@ -349,6 +318,10 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
     let (mut ignore_errors, mut timeout) = (false, None);
     for (k, v) in entries {
         let key = k.as_str().unwrap_or_default();
+        if !keys::has(keys::STEP, key) && !ACTION_NAMES.contains(&key) {
+            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(keys::names(keys::STEP)).collect();
+            return Err(unknown_key(k, "a step (not an action or step key)", &valid));
+        }
         if key == "name" {
             name = Some(v.scalar_text().ok_or_else(|| v.error("a step's `name` must be a string"))?);
         } else if key == "role" {
@@ -365,9 +338,9 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             lp = Some(v.clone());
         } else if key == "loop_control" {
             for (ck, cv) in v.expect_map("`loop_control`")? {
-                match ck.as_str().unwrap_or_default() {
+                match known(ck, keys::LOOP_CONTROL, "`loop_control`")? {
                     "loop_var" => loop_var = cv.expect_str("`loop_var`")?.to_string(),
-                    _ => return Err(unknown_key(ck, "`loop_control`", &["loop_var"])),
+                    _ => return Err(unknown_key(ck, "`loop_control`", &keys::names(keys::LOOP_CONTROL))),
                 }
             }
         } else if key == "tags" {
@@ -388,15 +361,16 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
             }
             action = Some((k, v));
         } else {
-            let valid: Vec<&str> = ACTION_NAMES.iter().copied().chain(STEP_KEYS.iter().copied()).collect();
-            return Err(unknown_key(k, "a step (not an action or step key)", &valid));
+            // A key of `keys::STEP` that no branch above reads.
+            return Err(k.error(format!("`{key}` is a step key that benchrig does not read")));
         }
     }
     let (k, args) = action.ok_or_else(|| {
         node.error("this step has no action").with_hint(format!("one of: {}", ACTION_NAMES.join(", ")))
     })?;
     let action = k.as_str().unwrap_or_default().to_string();
-    let valid = if action == "filesystem" { FILESYSTEM_ARGS } else { Action::arg_names(&action) };
+    let valid =
+        if action == "filesystem" { keys::names(keys::FILESYSTEM) } else { Action::arg_names(&action).to_vec() };
     match &args.value {
         Value::Null => {}
         Value::Map(m) => {
@@ -406,7 +380,7 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
                     return Err(if valid.is_empty() {
                         ak.error(format!("`{action}` takes no arguments"))
                     } else {
-                        unknown_key(ak, &format!("the arguments of `{action}`"), valid)
+                        unknown_key(ak, &format!("the arguments of `{action}`"), &valid)
                     });
                 }
             }
@@ -432,6 +406,18 @@ fn step(node: &Node) -> Result<Step, ConfigError> {
         ignore_errors,
         timeout,
     })
+}
+
+/// A key of `table` (its name, for a `match`), or the unknown-key error
+/// with the table's did-you-mean: the table, not the `match`, decides
+/// which keys exist, and the schema is made from the same table.
+fn known(k: &Node, table: &[Key], context: &str) -> Result<&'static str, ConfigError> {
+    let name = k.as_str().unwrap_or_default();
+    table
+        .iter()
+        .find(|key| key.name == name)
+        .map(|key| key.name)
+        .ok_or_else(|| unknown_key(k, context, &keys::names(table)))
 }
 
 fn expect_bool(v: &Node, what: &str) -> Result<bool, ConfigError> {
@@ -583,11 +569,11 @@ fn profile_overrides(v: &Node) -> Result<Vec<FsProfile>, ConfigError> {
         let mut p =
             base.clone().unwrap_or(FsProfile { name: name.clone(), fstype: None, mkfs: vec![], mount_options: vec![] });
         for (fk, fv) in body.expect_map(&format!("profile `{name}`"))? {
-            match fk.as_str().unwrap_or_default() {
+            match known(fk, keys::PROFILE, &format!("profile `{name}`"))? {
                 "fstype" => p.fstype = Some(fv.expect_str("`fstype`")?.to_string()),
                 "mkfs" => p.mkfs = words(fv, "`mkfs`", char::is_whitespace)?,
                 "mount_options" => p.mount_options = words(fv, "`mount_options`", |c| c == ',')?,
-                _ => return Err(unknown_key(fk, &format!("profile `{name}`"), PROFILE_KEYS)),
+                _ => return Err(unknown_key(fk, &format!("profile `{name}`"), &keys::names(keys::PROFILE))),
             }
         }
         if base.is_none() && (p.fstype.is_none() || p.mkfs.is_empty()) {
@@ -676,6 +662,69 @@ mod tests {
 
     fn err(text: &str) -> ConfigError {
         parse("bad.yml", text).unwrap_err()
+    }
+
+    /// A value the parser takes for a key of `keys`' tables; a key added
+    /// to a table needs one here.
+    fn sample(key: &str) -> &'static str {
+        match key {
+            "name" | "role" | "hosts" | "become_user" | "fstype" | "loop_var" | "device" => "x",
+            "vars" => "{a: 1}",
+            "vars_files" | "roles" | "exclude" | "include" | "setup" | "before_each" | "benchmark" | "teardown" => "[]",
+            "become" | "any_errors_fatal" | "ignore_errors" | "boost" => "true",
+            "serial" | "max_fail_percentage" | "repeat" | "min" | "max" | "ci_pct" | "warmup" | "timeout" => "2",
+            "read_ahead_kb" | "nr_requests" | "swappiness" => "2",
+            "tags" | "metrics" => "[a]",
+            "cell_order" => "shuffled",
+            "seed" => "7",
+            "profiles" => "{ext4: {mount_options: noatime}}",
+            "matrix" => "{a: [1]}",
+            "assign" => "first",
+            "fresh" => "cell",
+            "tune" | "loop_control" | "sysctl" => "{}",
+            "monitors" => "0.5",
+            "when" => "a == 1",
+            "loop" => "[1]",
+            "mkfs" => "mkfs.ext4 -F",
+            "mount_options" => "noatime",
+            "profile" => "ext4",
+            "governor" | "scheduler" => "none",
+            "thp" => "never",
+            other => panic!("no sample value for `{other}`: add one"),
+        }
+    }
+
+    #[test]
+    fn every_key_in_the_tables_is_read_by_the_parser() {
+        let parses = |text: String| parse("k.yml", &text).map(|_| ()).map_err(|e| format!("{e}\n{text}"));
+        let play = |extra: &str| format!("- hosts: all\n  cell_order: shuffled\n  {extra}\n");
+        for k in keys::PLAY.iter().filter(|k| k.name != "cell_order" && k.name != "hosts") {
+            parses(play(&format!("{}: {}", k.name, sample(k.name)))).unwrap();
+        }
+        for k in keys::STEP.iter().filter(|k| k.name != "loop_control") {
+            let step = format!("roles: [x]\n  benchmark:\n    - noop:\n      {}: {}", k.name, sample(k.name));
+            parses(play(&step)).unwrap();
+        }
+        parses(play("benchmark:\n    - {noop: , loop: [1], loop_control: {loop_var: d}}")).unwrap();
+        // Each key with the level's required ones, then all at once.
+        let pair = |k: &Key| format!("{}: {}", k.name, sample(k.name));
+        for (table, wrap) in [
+            (keys::PROFILE, "profiles: {ext4: {%}}"),
+            (keys::REPEAT, "repeat: {%}"),
+            (keys::LOOP_CONTROL, "benchmark: [{noop: , loop: [1], loop_control: {%}}]"),
+            (keys::MATRIX, "matrix: {a: [1], %}"),
+            (keys::FILESYSTEM, "setup: [{filesystem: {%}}]"),
+            (keys::TUNE, "tune: {%}"),
+        ] {
+            for k in table {
+                let with: Vec<String> =
+                    table.iter().filter(|r| r.required && r.name != k.name).chain([k]).map(pair).collect();
+                parses(play(&wrap.replace('%', &with.join(", ")))).unwrap();
+            }
+            parses(play(&wrap.replace('%', &table.iter().map(pair).collect::<Vec<_>>().join(", ")))).unwrap();
+        }
+        // And a key no table has is refused.
+        assert!(parses(play("repaet: 2")).is_err());
     }
 
     #[test]

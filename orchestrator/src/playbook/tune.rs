@@ -3,21 +3,19 @@
 //! parsed, a templated value once rendered for its cell, each error at the
 //! value's file:line:column.
 
+use super::keys;
 use crate::diagnostic::{did_you_mean, ConfigError};
 use crate::template::Templates;
 use crate::yaml::{unknown_key, Node};
 use benchrig_wire::steps::TuneArgs;
 use serde_json::Value as Json;
 
-pub const TUNE_KEYS: &[&str] =
-    &["governor", "boost", "thp", "scheduler", "read_ahead_kb", "nr_requests", "swappiness", "sysctl"];
-
 /// `tune:` checked: a mapping of known keys whose literal values are valid.
 pub fn check(v: &Node) -> Result<Node, ConfigError> {
     for (k, val) in v.expect_map("`tune`")? {
         let key = k.expect_str("a `tune` key")?;
-        if !TUNE_KEYS.contains(&key) {
-            return Err(unknown_key(k, "`tune`", TUNE_KEYS));
+        if !keys::has(keys::TUNE, key) {
+            return Err(unknown_key(k, "`tune`", &keys::names(keys::TUNE)));
         }
         if key == "sysctl" {
             for (name, value) in val.expect_map("`tune.sysctl`")? {

@@ -585,6 +585,12 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
         .unwrap();
     eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
+    // The run closed the database: SQLite folded its WAL into the file, so
+    // copying benchrig.db alone copies every run.
+    for leftover in ["-wal", "-shm"] {
+        let f = format!("{}{leftover}", b.db().display());
+        assert!(!std::path::Path::new(&f).exists(), "the run left {f}: its database was not closed");
+    }
     let s = b.store();
     let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
     assert_eq!(cells.len(), 6);
