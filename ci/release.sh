@@ -93,7 +93,7 @@ name=benchrig-$version-x86_64-linux
 tree=$work/$name
 lay_out "$tree" benchrig agents playbooks inventories man/man1 . \
     completions/benchrig.bash completions/_benchrig completions/benchrig.fish
-install -m 0644 README.md LICENSE "$tree/"
+install -m 0644 README.md LICENSE CHANGELOG.md "$tree/"
 tarball=$out/$name.tar.gz
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
     -C "$work" -cf - "$name" | gzip -9n >"$tarball"

@@ -117,7 +117,7 @@ for pb in "${playbooks[@]}"; do
         say "$name: no run was stored (exit $rc)"
         continue
     fi
-    br compare "$name" --threshold "$threshold" --alpha "$alpha" --fail-on-regression -f md >"$out/$name.compare.md" 2>"$out/$name.compare.err"
+    br compare "$name" --threshold "$threshold" --alpha "$alpha" --fail-on-regression --format md >"$out/$name.compare.md" 2>"$out/$name.compare.err"
     rc=$?
     # A first night has nothing to be compared with: that is no error.
     if [[ $rc -eq 1 ]] && grep -q "no automatic baseline" "$out/$name.compare.err"; then
@@ -126,14 +126,14 @@ for pb in "${playbooks[@]}"; do
     fi
     cat "$out/$name.compare.err" >&2
     note "$rc"
-    br history --playbook "$pb" --fail-on-regression --min-change "$threshold" "${more_history[@]}" -f md \
+    br history --playbook "$pb" --fail-on-regression --min-change "$threshold" "${more_history[@]}" --format md \
         >"$out/$name.history.md"
     note $?
-    br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" -f json >"$out/$name.history.json"
-    br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" -f html >"$out/$name.history.html"
-    br report "$name" -f junit --baseline auto --threshold "$threshold" --alpha "$alpha" -o "$out/$name.junit.xml"
-    br report "$name" -f html -o "$out/$name.html"
-    br report "$name" -f md -o "$out/$name.md"
+    br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" --format json >"$out/$name.history.json"
+    br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" --format html >"$out/$name.history.html"
+    br report "$name" --format junit --baseline auto --threshold "$threshold" --alpha "$alpha" -o "$out/$name.junit.xml"
+    br report "$name" --format html -o "$out/$name.html"
+    br report "$name" --format md -o "$out/$name.md"
     {
         echo
         echo "## $name (run: exit $run_rc)"

@@ -41,7 +41,8 @@ struct Job {
 pub fn hello(sha256: &str) -> Hello {
     Hello {
         protocol: PROTOCOL_VERSION,
-        agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        // With the commit, as `--version` says it: facts and reports name the build.
+        agent_version: benchrig_wire::VERSION.to_string(),
         sha256: sha256.to_string(),
         arch: rustix::system::uname().machine().to_string_lossy().into_owned(),
         pid: std::process::id(),

@@ -21,6 +21,7 @@ const SELECTION: &str = "Selection";
 const OUTPUT: &str = "Output";
 const LOGGING: &str = "Logging";
 const CONFIG: &str = "Configuration";
+const CONNECTION: &str = "Connection";
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
@@ -65,7 +66,7 @@ pub enum Command {
     /// The resolved inventory, as `ansible-inventory` prints it.
     Inventory(InventoryArgs),
     /// List stored runs (oldest first; the id is the first column).
-    Runs(DbArgs),
+    Runs(RunsArgs),
     /// One run's summary table.
     Show(ShowArgs),
     /// A run's report in a machine- or human-readable format.
@@ -92,6 +93,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// A JSON Schema on stdout, for editors (`benchrig schema playbook > benchrig-playbook.schema.json`).
     Schema(SchemaArgs),
+    /// Every action and workload (arguments, metrics) and every playbook key, as `ansible-doc` (`benchrig doc seq_read`).
+    Doc(DocArgs),
 }
 
 #[derive(Args, Debug)]
@@ -105,6 +108,23 @@ pub struct SchemaArgs {
 pub enum SchemaKind {
     /// The playbook format (draft 2020-12), from the tables the parser reads.
     Playbook,
+}
+
+#[derive(Args, Debug)]
+pub struct DocArgs {
+    /// An action or workload (`seq_read`), or `play` for every playbook key; without it, a line for each.
+    pub name: Option<String>,
+    /// How to print it: `md` without NAME is the whole reference, as docs/reference.md holds it.
+    #[arg(long, value_enum, default_value = "text", help_heading = OUTPUT)]
+    pub format: DocFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocFormat {
+    /// For the terminal.
+    Text,
+    /// Markdown.
+    Md,
 }
 
 #[derive(Args, Debug)]
@@ -171,8 +191,20 @@ pub struct HostsArgs {
     #[arg(short = 'f', long = "forks", default_value_t = 50, env = "BENCHRIG_FORKS", help_heading = EXECUTION)]
     pub forks: usize,
     /// Ask for the password sudo wants on hosts that become (as ansible-playbook's): at the terminal, or one line on stdin. A host's ansible_become_password wins.
-    #[arg(short = 'K', long = "ask-become-pass", help_heading = INVENTORY)]
+    #[arg(short = 'K', long = "ask-become-pass", help_heading = CONNECTION)]
     pub ask_become_pass: bool,
+    /// Log in as this user where the inventory names none (as ansible's -u; a host's ansible_user wins).
+    #[arg(short = 'u', long = "user", value_name = "REMOTE_USER", help_heading = CONNECTION)]
+    pub user: Option<String>,
+    /// Log in with this key where the inventory names none (as ansible's --private-key; ansible_ssh_private_key_file wins).
+    #[arg(long = "private-key", visible_alias = "key-file", value_name = "FILE", help_heading = CONNECTION)]
+    pub private_key: Option<PathBuf>,
+    /// Run the agent as root through sudo on every host (as ansible's -b; a host's ansible_become wins, a play's become_user too).
+    #[arg(short = 'b', long = "become", help_heading = CONNECTION)]
+    pub r#become: bool,
+    /// With --become: this user instead of root.
+    #[arg(long = "become-user", value_name = "USER", help_heading = CONNECTION)]
+    pub become_user: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -199,6 +231,9 @@ pub struct PlaybookArgs {
     /// Only list each play's steps (after --tags / --skip-tags) with their tags.
     #[arg(long, help_heading = CHECK_ONLY)]
     pub list_tasks: bool,
+    /// Only list each play's tags and its steps' (as ansible-playbook's --list-tags).
+    #[arg(long, help_heading = CHECK_ONLY)]
+    pub list_tags: bool,
     /// Only check the playbook, the inventory and the plan; touch no host.
     #[arg(long, help_heading = CHECK_ONLY)]
     pub syntax_check: bool,
@@ -215,8 +250,11 @@ pub struct RunArgs {
     #[arg(long, help_heading = DATABASE)]
     pub name: Option<String>,
     /// Complete RUN (id, name or `last`) in place: only what it lacks, planned from the playbook, extra vars, limit and tags stored with it.
-    #[arg(long, value_name = "RUN", conflicts_with_all = ["playbook", "name", "extra_vars", "limit", "tags", "skip_tags", "list_hosts", "list_tasks", "syntax_check"], help_heading = EXECUTION)]
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["playbook", "name", "extra_vars", "limit", "tags", "skip_tags", "list_hosts", "list_tasks", "list_tags", "syntax_check"], help_heading = EXECUTION)]
     pub resume: Option<String>,
+    /// Touch no host: print the plan as `benchrig plan` does (ansible-playbook's --check, without connecting).
+    #[arg(long, conflicts_with = "resume", help_heading = CHECK_ONLY)]
+    pub check: bool,
     /// With --resume: also run again the cells that failed on a step of their own.
     #[arg(long, requires = "resume", conflicts_with = "playbook", help_heading = EXECUTION)]
     pub retry_failed: bool,
@@ -322,6 +360,40 @@ impl TypedValueParser for DbLocationParser {
 }
 
 #[derive(Args, Debug)]
+pub struct RunsArgs {
+    /// Only runs of this playbook (its path as the run stored it, or its file name).
+    #[arg(long, help_heading = SELECTION)]
+    pub playbook: Option<String>,
+    /// Only runs whose name matches this glob (`nightly-*`).
+    #[arg(long, value_name = "GLOB", help_heading = SELECTION)]
+    pub name: Option<String>,
+    /// Only runs in this state.
+    #[arg(long, value_parser = run_status(), help_heading = SELECTION)]
+    pub status: Option<crate::status::RunStatus>,
+    /// Only runs started at or after this time (RFC 3339, or a date: 2026-11-01).
+    #[arg(long, value_name = "TIME", help_heading = SELECTION)]
+    pub from: Option<String>,
+    /// Only runs started before this time.
+    #[arg(long, value_name = "TIME", help_heading = SELECTION)]
+    pub to: Option<String>,
+    /// At most this many runs, the newest.
+    #[arg(long, value_name = "N", help_heading = SELECTION)]
+    pub last: Option<usize>,
+    /// A JSON array of the runs (id, name, playbook, started, finished, status, hosts, cells) instead of the table.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `--status`: one of the stored words, listed in `--help`.
+fn run_status() -> impl TypedValueParser<Value = crate::status::RunStatus> {
+    use strum::VariantNames;
+    clap::builder::PossibleValuesParser::new(crate::status::RunStatus::VARIANTS)
+        .map(|s| s.parse().expect("a possible value is a status"))
+}
+
+#[derive(Args, Debug)]
 pub struct ShowArgs {
     /// Run id, run name, or `last`.
     pub run: String,
@@ -348,7 +420,7 @@ pub struct ReportArgs {
     /// Run id, run name, or `last`.
     pub run: String,
     /// The report's format.
-    #[arg(short = 'f', long = "format", value_enum, default_value = "json", env = "BENCHRIG_REPORT_FORMAT", help_heading = OUTPUT)]
+    #[arg(long = "format", value_enum, default_value = "json", env = "BENCHRIG_REPORT_FORMAT", help_heading = OUTPUT)]
     pub format: ReportFormat,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output", help_heading = OUTPUT)]
@@ -381,12 +453,14 @@ pub enum CompareFormat {
     Table,
     /// A markdown table, for a pull request or a CI job summary.
     Md,
+    /// Every row with its figures, for scripts.
+    Json,
 }
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// BASE NEW (ids, names or `last`); NEW alone compares it with its automatic baseline: the newest earlier ok run of the same playbook on the same hosts.
-    #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
+    /// BASE NEW (ids, names or `last`); NEW alone compares it with its automatic baseline: the newest earlier ok run of the same playbook on the same hosts; BASE and several more: each compared with BASE, in one table across the runs (as mmtests' compare-kernels).
+    #[arg(required = true, num_args = 1.., value_name = "RUN")]
     pub runs: Vec<String>,
     /// Ignore changes smaller than this many percent of the baseline's mean.
     #[arg(long, default_value_t = 0.0, help_heading = COMPARISON)]
@@ -398,7 +472,7 @@ pub struct CompareArgs {
     #[arg(long, help_heading = COMPARISON)]
     pub fail_on_regression: bool,
     /// How to print the comparison.
-    #[arg(short = 'f', long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
+    #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
     pub format: CompareFormat,
     #[command(flatten)]
     pub db: DbArgs,
@@ -458,7 +532,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = COMPARISON)]
     pub since: usize,
     /// How to print the history.
-    #[arg(short = 'f', long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
+    #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
     pub format: HistoryFormat,
     #[command(flatten)]
     pub db: DbArgs,
@@ -524,10 +598,27 @@ mod tests {
         assert_eq!(unheaded, Vec::<&str>::new(), "options without a heading");
     }
 
+    #[test]
+    fn dash_f_is_forks_wherever_it_is_as_in_ansible() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut args = Vec::new();
+        every_argument(&cmd, "benchrig".into(), &mut args);
+        let f: Vec<(String, String)> = args
+            .iter()
+            .filter(|(_, a)| a.get_short() == Some('f'))
+            .map(|(p, a)| (p.clone(), a.get_id().to_string()))
+            .collect();
+        assert!(f.len() >= 5, "run, plan, facts, ping and cleanup take -f: {f:?}");
+        assert!(f.iter().all(|(_, id)| id == "forks"), "-f is not --forks in: {f:?}");
+        assert!(Cli::try_parse_from(["benchrig", "report", "last", "-f", "md"]).is_err());
+        assert!(Cli::try_parse_from(["benchrig", "report", "last", "--format", "md"]).is_ok());
+    }
+
     fn db_of(args: &[&str]) -> Result<DbLocation, clap::Error> {
         let cli = Cli::try_parse_from(args)?;
         Ok(match cli.command {
-            Command::Runs(a) => a.db,
+            Command::Runs(a) => a.db.db,
             Command::Run(a) => a.play.hosts.db.db,
             Command::Cleanup(a) => a.db.db,
             other => panic!("not in this test: {other:?}"),

@@ -23,6 +23,7 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod diagnostic;
+pub mod estimate;
 pub mod exit_code;
 pub mod extra_vars;
 pub mod history;

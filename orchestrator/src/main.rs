@@ -87,6 +87,7 @@ async fn dispatch(cmd: Command, progress: Progress, settings: &settings::ConfigF
         Command::Completions(a) => commands::generate::completions(a),
         Command::Man(a) => commands::generate::man(a),
         Command::Schema(a) => commands::schema::run(a),
+        Command::Doc(a) => commands::doc::run(a),
         Command::Config(a) => commands::config::run(a, settings),
     }
 }

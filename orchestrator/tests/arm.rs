@@ -136,7 +136,7 @@ fn quickstart_on_arm1_stores_every_sample() {
     for x in samples.iter().filter(|x| x.step == "cold read" && x.metric == "throughput") {
         assert!(x.dev_read_bytes.unwrap() >= 8 << 20, "a cold read that did not reach the disk: {x:?}");
     }
-    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "arm", "-f", "json"]))).unwrap();
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "arm", "--format", "json"]))).unwrap();
     assert_eq!(report["run"]["status"], "ok");
     assert_eq!(report["hosts"][0]["facts"]["arch"], "aarch64");
     // Nothing is left mounted on the host.

@@ -222,7 +222,7 @@ fn the_reports_render_in_chromium_with_their_charts_and_legends_and_fetch_nothin
     // A run with a two-axis matrix: bs along x, fs the colour (3 series).
     let matrix = repo().join("orchestrator/tests/data/html/matrix.yml");
     run_ok(&b, &["run", matrix.to_str().unwrap(), "--name", "matrix"]);
-    let page = b.write("run.html", &stdout(&b.run(&["report", "matrix", "-f", "html"])));
+    let page = b.write("run.html", &stdout(&b.run(&["report", "matrix", "--format", "html"])));
     let l = load(&page, &proxy, &profile, 1700);
     check_rendered(&l, "benchrig run").unwrap();
     // Two steps (write, read) × two metrics (speed, and exec's time).
@@ -263,7 +263,7 @@ fn the_reports_render_in_chromium_with_their_charts_and_legends_and_fetch_nothin
     // each of its series.
     let monitored = repo().join("orchestrator/tests/data/html/monitored.yml");
     run_ok(&b, &["run", monitored.to_str().unwrap(), "--name", "monitored"]);
-    let page = b.write("monitored.html", &stdout(&b.run(&["report", "monitored", "-f", "html"])));
+    let page = b.write("monitored.html", &stdout(&b.run(&["report", "monitored", "--format", "html"])));
     let l = load(&page, &proxy, &profile, 1500);
     check_rendered(&l, "benchrig run").unwrap();
     // speed and exec's time, then the one step's timeline.
@@ -284,11 +284,11 @@ fn the_reports_render_in_chromium_with_their_charts_and_legends_and_fetch_nothin
         run_ok(&b, &["run", speed.to_str().unwrap(), "-e", &format!("speed={s}"), "--name", &name]);
     }
     let json: serde_json::Value =
-        serde_json::from_str(&stdout(&b.run(&["history", "--playbook", "speed.yml", "-f", "json"]))).unwrap();
+        serde_json::from_str(&stdout(&b.run(&["history", "--playbook", "speed.yml", "--format", "json"]))).unwrap();
     let series = json["series"].as_array().unwrap();
     let changed = series.iter().filter(|s| !s["changes"].as_array().unwrap().is_empty()).count();
     assert!(changed >= 1, "the step down is found: {json}");
-    let page = b.write("history.html", &stdout(&b.run(&["history", "--playbook", "speed.yml", "-f", "html"])));
+    let page = b.write("history.html", &stdout(&b.run(&["history", "--playbook", "speed.yml", "--format", "html"])));
     let l = load(&page, &proxy, &profile, 1300);
     check_rendered(&l, "benchrig history").unwrap();
     check_charts(&l.dom, series.len() + changed).unwrap();

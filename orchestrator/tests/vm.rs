@@ -244,7 +244,7 @@ fn the_quickstart_runs_unchanged_on_kernel_5_10_and_on_a_32_bit_kernel() {
     for x in s.samples(run).unwrap().iter().filter(|x| x.step == "cold read" && x.metric == "throughput") {
         assert!(x.dev_read_bytes.unwrap() >= 16 << 20, "a cold read that did not reach the disk: {x:?}");
     }
-    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "old", "-f", "json"]))).unwrap();
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "old", "--format", "json"]))).unwrap();
     let facts = |h: &str| report["hosts"].as_array().unwrap().iter().find(|x| x["name"] == h).unwrap()["facts"].clone();
     let (f32, f510) = (facts("old32"), facts("old510"));
     assert_eq!(f32["arch"], "i686", "the i686 agent on a 32-bit kernel");

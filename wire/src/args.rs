@@ -499,6 +499,7 @@ pub struct ExecArgs {
     pub metrics: Vec<ExecMetric>,
     /// Seconds before the command is killed and the step fails.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("x-unit" = "s")))]
     pub timeout: Option<u64>,
     /// A non-zero exit is a failure unless this is set.
     #[serde(default)]
@@ -617,6 +618,7 @@ pub struct TuneArgs {
     pub scheduler: Option<String>,
     /// The devices' read-ahead, in KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("x-unit" = "KiB")))]
     pub read_ahead_kb: Option<u64>,
     /// The devices' queue depth.
     #[serde(default, skip_serializing_if = "Option::is_none")]

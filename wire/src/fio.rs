@@ -17,7 +17,8 @@ pub const DEFAULT_SIZE: &str = "64M";
 /// One option's value as a playbook writes it: `~` (nothing) for a flag
 /// such as `time_based`, a boolean (fio's `1`/`0`), a number or text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// The title is what `benchrig doc` calls it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(title = "fio value"))]
 #[serde(untagged)]
 pub enum FioValue {
     Flag(()),

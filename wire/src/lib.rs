@@ -12,6 +12,7 @@ pub mod frame;
 pub mod introspect;
 pub mod kernel_log;
 pub mod messages;
+pub mod metrics;
 pub mod monitor;
 pub mod scratch;
 pub mod steps;

@@ -4,6 +4,7 @@ use crate::units::ByteSize;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ScratchDevice {
     /// A block device (`/dev/sdb`, `/dev/disk/by-id/...`, a symlink to one),
@@ -25,6 +26,7 @@ pub struct ScratchDevice {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ScratchKind {
     /// A real block device: every safety rule applies.

@@ -5,13 +5,17 @@
 //! misspelt action or argument is an error before any host is touched.
 
 pub use crate::args::*;
+use crate::metrics::MetricDecl;
 use serde::{Deserialize, Serialize};
 
-/// One place lists every action: its variant, argument type and name. The
-/// enum, [`ACTION_NAMES`], [`Action::name`] and [`Action::arg_names`] all
-/// come from it, so they cannot disagree.
+/// One place lists every action: its variant, argument type, name and the
+/// metrics it reports (`crate::metrics`; `+ arg`: also one per entry of
+/// that argument). The enum, [`ACTION_NAMES`], [`Action::name`],
+/// [`Action::arg_names`] and [`Action::metrics`] all come from it, so they
+/// cannot disagree.
 macro_rules! actions {
-    ($( $(#[doc = $doc:literal])* $variant:ident($args:ty) = $name:literal, )*) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident($args:ty) = $name:literal
+        => [$($metric:ident),*] $(+ $own:ident)?, )*) => {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "action", content = "args", rename_all = "snake_case")]
         pub enum Action {
@@ -46,6 +50,27 @@ macro_rules! actions {
                 Some(lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "))
             }
 
+            /// The metrics an action reports, in the order it reports them
+            /// (`None` for an unknown action).
+            pub fn metrics(name: &str) -> Option<&'static [MetricDecl]> {
+                match name {
+                    $( $name => {
+                        const ROW: &[MetricDecl] = &[$(crate::metrics::$metric),*];
+                        Some(ROW)
+                    } )*
+                    _ => None,
+                }
+            }
+
+            /// The argument whose entries are metrics of the step's own
+            /// (`exec`'s `metrics`), reported besides [`Action::metrics`].
+            pub fn metrics_argument(name: &str) -> Option<&'static str> {
+                match name {
+                    $( $name => None $(.or(Some(stringify!($own))))?, )*
+                    _ => None,
+                }
+            }
+
             /// The JSON Schema of an action's arguments, as a playbook
             /// writes them once rendered (`None` for an unknown action);
             /// its definitions go to `generator`.
@@ -62,54 +87,54 @@ macro_rules! actions {
 
 actions! {
     /// Check a scratch device against the safety rules, mkfs it with a profile, mount it.
-    Filesystem(FilesystemArgs) = "filesystem",
+    Filesystem(FilesystemArgs) = "filesystem" => [],
     /// A btrfs volume over several scratch devices (each checked), mounted.
-    Volume(VolumeArgs) = "volume",
+    Volume(VolumeArgs) = "volume" => [],
     /// A tmpfs, usable as a target like a scratch device ("source in RAM").
-    Ramdisk(RamdiskArgs) = "ramdisk",
+    Ramdisk(RamdiskArgs) = "ramdisk" => [],
     /// A remote filesystem (sshfs, NFS), usable as a target.
-    Mount(MountArgs) = "mount",
+    Mount(MountArgs) = "mount" => [],
     /// Export a directory of a mounted scratch over the kernel NFS server.
-    NfsExport(NfsExportArgs) = "nfs_export",
+    NfsExport(NfsExportArgs) = "nfs_export" => [],
     /// Start, stop, restart or reload a system service, timed.
-    Service(ServiceArgs) = "service",
+    Service(ServiceArgs) = "service" => [],
     /// Unmount what this session mounted (one device, or all) and detach its loop devices.
-    Unmount(UnmountArgs) = "unmount",
+    Unmount(UnmountArgs) = "unmount" => [],
     /// `sync`, then drop the page cache (root) — the before-each step of cold runs.
-    DropCaches(NoArgs) = "drop_caches",
+    DropCaches(NoArgs) = "drop_caches" => [],
     /// A deterministic directory tree (files, directories, sizes, content, ACLs).
-    Tree(TreeArgs) = "tree",
+    Tree(TreeArgs) = "tree" => [TIME],
     /// Write one file sequentially, fsynced before the clock stops.
-    SeqWrite(SeqWriteArgs) = "seq_write",
+    SeqWrite(SeqWriteArgs) = "seq_write" => [THROUGHPUT, TIME],
     /// Read one file sequentially (the one `seq_write` wrote), from a cold cache by default.
-    SeqRead(SeqReadArgs) = "seq_read",
+    SeqRead(SeqReadArgs) = "seq_read" => [THROUGHPUT, TIME],
     /// The first permission check of each file as a non-owner, after `stat()`.
-    AclCheck(AclCheckArgs) = "acl_check",
+    AclCheck(AclCheckArgs) = "acl_check" => [LATENCY_FIRST, LATENCY_MEAN, LATENCY_P50, LATENCY_P99, CHECKS_TOTAL],
     /// Copy a tree, preserving nothing or xattrs and ACLs; `sync` timed.
-    CopyTree(CopyTreeArgs) = "copy_tree",
+    CopyTree(CopyTreeArgs) = "copy_tree" => [THROUGHPUT, TIME, FILES_PER_S],
     /// What `ls -lR` does: readdir, lstat and the ACL-present check of every entry.
-    ListTree(ListTreeArgs) = "list_tree",
+    ListTree(ListTreeArgs) = "list_tree" => [TIME, ENTRIES_PER_S],
     /// Read every file's contents in archive order (tar to a counting sink).
-    ReadTree(ReadTreeArgs) = "read_tree",
+    ReadTree(ReadTreeArgs) = "read_tree" => [THROUGHPUT, TIME],
     /// Read one file raw or decompress it (lzo, gzip, zstd) from a cold cache.
-    ColdRead(ColdReadArgs) = "cold_read",
-    /// Add a device to a volume and rebalance; speed = data on the volume / time.
-    VolumeAdd(VolumeChangeArgs) = "volume_add",
-    /// Remove a device from a volume; speed = data on the volume / time.
-    VolumeRemove(VolumeChangeArgs) = "volume_remove",
+    ColdRead(ColdReadArgs) = "cold_read" => [THROUGHPUT, TIME, USER, SYS],
+    /// Add a device to a volume and rebalance, timed: data relocated per second.
+    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME],
+    /// Remove a device from a volume, timed: data relocated per second.
+    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME],
     /// Sequential read, write (checked like mkfs) or device-to-device copy on raw scratch devices.
-    Raw(RawArgs) = "raw",
+    Raw(RawArgs) = "raw" => [THROUGHPUT, TIME],
     /// Any command, timed; metrics parsed from its output (JSON path or regex).
-    Exec(ExecArgs) = "exec",
+    Exec(ExecArgs) = "exec" => [TIME] + metrics,
     /// A fio job (options as a mapping, or a job file) with the host's fio; metrics per job and direction.
     // Boxed: its option maps would make every `Action`, and every message, larger.
-    Fio(Box<FioArgs>) = "fio",
+    Fio(Box<FioArgs>) = "fio" => [TIME, FIO_BW, FIO_IOPS, FIO_CLAT_MEAN, FIO_CLAT_P50, FIO_CLAT_P99, FIO_CLAT_P99_9],
     /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
-    Cleanup(NoArgs) = "cleanup",
+    Cleanup(NoArgs) = "cleanup" => [],
     /// Does nothing; measures the step round trip.
-    Noop(NoArgs) = "noop",
+    Noop(NoArgs) = "noop" => [],
     /// Kernel settings for a visit (a play's `tune:`), restored when the visit's setup is released.
-    Tune(TuneArgs) = "tune",
+    Tune(TuneArgs) = "tune" => [],
 }
 
 impl Action {
@@ -145,6 +170,20 @@ impl Action {
             | Action::Cleanup(_)
             | Action::Noop(_) => Vec::new(),
         }
+    }
+}
+
+impl Action {
+    /// Whether a metric a step reported is one this action declares: one
+    /// of its row's (name, unit, direction), or for `exec` one of the
+    /// step's own `metrics`. What `benchrig doc` says is what a run stores.
+    pub fn declares(&self, m: &Metric) -> bool {
+        let row = Action::metrics(self.name()).unwrap_or_default();
+        let own = match self {
+            Action::Exec(a) => a.metrics.iter().any(|e| e.name == m.name && e.unit == m.unit && e.better == m.better),
+            _ => false,
+        };
+        own || row.iter().any(|d| d.matches(&m.name, &m.unit, m.better))
     }
 }
 
@@ -190,6 +229,18 @@ pub struct Metric {
     pub value: f64,
     pub unit: String,
     pub better: Better,
+}
+
+impl Metric {
+    /// A metric as its declaration says: name, unit and direction.
+    pub fn of(decl: &MetricDecl, value: f64) -> Metric {
+        Metric { name: decl.name.into(), value, unit: decl.unit.into(), better: decl.better }
+    }
+
+    /// A per-job metric (fio's) of one job and direction.
+    pub fn per_job(decl: &MetricDecl, job: &str, direction: &str, value: f64) -> Metric {
+        Metric { name: decl.per_job(job, direction), ..Metric::of(decl, value) }
+    }
 }
 
 /// Resources a timed region consumed: every sample carries these, so a
@@ -249,6 +300,44 @@ mod tests {
             assert!(about.len() > 10 && !about.contains("  ") && !about.contains('\n'), "{name}: {about:?}");
         }
         assert_eq!(Action::about("mkfs_all"), None);
+    }
+
+    #[test]
+    fn every_metric_says_what_it_measures_and_a_row_names_each_once() {
+        for name in ACTION_NAMES {
+            let row = Action::metrics(name).unwrap();
+            for m in row {
+                assert!(m.about.len() > 10 && !m.unit.is_empty(), "{name}: {m:?}");
+            }
+            let mut names: Vec<String> = row.iter().map(|m| m.shown_name()).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), row.len(), "{name}: a metric twice");
+        }
+        assert_eq!(Action::metrics("mkfs_all"), None);
+        assert_eq!(Action::metrics("seq_write").unwrap(), &[crate::metrics::THROUGHPUT, crate::metrics::TIME]);
+    }
+
+    #[test]
+    fn a_reported_metric_is_declared_by_its_row_or_for_exec_by_the_step() {
+        use crate::metrics::{FIO_BW, THROUGHPUT, TIME};
+        let seq = Action::from_parts("seq_write", json!({"size": "1M"})).unwrap();
+        assert!(seq.declares(&Metric::of(&THROUGHPUT, 1.0)));
+        assert!(!seq.declares(&Metric { unit: "MiB/s".into(), ..Metric::of(&THROUGHPUT, 1.0) }));
+        assert!(!seq.declares(&Metric::per_job(&FIO_BW, "j", "read", 1.0)));
+        let fio = Action::from_parts("fio", json!({"jobs": {"r": {"rw": "read"}}})).unwrap();
+        assert!(fio.declares(&Metric::per_job(&FIO_BW, "r", "read", 1.0)));
+        let own = json!({"command": "true", "metrics": [{"name": "ops", "unit": "op/s", "regex": "(\\d+)"}]});
+        let exec = Action::from_parts("exec", own).unwrap();
+        let ops = Metric { name: "ops".into(), value: 1.0, unit: "op/s".into(), better: Better::Higher };
+        assert!(exec.declares(&ops) && exec.declares(&Metric::of(&TIME, 1.0)));
+        assert!(!exec.declares(&Metric { better: Better::Lower, ..ops.clone() }));
+        assert!(!seq.declares(&ops));
+        // Only `exec` has metrics of the step's own, in the argument its row names.
+        let owners: Vec<&str> =
+            ACTION_NAMES.iter().copied().filter(|n| Action::metrics_argument(n).is_some()).collect();
+        assert_eq!(owners, ["exec"]);
+        assert!(Action::arg_names("exec").contains(&Action::metrics_argument("exec").unwrap()));
     }
 
     #[test]

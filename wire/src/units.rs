@@ -88,7 +88,11 @@ impl schemars::JsonSchema for ByteSize {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // `title` and `x-unit` (an annotation validators ignore) are what
+        // `benchrig doc` shows as a size argument's type and unit.
         schemars::json_schema!({
+            "title": "size",
+            "x-unit": "bytes",
             "description": "A size: bytes, or a number with k, M, G or T, powers of 1024 as in fio (`4k`, `256M`, `1.5G`).",
             "anyOf": [
                 {"type": "integer", "minimum": 0},

@@ -15,8 +15,9 @@ use crate::undo::detach_loop;
 use crate::{cmd, kernel, tools};
 use benchrig_wire::args::{RaidProfile, VolumeArgs, VolumeChangeArgs};
 use benchrig_wire::messages::AgentError;
+use benchrig_wire::metrics::{RELOCATED, RELOCATION_RATE, TIME};
 use benchrig_wire::scratch::ScratchKind;
-use benchrig_wire::steps::{Better, Metric, StepOutput};
+use benchrig_wire::steps::{Metric, StepOutput};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -180,19 +181,10 @@ fn timed_change(
     let usage = meter.stop();
     let moved: u64 = usage.devices.iter().filter(|d| receivers.contains(&d.device)).map(|d| d.write_bytes).sum();
     let mut out = StepOutput::default();
-    out.metrics.push(Metric {
-        name: "throughput".into(),
-        value: if usage.wall_s > 0.0 { moved as f64 / 1e6 / usage.wall_s } else { 0.0 },
-        unit: "MB/s".into(),
-        better: Better::Higher,
-    });
-    out.metrics.push(Metric {
-        name: "relocated".into(),
-        value: moved as f64 / 1e6,
-        unit: "MB".into(),
-        better: Better::Higher,
-    });
-    out.metrics.push(Metric { name: "time".into(), value: usage.wall_s, unit: "s".into(), better: Better::Lower });
+    let rate = if usage.wall_s > 0.0 { moved as f64 / 1e6 / usage.wall_s } else { 0.0 };
+    out.metrics.push(Metric::of(&RELOCATION_RATE, rate));
+    out.metrics.push(Metric::of(&RELOCATED, moved as f64 / 1e6));
+    out.metrics.push(Metric::of(&TIME, usage.wall_s));
     out.info.insert("data_bytes".into(), data.into());
     out.info.insert("relocated_bytes".into(), moved.into());
     out.usage = Some(usage);

@@ -16,7 +16,6 @@
 //! opened before the switch: directories above the tree (a work dir in
 //! root's 0700 home, say) need not be searchable by `uid`.
 
-use super::metric;
 use super::tree::{cold_info, existing_tree};
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -24,7 +23,8 @@ use crate::state::HostState;
 use crate::sysfs::SysView;
 use benchrig_wire::args::{AclCheckArgs, AclOp};
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, StepOutput, Usage};
+use benchrig_wire::metrics::{CHECKS_TOTAL, LATENCY_FIRST, LATENCY_MEAN, LATENCY_P50, LATENCY_P99};
+use benchrig_wire::steps::{Metric, StepOutput, Usage};
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::os::fd::OwnedFd;
@@ -74,11 +74,11 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &AclCheckArgs) -> Result<Ste
     // The paper's Table 5 is the first check after boot: identical ACLs
     // share one xattr block (ext2/3/4, mbcache), so after the first file
     // it is cached and only the first check pays for reading it.
-    out.metrics.push(metric("latency_first", us(checked.nanos[0] as f64), "µs", Better::Lower));
-    out.metrics.push(metric("latency_mean", us(total_ns as f64 / sorted.len() as f64), "µs", Better::Lower));
-    out.metrics.push(metric("latency_p50", us(percentile(&sorted, 50.0) as f64), "µs", Better::Lower));
-    out.metrics.push(metric("latency_p99", us(percentile(&sorted, 99.0) as f64), "µs", Better::Lower));
-    out.metrics.push(metric("total", total_ns as f64 / 1e9, "s", Better::Lower));
+    out.metrics.push(Metric::of(&LATENCY_FIRST, us(checked.nanos[0] as f64)));
+    out.metrics.push(Metric::of(&LATENCY_MEAN, us(total_ns as f64 / sorted.len() as f64)));
+    out.metrics.push(Metric::of(&LATENCY_P50, us(percentile(&sorted, 50.0) as f64)));
+    out.metrics.push(Metric::of(&LATENCY_P99, us(percentile(&sorted, 99.0) as f64)));
+    out.metrics.push(Metric::of(&CHECKS_TOTAL, total_ns as f64 / 1e9));
     let info = &mut out.info;
     info.insert("files".into(), sorted.len().into());
     info.insert("allowed".into(), checked.allowed.into());

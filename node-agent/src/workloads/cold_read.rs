@@ -7,7 +7,7 @@
 //! /dev/null is not a read anyone does). The tool's CPU time counts: it is
 //! waited for inside the timed region.
 
-use super::{metric, target_file, transfer_output};
+use super::{target_file, transfer_output};
 use crate::cache;
 use crate::compress;
 use crate::content::{self, Rng};
@@ -18,7 +18,8 @@ use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use crate::{cmd, tools};
 use benchrig_wire::args::{Codec, CodecTool, ColdReadArgs, ContentKind};
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, StepOutput};
+use benchrig_wire::metrics::{SYS, USER};
+use benchrig_wire::steps::{Metric, StepOutput};
 use serde_json::json;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read};
@@ -87,8 +88,8 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     }
 
     let mut out = transfer_output(produced, usage.clone());
-    out.metrics.push(metric("user", usage.user_s, "s", Better::Lower));
-    out.metrics.push(metric("sys", usage.sys_s, "s", Better::Lower));
+    out.metrics.push(Metric::of(&USER, usage.user_s));
+    out.metrics.push(Metric::of(&SYS, usage.sys_s));
     let info = &mut out.info;
     info.insert("path".into(), stored.to_string_lossy().into_owned().into());
     info.insert("codec".into(), compress::name(args.codec).into());

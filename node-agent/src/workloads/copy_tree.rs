@@ -11,7 +11,6 @@
 //! untimed. With `sync` the clock stops after `sync()` returns. Device
 //! counters cover both the source's and the destination's devices.
 
-use super::metric;
 use super::transfer_output;
 use super::tree::{check_dir_name, existing_tree, is_unsupported, remove_existing};
 use crate::measure::Meter;
@@ -19,7 +18,8 @@ use crate::outbox::StepCtx;
 use crate::state::HostState;
 use benchrig_wire::args::{CopyTreeArgs, Preserve};
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, StepOutput};
+use benchrig_wire::metrics::FILES_PER_S;
+use benchrig_wire::steps::{Metric, StepOutput};
 use std::ffi::OsStr;
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
@@ -85,7 +85,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &CopyTreeArgs) -> Result<Ste
     let n = &c.n;
     let files_per_s = if usage.wall_s > 0.0 { n.files as f64 / usage.wall_s } else { 0.0 };
     let mut out = transfer_output(n.bytes, usage);
-    out.metrics.push(metric("files_per_s", files_per_s, "files/s", Better::Higher));
+    out.metrics.push(Metric::of(&FILES_PER_S, files_per_s));
     let info = &mut out.info;
     info.insert("from".into(), src.to_string_lossy().into_owned().into());
     info.insert("to".into(), dst.to_string_lossy().into_owned().into());

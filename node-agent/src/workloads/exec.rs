@@ -13,7 +13,6 @@
 //! back at their defaults. `LC_ALL=C` unless `env` says otherwise, so
 //! numbers print the same on every host.
 
-use super::metric;
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -21,7 +20,8 @@ use crate::state::HostState;
 use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use benchrig_wire::args::{CommandLine, ExecArgs, ExecMetric};
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, StepOutput};
+use benchrig_wire::metrics::TIME;
+use benchrig_wire::steps::{Metric, StepOutput};
 use serde_json::{json, Value};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -115,7 +115,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOut
     }
 
     let mut out = StepOutput::default();
-    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
+    out.metrics.push(Metric::of(&TIME, usage.wall_s));
     let mut doc: Option<Result<Value, String>> = None;
     for (m, source) in args.metrics.iter().zip(&sources) {
         let value = match source {
@@ -132,7 +132,13 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOut
             Source::Regex(re) => regex_number(re, &stdout),
         }
         .map_err(|e| AgentError::failed(format!("metric `{}`: {e}", m.name)))?;
-        out.metrics.push(metric(&m.name, value * m.scale, &m.unit, m.better));
+        // The step's own metric: its entry declares it (`Action::declares`).
+        out.metrics.push(Metric {
+            name: m.name.clone(),
+            value: value * m.scale,
+            unit: m.unit.clone(),
+            better: m.better,
+        });
     }
     out.usage = Some(usage);
     let info = &mut out.info;
@@ -287,6 +293,7 @@ pub(crate) fn regex_number(re: &regex_lite::Regex, text: &str) -> Result<f64, St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchrig_wire::args::Better;
     use benchrig_wire::messages::ErrorCode;
 
     /// An excerpt of `fio --output-format=json` (fio 3.33, one job writing

@@ -10,7 +10,6 @@
 //! `ss_ramp`) is fio's own; whether each job attained it goes into the
 //! step's info (`steady_state`), which the reports flag.
 
-use super::metric;
 use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
@@ -20,17 +19,19 @@ use crate::tools;
 use benchrig_wire::args::FioArgs;
 use benchrig_wire::fio::FioJob;
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, Metric, StepOutput};
+use benchrig_wire::metrics::{self, MetricDecl, FIO_DIRECTIONS};
+use benchrig_wire::steps::{Metric, StepOutput};
 use serde_json::{json, Value};
 
 /// fio's JSON for a few jobs is tens of KB; this bounds a runaway, well
 /// under the 16 MiB frame its reply travels in (escaped, with monitors).
 const STDOUT_KEEP: usize = 4 << 20;
-/// The completion-latency percentiles reported, as fio keys them, and their names.
-const PERCENTILES: [(&str, &str); 3] = [("50.000000", "p50"), ("99.000000", "p99"), ("99.900000", "p99_9")];
-/// The directions a job reports.
-/// fio's directions in its JSON; `mixed` is all of them as one, under `unified_rw_reporting=mixed`.
-const DIRECTIONS: [&str; 4] = ["read", "write", "trim", "mixed"];
+/// The completion-latency percentiles reported, as fio keys them, and their metrics.
+const PERCENTILES: [(&str, MetricDecl); 3] = [
+    ("50.000000", metrics::FIO_CLAT_P50),
+    ("99.000000", metrics::FIO_CLAT_P99),
+    ("99.900000", metrics::FIO_CLAT_P99_9),
+];
 
 pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutput, AgentError> {
     let job = match args.job().map_err(|e| AgentError::bad_request(format!("fio: {e}")))? {
@@ -88,7 +89,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
     let report = Report::walk(&doc, job.group_reporting()).map_err(|e| AgentError::failed(format!("fio: {e}")))?;
 
     let mut out = StepOutput::default();
-    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
+    out.metrics.push(Metric::of(&metrics::TIME, usage.wall_s));
     out.metrics.extend(report.metrics);
     out.usage = Some(usage);
     let info = &mut out.info;
@@ -181,7 +182,7 @@ impl Report {
             if let Some(e) = job.get("error").and_then(Value::as_i64).filter(|e| *e != 0) {
                 return Err(format!("job `{name}` ended with error {e}"));
             }
-            for dir in DIRECTIONS {
+            for dir in FIO_DIRECTIONS {
                 let Some(d) = job.get(dir).filter(|d| d.get("io_bytes").and_then(Value::as_u64).unwrap_or(0) > 0)
                 else {
                     continue;
@@ -189,17 +190,17 @@ impl Report {
                 let num = |v: Option<&Value>, what: &str| {
                     v.and_then(Value::as_f64).ok_or_else(|| format!("job `{name}` {dir}: no `{what}`"))
                 };
-                let at = |m: &str| format!("{name}.{dir}.{m}");
-                r.metrics.push(metric(&at("bw"), num(d.get("bw_bytes"), "bw_bytes")? / 1e6, "MB/s", Better::Higher));
-                r.metrics.push(metric(&at("iops"), num(d.get("iops"), "iops")?, "IO/s", Better::Higher));
+                let at = |decl: &MetricDecl, value: f64| Metric::per_job(decl, &name, dir, value);
+                r.metrics.push(at(&metrics::FIO_BW, num(d.get("bw_bytes"), "bw_bytes")? / 1e6));
+                r.metrics.push(at(&metrics::FIO_IOPS, num(d.get("iops"), "iops")?));
                 let clat = d.get("clat_ns");
                 let mean = num(clat.and_then(|c| c.get("mean")), "clat_ns.mean")?;
-                r.metrics.push(metric(&at("clat_mean"), mean / 1e3, "µs", Better::Lower));
+                r.metrics.push(at(&metrics::FIO_CLAT_MEAN, mean / 1e3));
                 let pct = clat.and_then(|c| c.get("percentile"));
-                for (key, short) in PERCENTILES {
+                for (key, decl) in &PERCENTILES {
                     // Absent when the job set its own `percentile_list`.
                     if let Some(ns) = pct.and_then(|p| p.get(key)).and_then(Value::as_f64) {
-                        r.metrics.push(metric(&at(&format!("clat_{short}")), ns / 1e3, "µs", Better::Lower));
+                        r.metrics.push(at(decl, ns / 1e3));
                     }
                 }
             }
@@ -224,6 +225,9 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchrig_wire::args::Better;
+    use benchrig_wire::metrics::Naming;
+    use benchrig_wire::steps::Action;
 
     /// fio 3.33 on this project's build machine: `randread` (4k random
     /// reads) and `mixed` (64k randrw), psync, 16 MiB each.
@@ -262,6 +266,25 @@ mod tests {
         let m = r.metrics.iter().find(|m| m.name == "mixed.read.bw").unwrap();
         assert_eq!((m.unit.as_str(), m.better), ("MB/s", Better::Higher));
         assert!(r.steady_state.is_empty());
+    }
+
+    #[test]
+    fn the_walk_reports_what_fios_row_of_the_action_table_declares() {
+        let unified = include_str!("../../tests/data/fio/unified.json");
+        let fio = Action::from_parts("fio", json!({"jobs": {"r": {"rw": "read"}}})).unwrap();
+        let mut reported = Vec::new();
+        for text in [TWO_JOBS, SS_ATTAINED, SS_NOT, GROUPED, unified] {
+            let (doc, _) = document(text).unwrap();
+            reported.extend(Report::walk(&doc, false).unwrap().metrics);
+        }
+        let undeclared: Vec<&Metric> = reported.iter().filter(|m| !fio.declares(m)).collect();
+        assert!(undeclared.is_empty(), "not in fio's row of the action table: {undeclared:?}");
+        // And every per-job metric the row declares is one the walk reports
+        // (`time` is the run's, not the walk's).
+        let row = Action::metrics("fio").unwrap();
+        for d in row.iter().filter(|d| d.naming == Naming::PerJobDirection) {
+            assert!(reported.iter().any(|m| d.matches(&m.name, &m.unit, m.better)), "{} never reported", d.name);
+        }
     }
 
     #[test]

@@ -10,7 +10,6 @@
 //! Cold by default: the page, dentry and inode caches are dropped first
 //! (root only; otherwise the run is warm and `cold: false` says so).
 
-use super::metric;
 use super::tree::{cold_info, existing_tree, is_unsupported, make_cold};
 use crate::acl;
 use crate::measure::Meter;
@@ -18,7 +17,8 @@ use crate::outbox::StepCtx;
 use crate::state::HostState;
 use benchrig_wire::args::ListTreeArgs;
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, StepOutput};
+use benchrig_wire::metrics::{ENTRIES_PER_S, TIME};
+use benchrig_wire::steps::{Metric, StepOutput};
 use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 
@@ -39,9 +39,9 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ListTreeArgs) -> Result<Ste
     let usage = meter.stop();
 
     let mut out = StepOutput::default();
-    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
+    out.metrics.push(Metric::of(&TIME, usage.wall_s));
     let rate = if usage.wall_s > 0.0 { l.entries as f64 / usage.wall_s } else { 0.0 };
-    out.metrics.push(metric("entries_per_s", rate, "entries/s", Better::Higher));
+    out.metrics.push(Metric::of(&ENTRIES_PER_S, rate));
     out.usage = Some(usage);
     let info = &mut out.info;
     info.insert("entries".into(), l.entries.into());

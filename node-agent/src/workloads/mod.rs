@@ -16,12 +16,9 @@ pub mod tree;
 
 use crate::state::HostState;
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::{Better, Metric, StepOutput, Usage};
+use benchrig_wire::metrics::{THROUGHPUT, TIME};
+use benchrig_wire::steps::{Metric, StepOutput, Usage};
 use std::path::PathBuf;
-
-pub(crate) fn metric(name: &str, value: f64, unit: &str, better: Better) -> Metric {
-    Metric { name: name.into(), value, unit: unit.into(), better }
-}
 
 /// Decimal megabytes per second, as dd and the papers we reproduce report them.
 pub(crate) fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
@@ -54,8 +51,8 @@ pub(crate) fn target_file(
 /// A transfer's result: MB/s and seconds from the timed region, bytes moved.
 pub(crate) fn transfer_output(bytes: u64, usage: Usage) -> StepOutput {
     let mut out = StepOutput::default();
-    out.metrics.push(metric("throughput", mb_per_s(bytes, usage.wall_s), "MB/s", Better::Higher));
-    out.metrics.push(metric("time", usage.wall_s, "s", Better::Lower));
+    out.metrics.push(Metric::of(&THROUGHPUT, mb_per_s(bytes, usage.wall_s)));
+    out.metrics.push(Metric::of(&TIME, usage.wall_s));
     out.info.insert("bytes".into(), bytes.into());
     out.usage = Some(usage);
     out

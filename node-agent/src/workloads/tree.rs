@@ -17,7 +17,8 @@ use crate::state::HostState;
 use crate::{acl, cache, treegen};
 use benchrig_wire::args::TreeArgs;
 use benchrig_wire::messages::{AgentError, LogLevel};
-use benchrig_wire::steps::{Better, StepOutput};
+use benchrig_wire::metrics::TIME;
+use benchrig_wire::steps::{Metric, StepOutput};
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -91,7 +92,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &TreeArgs) -> Result<StepOut
     let seconds = start.elapsed().as_secs_f64();
 
     let mut out = StepOutput::default();
-    out.metrics.push(super::metric("time", seconds, "s", Better::Lower));
+    out.metrics.push(Metric::of(&TIME, seconds));
     let info = &mut out.info;
     info.insert("path".into(), root.to_string_lossy().into_owned().into());
     info.insert("files".into(), plan.files.len().into());

@@ -12,7 +12,7 @@ use crate::session::{finish_all, open_sessions};
 use crate::store::{HostsBusy, Store};
 
 pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
-    let (inv, hosts, password) = super::selected_hosts(&args)?;
+    let (inv, hosts, connection) = super::selected_hosts(&args)?;
     let store = Store::open(&args.db.db)?;
     let ask = Ask { hosts: &hosts, wait: std::time::Duration::ZERO, term: leases::DEFAULT_TERM, resuming: None };
     let _held = leases::hold(&store, &ask, progress).await.map_err(|e| match e.downcast::<HostsBusy>() {
@@ -24,7 +24,7 @@ pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
     })?;
     let mut results = Vec::new();
     let mut open = Vec::new();
-    for (h, r) in open_sessions(&inv, &hosts, args.forks, password.as_ref(), progress).await {
+    for (h, r) in open_sessions(&inv, &hosts, args.forks, &connection, progress).await {
         match r {
             Ok(s) => open.push((h, s)),
             Err(e) => results.push((h, Err(e))),

@@ -9,9 +9,9 @@ use crate::store::Store;
 use benchrig_wire::facts::Facts;
 
 pub async fn run(args: FactsArgs, progress: Progress) -> anyhow::Result<i32> {
-    let (inv, hosts, password) = super::selected_hosts(&args.hosts)?;
+    let (inv, hosts, connection) = super::selected_hosts(&args.hosts)?;
     let store = Store::open(&args.hosts.db.db)?;
-    let results = open_sessions(&inv, &hosts, args.hosts.forks, password.as_ref(), progress).await;
+    let results = open_sessions(&inv, &hosts, args.hosts.forks, &connection, progress).await;
     let mut json = serde_json::Map::new();
     let mut open = Vec::new();
     let mut failed = Vec::new();

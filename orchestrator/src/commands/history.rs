@@ -11,7 +11,14 @@ use crate::store::Store;
 
 pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
     let name = args.name.as_deref().map(|g| globset::Glob::new(g).map(|g| g.compile_matcher())).transpose()?;
-    let sel = select::Selection { playbook: args.playbook, name, since: args.from, until: args.to, last: args.last };
+    let sel = select::Selection {
+        playbook: args.playbook,
+        name,
+        status: None,
+        since: args.from,
+        until: args.to,
+        last: Some(args.last),
+    };
     let store = Store::open(&args.db.db)?;
     let picked = select::pick(&store.runs()?, &sel);
     if picked.is_empty() {

@@ -3,6 +3,7 @@
 pub mod cleanup;
 pub mod compare;
 pub mod config;
+pub mod doc;
 pub mod facts;
 pub mod generate;
 pub mod history;
@@ -15,6 +16,7 @@ pub mod runs;
 pub mod schema;
 
 use crate::session::host::HostError;
+use crate::session::transport::ConnectionDefaults;
 
 /// UNREACHABLE when any host was unreachable, CELL_FAILED when any failed otherwise.
 pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
@@ -23,14 +25,25 @@ pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
 }
 
 /// What `facts`, `ping` and `cleanup` work on: the inventory, its hosts
-/// that `--limit` selects, and the become password when `-K` asks for one
-/// (asked here, before any host is timed or touched).
+/// that `--limit` selects, and the connection settings of the command line.
 pub fn selected_hosts(
     args: &crate::cli::HostsArgs,
-) -> anyhow::Result<(crate::inventory::Inventory, Vec<String>, Option<crate::session::transport::Secret>)> {
+) -> anyhow::Result<(crate::inventory::Inventory, Vec<String>, ConnectionDefaults)> {
     let inv = crate::selection::load_inventory(&args.inventory)?;
     let hosts = crate::selection::select(&inv, "all", args.limit.as_deref())?;
-    Ok((inv, hosts, become_password(args.ask_become_pass)?))
+    Ok((inv, hosts, connection_defaults(args)?))
+}
+
+/// `-u`, `--private-key`, `-b`/`--become-user` and `-K` (the password is
+/// asked here, before any host is timed or touched).
+pub fn connection_defaults(args: &crate::cli::HostsArgs) -> anyhow::Result<ConnectionDefaults> {
+    Ok(ConnectionDefaults {
+        user: args.user.clone(),
+        private_key: args.private_key.as_ref().map(|p| p.display().to_string()),
+        become_user: (args.r#become || args.become_user.is_some())
+            .then(|| args.become_user.clone().unwrap_or_else(|| "root".into())),
+        become_password: become_password(args.ask_become_pass)?,
+    })
 }
 
 /// The password `--ask-become-pass` asks for: at the terminal without echo
@@ -50,4 +63,28 @@ pub fn become_password(ask: bool) -> anyhow::Result<Option<crate::session::trans
     };
     anyhow::ensure!(!typed.is_empty(), "--ask-become-pass: no password given");
     Ok(Some(crate::session::transport::Secret::new(typed)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn defaults(args: &[&str]) -> super::ConnectionDefaults {
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Facts(a) => super::connection_defaults(&a.hosts).unwrap(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn ansible_s_connection_flags_become_connection_defaults() {
+        let d = defaults(&["benchrig", "facts", "-u", "bench", "--private-key", "k", "-b"]);
+        assert_eq!((d.user.as_deref(), d.private_key.as_deref()), (Some("bench"), Some("k")));
+        assert_eq!(d.become_user.as_deref(), Some("root"));
+        let d = defaults(&["benchrig", "facts", "--key-file", "k2", "--become-user", "postgres"]);
+        assert_eq!((d.private_key.as_deref(), d.become_user.as_deref()), (Some("k2"), Some("postgres")));
+        let d = defaults(&["benchrig", "facts"]);
+        assert!(d.user.is_none() && d.private_key.is_none() && d.become_user.is_none() && d.become_password.is_none());
+    }
 }

@@ -25,9 +25,9 @@ fn ms(d: Duration) -> String {
 }
 
 pub async fn run(args: PingArgs, progress: Progress) -> anyhow::Result<i32> {
-    let (inv, hosts, password) = super::selected_hosts(&args.hosts)?;
+    let (inv, hosts, connection) = super::selected_hosts(&args.hosts)?;
     let t0 = Instant::now();
-    let sessions = open_sessions(&inv, &hosts, args.hosts.forks, password.as_ref(), progress).await;
+    let sessions = open_sessions(&inv, &hosts, args.hosts.forks, &connection, progress).await;
     let all_up = t0.elapsed();
     let mut rows = Vec::new();
     let mut results = Vec::new();

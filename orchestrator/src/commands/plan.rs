@@ -1,8 +1,10 @@
 //! `benchrig plan`: the cells each host would run, touching nothing.
-//! Facts come from the database when a host was seen before.
+//! Facts come from the database when a host was seen before, and so does
+//! each cell's estimated time (`estimate`).
 
 use crate::cli::{PlanArgs, PlaybookArgs};
 use crate::diagnostic::ConfigError;
+use crate::estimate::{self, Estimates};
 use crate::exit_code;
 use crate::extra_vars;
 use crate::planner::{self, HostInput};
@@ -17,7 +19,7 @@ use std::path::Path;
 /// `--syntax-check`, `--list-hosts`, `--list-tasks` (for `run` as for
 /// `plan`, as ansible-playbook has them): `None` when none is asked for.
 pub fn listing(playbook: &Path, pa: &PlaybookArgs) -> Option<anyhow::Result<i32>> {
-    if !(pa.syntax_check || pa.list_hosts || pa.list_tasks) {
+    if !(pa.syntax_check || pa.list_hosts || pa.list_tasks || pa.list_tags) {
         return None;
     }
     Some(checked(playbook, pa).and_then(|(checked, _)| {
@@ -33,6 +35,15 @@ pub fn listing(playbook: &Path, pa: &PlaybookArgs) -> Option<anyhow::Result<i32>
                 for h in &hosts {
                     outln!("    {h}")?;
                 }
+            }
+            if pa.list_tags {
+                let mut tags: Vec<&str> = play.tags.iter().map(String::as_str).collect();
+                for s in play.setup.iter().chain(&play.before_each).chain(&play.benchmark).chain(&play.teardown) {
+                    tags.extend(s.tags.iter().map(String::as_str));
+                }
+                tags.sort_unstable();
+                tags.dedup();
+                outln!("  TASK TAGS: [{}]", tags.join(", "))?;
             }
             if pa.list_tasks {
                 outln!("  steps:")?;
@@ -76,6 +87,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let facts: Vec<(&str, &Facts)> = cached.iter().map(|(h, f)| (h.as_str(), f)).collect();
     let facts_by_host: HashMap<&str, &Facts> = facts.iter().copied().collect();
     let facts_of = |h: &str| facts_by_host.get(h).copied();
+    let estimates =
+        Estimates::from_rows(&store.as_ref().map(Store::newest_cell_times).transpose()?.unwrap_or_default());
+    let mut per_cell = Vec::new();
     let mut rows = Vec::new();
     let mut total = 0;
     for (pi, play) in checked.playbook.plays.iter().enumerate() {
@@ -116,11 +130,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                         let fresh = (c.fresh != Fresh::Cell).then(|| format!("fresh: {}", c.fresh.as_str()));
                         let unsupported = c.unsupported.as_ref().map(|u| format!("unsupported: {u}"));
                         let note = fresh.into_iter().chain(unsupported).collect::<Vec<_>>().join("; ");
+                        let est =
+                            c.unsupported.is_none().then(|| estimates.cell(&c.host, &play.name, &c.key, c.repeat));
+                        if let Some(est) = est {
+                            per_cell.push((c.host.clone(), est));
+                        }
                         rows.push(vec![
                             c.host.clone(),
                             play.name.clone(),
                             c.describe(),
                             c.repeat.to_string(),
+                            est.flatten().map_or_else(|| "-".into(), seconds),
                             steps.join(", "),
                             note,
                         ]);
@@ -132,13 +152,30 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                     "?".into(),
                     "-".into(),
                     "-".into(),
+                    "-".into(),
                     "needs facts: run `benchrig facts` first".into(),
                 ]),
                 Err(e) => return Err(e.into()),
             }
         }
     }
-    out!("{}", table(&["HOST", "PLAY", "CELL", "REPEAT", "STEPS", "NOTE"], &rows))?;
+    out!("{}", table(&["HOST", "PLAY", "CELL", "REPEAT", "EST.", "STEPS", "NOTE"], &rows))?;
     outln!("{total} cells on {} hosts", checked.hosts.len())?;
+    let totals = estimate::per_host(per_cell.iter().map(|(h, e)| (h.as_str(), *e)));
+    if totals.iter().any(|(_, t)| !t.known.is_zero()) {
+        outln!("estimated time per host (each cell's newest stored run, at the planned repetitions):")?;
+        for (host, t) in totals {
+            let unknown = match t.unknown_cells {
+                0 => String::new(),
+                n => format!(" + {n} cell(s) never run here"),
+            };
+            outln!("  {host}: {}{unknown}", seconds(t.known))?;
+        }
+    }
     Ok(exit_code::OK)
+}
+
+/// A duration to the second, as `1m 12s`.
+fn seconds(d: std::time::Duration) -> String {
+    humantime::format_duration(std::time::Duration::from_secs(d.as_secs_f64().round() as u64)).to_string()
 }

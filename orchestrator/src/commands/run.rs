@@ -11,13 +11,16 @@ use crate::run::{self, RunOptions, RunPlan};
 pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
     let plan = match (args.resume, args.playbook) {
         (Some(run), _) => RunPlan::Resume { run, retry_failed: args.retry_failed },
+        (None, Some(playbook)) if args.check => {
+            return super::plan::run(crate::cli::PlanArgs { playbook, play: args.play });
+        }
         (None, Some(playbook)) => {
             if let Some(done) = super::plan::listing(&playbook, &args.play) {
                 return done;
             }
             RunPlan::Playbook {
                 playbook,
-                limit: args.play.hosts.limit,
+                limit: args.play.hosts.limit.clone(),
                 tags: TagFilter::new(&args.play.tags, &args.play.skip_tags),
                 extra_vars: extra_vars::parse(&args.play.extra_vars).map_err(anyhow::Error::msg)?,
                 name: args.name,
@@ -25,6 +28,14 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
         }
         (None, None) => unreachable!("clap requires a playbook unless --resume is given"),
     };
+    // A resume without -i takes the inventory stored with the run.
+    if args.play.hosts.inventory.is_empty() && matches!(plan, RunPlan::Playbook { .. }) {
+        let cwd = std::env::current_dir()?;
+        let is_root = rustix::process::geteuid().is_root();
+        let db = args.play.hosts.db.db.to_string();
+        tracing::warn!("{}", crate::inventory::localhost_notice(is_root, &cwd, &db));
+    }
+    let connection = super::connection_defaults(&args.play.hosts)?;
     let result = run::run(RunOptions {
         plan,
         inventory: args.play.hosts.inventory,
@@ -33,7 +44,7 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
         progress,
         wait_for_hosts: args.wait_for_hosts,
         lease_term: args.lease_term,
-        become_password: super::become_password(args.play.hosts.ask_become_pass)?,
+        connection,
     })
     .await?;
     out!("{}", result.table)?;

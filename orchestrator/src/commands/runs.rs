@@ -1,14 +1,37 @@
 //! `benchrig runs`, `show RUN`, `report RUN`, `export RUN`, `import FILE`.
 
-use crate::cli::{DbArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs};
+use crate::cli::{ExportArgs, ImportArgs, ReportArgs, ReportFormat, RunsArgs, ShowArgs};
 use crate::exit_code;
+use crate::history::select::{filter, Selection};
 use crate::store::Store;
 use crate::terminal_table::table;
 
-pub fn list(args: DbArgs) -> anyhow::Result<i32> {
-    let store = Store::open(&args.db)?;
-    let rows: Vec<Vec<String>> = store
-        .runs()?
+pub fn list(args: RunsArgs) -> anyhow::Result<i32> {
+    let store = Store::open(&args.db.db)?;
+    let name = args.name.as_deref().map(|g| globset::Glob::new(g).map(|g| g.compile_matcher())).transpose()?;
+    let sel = Selection {
+        playbook: args.playbook,
+        name,
+        status: args.status,
+        since: args.from,
+        until: args.to,
+        last: args.last,
+    };
+    let runs = filter(&store.runs()?, &sel);
+    if args.json {
+        let list: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "name": r.name, "playbook": r.playbook, "started": r.started,
+                    "finished": r.finished, "status": r.status, "hosts": r.hosts, "cells": r.cells,
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&list)?)?;
+        return Ok(exit_code::OK);
+    }
+    let rows: Vec<Vec<String>> = runs
         .into_iter()
         .map(|r| {
             vec![

@@ -1,4 +1,4 @@
-//! `history -f html`: one self-contained page (the report's shell,
+//! `history --format html`: one self-contained page (the report's shell,
 //! `report::page`: no script, a CSP that forbids every request). First a
 //! grid of small trend charts, one per series (`trend::small`: means, CI95
 //! band, splits and change points marked), so a person sees at a glance

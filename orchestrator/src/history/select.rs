@@ -13,11 +13,13 @@ pub struct Selection {
     pub playbook: Option<String>,
     /// A glob over run names (`nightly-*`).
     pub name: Option<globset::GlobMatcher>,
+    /// Only runs in this state.
+    pub status: Option<RunStatus>,
     /// RFC 3339 times or dates (`2026-11-01`): started at or after, before.
     pub since: Option<String>,
     pub until: Option<String>,
     /// At most this many runs, the newest.
-    pub last: usize,
+    pub last: Option<usize>,
 }
 
 /// Whether run `r` was of `playbook`: the same path, or the same file name
@@ -27,26 +29,32 @@ fn same_playbook(r: &RunRow, playbook: &str) -> bool {
     r.playbook == playbook || (!playbook.contains('/') && file(&r.playbook) == file(playbook))
 }
 
-/// The runs of `all` (in id order) the selection picks, oldest first.
-pub fn pick(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
-    let default_playbook = || all.iter().rev().find(|r| r.status != RunStatus::Running).map(|r| r.playbook.clone());
-    let playbook = match (&sel.playbook, &sel.name) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(_)) => None,
-        (None, None) => default_playbook(),
-    };
+/// The runs of `all` (in id order) the selection keeps, oldest first: what
+/// `benchrig runs` lists.
+pub fn filter(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
     let picked: Vec<RunRow> = all
         .iter()
-        .filter(|r| r.status != RunStatus::Running)
-        .filter(|r| playbook.as_deref().is_none_or(|p| same_playbook(r, p)))
+        .filter(|r| sel.playbook.as_deref().is_none_or(|p| same_playbook(r, p)))
         .filter(|r| sel.name.as_ref().is_none_or(|g| r.name.as_deref().is_some_and(|n| g.is_match(n))))
+        .filter(|r| sel.status.is_none_or(|s| r.status == s))
         // RFC 3339 UTC stamps order as text; a bare date is the start of its day.
         .filter(|r| sel.since.as_deref().is_none_or(|s| r.started.as_str() >= s))
         .filter(|r| sel.until.as_deref().is_none_or(|u| r.started.as_str() < u))
         .cloned()
         .collect();
-    let skip = picked.len().saturating_sub(sel.last.max(1));
+    let skip = sel.last.map_or(0, |n| picked.len().saturating_sub(n.max(1)));
     picked.into_iter().skip(skip).collect()
+}
+
+/// The finished runs a history is over: [`filter`]'s, of the newest
+/// finished run's playbook when neither a playbook nor a name is given.
+pub fn pick(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
+    let finished: Vec<RunRow> = all.iter().filter(|r| r.status != RunStatus::Running).cloned().collect();
+    let mut sel = sel.clone();
+    if sel.playbook.is_none() && sel.name.is_none() {
+        sel.playbook = finished.last().map(|r| r.playbook.clone());
+    }
+    filter(&finished, &sel)
 }
 
 #[cfg(test)]
@@ -81,7 +89,7 @@ mod tests {
             run(6, "nightly-2026-12-02", "playbooks/q.yml", "2026-12-02T02:00:00Z", RunStatus::Running),
         ];
         let sel = |f: &dyn Fn(&mut Selection)| {
-            let mut s = Selection { last: 100, ..Default::default() };
+            let mut s = Selection { last: Some(100), ..Default::default() };
             f(&mut s);
             ids(pick(&all, &s))
         };
@@ -92,6 +100,24 @@ mod tests {
         assert_eq!(sel(&|s| s.name = Some(glob.clone())), [1, 3, 4, 5], "a glob alone: any playbook");
         assert_eq!(sel(&|s| s.since = Some("2026-11-29".into())), [3, 5]);
         assert_eq!(sel(&|s| s.until = Some("2026-11-29".into())), [1]);
-        assert_eq!(sel(&|s| s.last = 2), [3, 5], "the newest two, oldest first");
+        assert_eq!(sel(&|s| s.last = Some(2)), [3, 5], "the newest two, oldest first");
+    }
+
+    #[test]
+    fn runs_lists_every_run_or_those_a_filter_keeps() {
+        let all = [
+            run(1, "nightly-1", "playbooks/q.yml", "2026-11-28T02:00:00Z", RunStatus::Ok),
+            run(2, "adhoc", "/home/me/q.yml", "2026-11-28T12:00:00Z", RunStatus::Failed),
+            run(3, "nightly-2", "playbooks/other.yml", "2026-11-29T02:00:00Z", RunStatus::Running),
+        ];
+        let sel = |f: &dyn Fn(&mut Selection)| {
+            let mut s = Selection::default();
+            f(&mut s);
+            ids(filter(&all, &s))
+        };
+        assert_eq!(sel(&|_| {}), [1, 2, 3], "every run, a running one too, of any playbook");
+        assert_eq!(sel(&|s| s.status = Some(RunStatus::Failed)), [2]);
+        assert_eq!(sel(&|s| s.playbook = Some("q.yml".into())), [1, 2]);
+        assert_eq!(sel(&|s| s.last = Some(1)), [3]);
     }
 }

@@ -1,4 +1,4 @@
-//! A series' trend as an SVG (the charts of `history -f html`): the points'
+//! A series' trend as an SVG (the charts of `history --format html`): the points'
 //! means as a line over the runs with their CI95 as a band, broken at
 //! each split (a grey dashed line: the configuration changed, so the
 //! parts are not compared), and each change point marked where it arrived

@@ -18,7 +18,7 @@ use serde_json::{Map, Value as Json};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-pub use localhost::embedded_localhost;
+pub use localhost::{embedded_localhost, notice as localhost_notice};
 
 pub type Vars = Map<String, Json>;
 

@@ -7,6 +7,8 @@
 
 pub mod keys;
 mod parse;
+pub mod reference;
+pub mod reference_text;
 pub mod schema;
 mod tags;
 pub mod tune;

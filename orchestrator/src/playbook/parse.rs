@@ -70,7 +70,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
     let mut saw_hosts = false;
     let (mut becomes, mut become_user, mut vars_files, mut seed, mut order) = (false, None, Vec::new(), None, None);
     for (k, v) in entries {
-        match known(k, keys::PLAY, "a play")? {
+        match known(k, keys::PLAY, "a play").map_err(|e| ansible_play_key(k).unwrap_or(e))? {
             "name" => p.name = v.scalar_text().ok_or_else(|| v.error("`name` must be a string"))?,
             "hosts" => {
                 saw_hosts = true;
@@ -164,9 +164,33 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
     Ok(p)
 }
 
+/// An Ansible play key benchrig has no such thing as, with what it has
+/// instead (a near-miss suggestion would say `tasks` meant `tags`).
+fn ansible_play_key(key: &Node) -> Option<ConfigError> {
+    let name = key.scalar_text()?;
+    let hint = match name.as_str() {
+        "tasks" | "pre_tasks" | "post_tasks" => {
+            "benchrig's steps go in `setup` (before the cells), `before_each`, `benchmark` (measured, in every \
+             cell) and `teardown`; a step names one action such as `seq_write:` or `exec:` (`benchrig doc` lists them)"
+        }
+        "handlers" => {
+            "benchrig has no handlers; a step that must follow another goes after it in `setup` or `teardown`"
+        }
+        "gather_facts" => "benchrig always gathers facts (its agent reads them); there is nothing to turn off",
+        _ => return None,
+    };
+    Some(key.error(format!("`{name}` is Ansible's, not a benchrig play key")).with_hint(hint))
+}
+
 fn roles(v: &Node) -> Result<Vec<String>, ConfigError> {
     let mut out: Vec<String> = Vec::new();
     for r in v.expect_seq("`roles`")? {
+        if !matches!(r.value, Value::Str(_)) {
+            return Err(r.error("a role here is a name, such as `server` or `client`").with_hint(
+                "benchrig's `roles` are the parts a play's hosts take (`roles: [server, client]`; a step picks \
+                 one with `role:`), not Ansible roles, which benchrig does not run",
+            ));
+        }
         let name = r.expect_str("a role name")?;
         if out.iter().any(|o| o == name) {
             return Err(r.error(format!("role `{name}` is listed twice")));
@@ -779,6 +803,18 @@ mod tests {
             (s.tags.clone(), s.ignore_errors, s.timeout, s.when.len()),
             (vec!["a".to_string()], true, Some(30), 1)
         );
+    }
+
+    #[test]
+    fn an_ansible_users_tasks_and_roles_get_what_benchrig_means_instead() {
+        let e = err("- hosts: all\n  tasks:\n    - noop:\n");
+        assert_eq!((e.line, e.col), (2, 3));
+        assert_eq!(e.message, "`tasks` is Ansible's, not a benchrig play key");
+        let hint = e.hint.unwrap();
+        assert!(hint.contains("`benchmark`") && hint.contains("`setup`") && !hint.contains("tags"), "{hint}");
+        let e = err("- hosts: all\n  roles:\n    - role: common\n  benchmark:\n    - noop:\n");
+        assert_eq!(e.line, 3);
+        assert!(e.hint.unwrap().contains("not Ansible roles"));
     }
 
     #[test]

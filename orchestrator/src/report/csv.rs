@@ -1,4 +1,4 @@
-//! `report -f csv`: one row per sample with everything that identifies it,
+//! `report --format csv`: one row per sample with everything that identifies it,
 //! for a spreadsheet, pandas or R.
 
 use crate::human::describe_params;

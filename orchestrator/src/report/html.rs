@@ -1,4 +1,4 @@
-//! `report -f html`: one self-contained file (inline style, inline SVG, no
+//! `report --format html`: one self-contained file (inline style, inline SVG, no
 //! script, no font, a CSP that forbids every request). It leads with the
 //! results drawn as the experiment was planned: per play a figure per
 //! measured step and metric, shaped by the play's matrix (`shape`: x one

@@ -1,4 +1,4 @@
-//! `benchrig report RUN -f json`: the run, its hosts with their facts, and one
+//! `benchrig report RUN --format json`: the run, its hosts with their facts, and one
 //! entry per cell and measured step with every raw sample and its summary.
 
 use crate::monitors::{explain, summary};

@@ -1,4 +1,4 @@
-//! `report -f junit`: a test suite per play, a test case per cell and host.
+//! `report --format junit`: a test suite per play, a test case per cell and host.
 //! A failed cell fails; a cell whose host was lost is an error (of the lab,
 //! not of the benchmark); an unsupported or skipped one is skipped; with a
 //! baseline, a cell with a regressed metric fails too, naming the metric.

@@ -1,4 +1,4 @@
-//! `report -f md`: the run's summary as markdown tables (one per play), then
+//! `report --format md`: the run's summary as markdown tables (one per play), then
 //! what a reader should be wary of — for a pull request or a CI summary.
 
 use crate::human::{describe_params, fmt_num};

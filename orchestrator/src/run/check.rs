@@ -25,7 +25,8 @@ pub struct Checked {
     /// variables included, as `-e` does in Ansible.
     pub extra: Vars,
     /// What `--ask-become-pass` read, for hosts that name no password.
-    pub become_password: Option<crate::session::transport::Secret>,
+    /// The command line's `-u`, `--private-key`, `-b`, `-K`.
+    pub connection: crate::session::transport::ConnectionDefaults,
 }
 
 impl Checked {
@@ -36,7 +37,8 @@ impl Checked {
 
     /// The variables a host's connection is made with: its inventory
     /// variables, plus `become` when one of its plays asks for it (the
-    /// agent serves every play on the host, so it starts as that user).
+    /// agent serves every play on the host, so it starts as that user),
+    /// then the command line's settings where neither says, then `-e`.
     pub fn connection_vars(&self, host: &str) -> Vars {
         let mut vars = self.inventory.host_vars(host);
         let plays = self.hosts.get(host).map(Vec::as_slice).unwrap_or_default();
@@ -45,7 +47,7 @@ impl Checked {
             vars.entry("ansible_become").or_insert(true.into());
             vars.entry("ansible_become_user").or_insert_with(|| user.into());
         }
-        crate::session::transport::with_become_password(&mut vars, self.become_password.as_ref());
+        self.connection.apply(&mut vars);
         vars.extend(self.extra.clone());
         vars
     }
@@ -103,8 +105,14 @@ pub fn check_playbook(
             }
         }
     }
-    let checked =
-        Checked { playbook: pb, inventory: inv, hosts, templates: t, extra: extra.clone(), become_password: None };
+    let checked = Checked {
+        playbook: pb,
+        inventory: inv,
+        hosts,
+        templates: t,
+        extra: extra.clone(),
+        connection: Default::default(),
+    };
     for h in checked.hosts.keys() {
         ConnectionSpec::from_vars(h, &checked.connection_vars(h)).map_err(anyhow::Error::msg)?;
     }

@@ -38,6 +38,8 @@ pub struct RunContext {
     /// What ends each open session from outside it, by host: a lost lease
     /// stops the step running there at once.
     pub closers: std::sync::Mutex<HashMap<String, Closer>>,
+    /// Each cell's time from its newest stored run: the progress line's ETA.
+    pub estimates: crate::estimate::Estimates,
 }
 
 impl RunContext {

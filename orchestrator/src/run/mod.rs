@@ -56,8 +56,8 @@ pub struct RunOptions {
     pub wait_for_hosts: std::time::Duration,
     /// How long a lease holds without a heartbeat (`--lease-term`).
     pub lease_term: std::time::Duration,
-    /// What `--ask-become-pass` read.
-    pub become_password: Option<crate::session::transport::Secret>,
+    /// `-u`, `--private-key`, `-b`, `-K`: defaults under each host's variables.
+    pub connection: crate::session::transport::ConnectionDefaults,
 }
 
 pub struct RunResult {
@@ -106,7 +106,7 @@ fn begin(opts: &RunOptions) -> anyhow::Result<Begun> {
 pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     let mut begun = begin(&opts)?;
     let store = begun.store.clone();
-    begun.checked.become_password = opts.become_password.clone();
+    begun.checked.connection = opts.connection.clone();
     let checked = begun.checked;
     let builds = AgentBuilds::discover();
     let needs_agent = checked.hosts.keys().any(|h| ConnectionSpec::from_vars(h, &checked.connection_vars(h)).is_ok());
@@ -215,6 +215,8 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         retry_failed: begun.retry_failed,
         lost_leases: held.lost.clone(),
         closers: Default::default(),
+        // Only for the progress line's ETA: a store that cannot say gives none.
+        estimates: crate::estimate::Estimates::from_rows(&store.newest_cell_times().unwrap_or_default()),
     });
     // A host whose lease is gone (released by hand, taken over after it
     // lapsed) is not touched again: its session ends now, its step with it.

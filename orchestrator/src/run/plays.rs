@@ -95,6 +95,9 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
         tracing::debug!(host = %host, "play `{}`: first cell {:.0} ms after the connection began", play.name, s.timeline.elapsed().as_secs_f64() * 1e3);
     }
     let bar = crate::progress::host_bar(&host, &play.name, groups.iter().map(Vec::len).sum());
+    let visits: Vec<_> = groups.iter().flatten().map(|v| (v.cell, v.reps.clone())).collect();
+    let per_rep: Vec<_> = cells.iter().map(|c| ctx.estimates.cell(&host, &play.name, &c.key, 1)).collect();
+    let left = crate::estimate::left_at(&visits, &per_rep);
     for group in groups {
         // The visits of this group that still run (one, or with `fresh:
         // round` every cell of a round with this setup).
@@ -116,7 +119,8 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
             }
             let line = |n: usize, o: &Opened| {
                 let cell = &cells[n];
-                format!("cell {}/{total} {}{}", n + 1, cell.describe(), CellBook::visit_note(&o.reps, cell))
+                let eta = left.get(&(n, *o.reps.start())).map(|l| l.suffix()).unwrap_or_default();
+                format!("cell {}/{total} {}{}{eta}", n + 1, cell.describe(), CellBook::visit_note(&o.reps, cell))
             };
             let results = {
                 let session = slot.session.as_ref().expect("checked by skip_reason");

@@ -21,7 +21,7 @@ pub async fn open_sessions(
     inv: &Inventory,
     hosts: &[String],
     forks: usize,
-    become_password: Option<&transport::Secret>,
+    connection: &transport::ConnectionDefaults,
     progress: Progress,
 ) -> Vec<(String, Result<HostSession, HostError>)> {
     let builds = Arc::new(AgentBuilds::discover());
@@ -30,7 +30,7 @@ pub async fn open_sessions(
         .iter()
         .map(|h| {
             let mut vars = inv.host_vars(h);
-            transport::with_become_password(&mut vars, become_password);
+            connection.apply(&mut vars);
             let (builds, sem, h) = (builds.clone(), sem.clone(), h.clone());
             tokio::spawn(async move {
                 let _permit = sem.acquire().await;

@@ -210,7 +210,8 @@ impl Store {
                 r.inventory.into(),
                 r.limit.into(),
                 r.extra_vars.to_string().into(),
-                env!("CARGO_PKG_VERSION").into(),
+                // With the commit: history names a new build among what changed.
+                benchrig_wire::VERSION.into(),
                 now().into(),
                 RunStatus::Running.as_str().into(),
                 r.options.to_string().into(),
@@ -520,6 +521,20 @@ impl Store {
         let rows = self
             .db()
             .query(&format!("SELECT {CELL_COLUMNS} FROM cells WHERE run_id = ?1 ORDER BY id"), &[run.into()])?;
+        rows.iter().map(cell_row).collect()
+    }
+
+    /// The newest ok cell of every (host, play, cell key) that ran to its
+    /// end: what `plan` estimates a cell's time from, as PTS's
+    /// estimate-run-time does from earlier runs.
+    pub fn newest_cell_times(&self) -> Result<Vec<CellRow>, StoreError> {
+        let rows = self.db().query(
+            &format!(
+                "SELECT {CELL_COLUMNS} FROM cells WHERE id IN (SELECT MAX(id) FROM cells WHERE status = ?1 AND \
+                 started IS NOT NULL AND finished IS NOT NULL GROUP BY host, play, key) ORDER BY id"
+            ),
+            &[CellStatus::Ok.as_str().into()],
+        )?;
         rows.iter().map(cell_row).collect()
     }
 

@@ -322,3 +322,33 @@ pub fn inventory_for(host: &str, address: &str, scratch_yaml: &str) -> String {
          ansible_host: {address}\n      scratch_devices:\n{scratch_yaml}"
     )
 }
+
+/// A run in `benchrig export`'s format: host `h`, one cell, five samples of
+/// `speed` around `mean` (higher is better).
+pub fn export_doc(name: &str, mean: f64) -> serde_json::Value {
+    let samples: Vec<_> = [0.0, 1.0, -1.0, 0.5, -0.5]
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            serde_json::json!({
+                "cell_id": 1, "step_index": 0, "step": "measure", "workload": "exec", "repetition": i + 1,
+                "metric": "speed", "value": mean + d, "unit": "MB/s", "better": "higher",
+                "ts": "2026-01-01T00:00:00Z",
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "benchrig_export": 1,
+        "run": {
+            "id": 1, "name": name, "playbook": "speed.yml", "playbook_text": "", "inventory": "",
+            "extra_vars": "{}", "benchrig_version": "0", "started": format!("2026-01-01T00:00:0{}Z", name.len()),
+            "finished": "2026-01-01T00:01:00Z", "status": "ok",
+        },
+        "hosts": [{"name": "h", "status": "ok"}],
+        "cells": [{
+            "id": 1, "host": "h", "play_index": 0, "play": "speed", "key": "0", "params": "{}",
+            "repeat": 5, "status": "ok",
+        }],
+        "samples": samples,
+    })
+}

@@ -172,7 +172,7 @@ fn quickstart_over_ssh_on_every_host_stores_every_sample() {
     // `show` and `report` see the same run.
     let show = stdout(&b.run(&["show", "e2e"]));
     assert!(show.contains("fs=xfs bs=4k") && show.contains("old"), "{show}");
-    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "e2e", "-f", "json"]))).unwrap();
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "e2e", "--format", "json"]))).unwrap();
     assert_eq!(report["run"]["status"], "ok");
     assert_eq!(report["cells"].as_array().unwrap().len(), 30 * 2, "one entry per cell and measured step");
     assert_eq!(report["hosts"][0]["facts"]["arch"], "i686");
@@ -492,12 +492,12 @@ fn a_host_that_dies_mid_run_is_unreachable_the_others_finish_and_resume_complete
         s.samples(run.id).unwrap().iter().filter(|x| x.attempt == Some(2)).map(|x| x.cell_id).collect();
     assert!(!second.is_empty() && second.iter().all(|id| cells.iter().any(|c| c.id == *id && c.host == "fast2")));
     // The report shows every cell once, and both attempts.
-    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "crash", "-f", "json"]))).unwrap();
+    let report: Json = serde_json::from_str(&stdout(&b.run(&["report", "crash", "--format", "json"]))).unwrap();
     assert_eq!(report["run"]["status"], "ok");
     assert_eq!(report["cells"].as_array().unwrap().len(), cells.len() * 2, "one entry per cell and measured step");
     assert_eq!(report["attempts"].as_array().unwrap().len(), 2);
     assert!(stdout(&b.run(&["show", "crash"])).contains("attempt 2: "), "the table ends with the attempts");
-    let csv = stdout(&b.run(&["report", "crash", "-f", "csv"]));
+    let csv = stdout(&b.run(&["report", "crash", "--format", "csv"]));
     assert!(csv.lines().next().unwrap().ends_with(",attempt"), "{csv}");
     assert!(csv.lines().any(|l| l.contains(",fast2,") && l.ends_with(",2")), "a sample of the resume says so");
     assert!(csv.lines().filter(|l| !l.contains(",fast2,")).skip(1).all(|l| l.ends_with(",1")));
@@ -576,25 +576,44 @@ fn quickstart_with_no_inventory_runs_on_this_machine() {
     let b = Bench::new();
     let home = b.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
-        .args(["run", repo().join("playbooks/quickstart.yml").to_str().unwrap(), "-e", "size=8M", "-e", "reps=1"])
-        .env("BENCHRIG_DB", b.db())
-        .env("HOME", &home)
-        .current_dir(b.dir.path())
-        .output()
-        .unwrap();
-    eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0));
+    let quickstart = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchrig"))
+            .args(["run", repo().join("playbooks/quickstart.yml").to_str().unwrap(), "-e", "size=8M", "-e", "reps=1"])
+            .env("BENCHRIG_DB", b.db())
+            .env("HOME", &home)
+            .current_dir(b.dir.path())
+            .output()
+            .unwrap();
+        eprintln!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(0));
+        out
+    };
+    let out = quickstart();
     // The run closed the database: SQLite folded its WAL into the file, so
     // copying benchrig.db alone copies every run.
     for leftover in ["-wal", "-shm"] {
         let f = format!("{}{leftover}", b.db().display());
         assert!(!std::path::Path::new(&f).exists(), "the run left {f}: its database was not closed");
     }
+    // Without -i it said, before starting, what it measures and where the results go.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no inventory (-i): measuring this machine, on a 4 GiB sparse image")
+            && err.contains(&format!("results into {}", b.db().display())),
+        "{err}"
+    );
+    assert!(!err.contains(" left\n"), "a first run has no stored times to estimate from: {err}");
     let s = b.store();
     let cells = s.cells(s.resolve_run("last").unwrap().id).unwrap();
     assert_eq!(cells.len(), 6);
     assert!(cells.iter().all(|c| c.host == "localhost" && c.status == CellStatus::Ok));
+    // A second run estimates what is left on the host from the first.
+    let again = quickstart();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.lines().any(|l| l.contains("cell 1/6 fs=ext4 bs=4k") && l.contains(" · ≈") && l.ends_with(" left")),
+        "{err}"
+    );
     // Teardown detached the image's loop device.
     let img = home.join(".cache/benchrig/scratch0.img");
     assert!(img.exists());
@@ -1158,7 +1177,7 @@ fn compare_finds_a_planted_regression_and_nothing_in_noise() {
     let out = b.run(&["compare", "base", "slower", "--fail-on-regression", "--threshold", "5"]);
     assert_eq!(out.status.code(), Some(3), "a 20% drop must fail the job");
     assert_eq!(verdict(&stdout(&out), false), "regressed", "{}", stdout(&out));
-    let out = b.run(&["compare", "base", "same", "--threshold", "5", "-f", "md"]);
+    let out = b.run(&["compare", "base", "same", "--threshold", "5", "--format", "md"]);
     let md = stdout(&out);
     assert!(md.contains("| HOST | PLAY |"), "{md}");
     assert_eq!(verdict(&md, true), "unchanged", "{md}");
@@ -1280,7 +1299,7 @@ fn fresh_round_makes_one_setup_per_round_for_the_cells_with_identical_setups() {
     // The policy is shown with the results, and beside a comparison's verdicts.
     let shown = stdout(&b.run(&["show", "per-round"]));
     assert!(shown.contains("play `shared`: fresh: round"), "{shown}");
-    let md = stdout(&b.run(&["report", "per-round", "-f", "md"]));
+    let md = stdout(&b.run(&["report", "per-round", "--format", "md"]));
     assert!(md.contains("fresh: round"), "{md}");
     assert!(!stdout(&b.run(&["show", "per-cell"])).contains("fresh:"), "the default goes unsaid");
     let compared = stdout(&b.run(&["compare", "per-cell", "per-round"]));
@@ -1373,7 +1392,7 @@ fn history_names_the_run_a_step_arrived_with_and_compare_finds_its_own_baseline(
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     }
     let history = |more: &[&str]| b.run(&[&["history", "--metric", "speed"][..], more].concat());
-    let out = history(&["-f", "json", "--name", "night-*"]);
+    let out = history(&["--format", "json", "--name", "night-*"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: Json = serde_json::from_str(&stdout(&out)).unwrap();
     let series = doc["series"].as_array().unwrap();
@@ -1394,7 +1413,7 @@ fn history_names_the_run_a_step_arrived_with_and_compare_finds_its_own_baseline(
     assert_eq!(history(&["--fail-on-regression", "--since", "2", "--name", "night-[1-6]"]).status.code(), Some(0));
     let table = stdout(&history(&[]));
     assert!(table.contains("night-7") && table.contains("regression") && table.contains("1 regression(s)"), "{table}");
-    let md = stdout(&history(&["-f", "md"]));
+    let md = stdout(&history(&["--format", "md"]));
     assert!(md.contains("| SERIES | RUN |") && md.contains("night-7"), "{md}");
     // NEW alone: compared with the newest earlier ok run of the playbook on the same hosts.
     let out = b.run(&["compare", "night-8"]);
@@ -1492,7 +1511,7 @@ fn every_report_format_parses_back() {
         assert_eq!(b.run(&["run", pb, "-e", &format!("speed={speed}"), "--name", name]).status.code(), Some(0));
     }
     // CSV: a row per sample (5 repetitions × speed and time), numbers that read back.
-    let csv_text = stdout(&b.run(&["report", "slower", "-f", "csv"]));
+    let csv_text = stdout(&b.run(&["report", "slower", "--format", "csv"]));
     let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
     let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 10, "{csv_text}");
@@ -1504,7 +1523,7 @@ fn every_report_format_parses_back() {
     assert!(speeds.iter().all(|v| (80.0..=82.0).contains(v)), "{speeds:?}");
     // JUnit: one case per cell; with the baseline, the regression fails it.
     for (baseline, failures) in [(None, 0), (Some("base"), 1)] {
-        let mut args = vec!["report", "slower", "-f", "junit"];
+        let mut args = vec!["report", "slower", "--format", "junit"];
         if let Some(base) = baseline {
             args.extend(["--baseline", base, "--threshold", "5"]);
         }
@@ -1519,7 +1538,7 @@ fn every_report_format_parses_back() {
         }
     }
     // Markdown: a header row, a separator, one row per metric.
-    let md = stdout(&b.run(&["report", "slower", "-f", "md"]));
+    let md = stdout(&b.run(&["report", "slower", "--format", "md"]));
     let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
     assert_eq!(table.len(), 4, "{md}");
     assert!(table[0].starts_with("| host | cell |") && table.iter().any(|l| l.contains("| speed |")), "{md}");
@@ -1532,7 +1551,7 @@ fn the_html_report_is_one_file_with_a_chart_per_metric() {
     let b = Bench::new();
     let pb = repo().join("orchestrator/tests/data/compare/adaptive.yml");
     assert_eq!(b.run(&["run", pb.to_str().unwrap(), "--name", "h"]).status.code(), Some(0));
-    let html = stdout(&b.run(&["report", "h", "-f", "html"]));
+    let html = stdout(&b.run(&["report", "h", "--format", "html"]));
     // Self-contained: nothing fetched from anywhere.
     for external in ["<script", "<link", "src=\"http", "href=\"http", "@import", "url("] {
         assert!(!html.contains(external), "{external} in the report");
@@ -1574,8 +1593,8 @@ fn runs_in_postgres_compare_and_move_to_sqlite_as_anywhere() {
     let export = b.dir.path().join("slower.json");
     assert_eq!(b.run(&["export", "slower", "--db", &url, "-o", export.to_str().unwrap()]).status.code(), Some(0));
     assert_eq!(b.run(&["import", export.to_str().unwrap()]).status.code(), Some(0));
-    let from_pg = stdout(&b.run(&["report", "slower", "-f", "csv", "--db", &url]));
-    let from_sqlite = stdout(&b.run(&["report", "slower", "-f", "csv"]));
+    let from_pg = stdout(&b.run(&["report", "slower", "--format", "csv", "--db", &url]));
+    let from_sqlite = stdout(&b.run(&["report", "slower", "--format", "csv"]));
     let rows = |t: &str| t.lines().skip(1).map(|l| l.split_once(',').unwrap().1.to_string()).collect::<Vec<_>>();
     assert_eq!(rows(&from_pg), rows(&from_sqlite), "the same samples, but for the run id");
     assert_eq!(rows(&from_pg).len(), 10);
@@ -1657,7 +1676,7 @@ fn two_runs_never_measure_on_one_host_at_once_and_a_quarantined_host_is_left_out
     assert!(!soc_cells.is_empty() && soc_cells.iter().all(|c| c.status == CellStatus::Skipped));
     assert_eq!(soc_cells[0].reason.as_deref(), Some("host soc is quarantined: fan replaced"));
     assert!(cells("q", "fast1").iter().all(|c| c.status == CellStatus::Ok));
-    let report = stdout(&b.run(&["report", "q", "-f", "json", "--db", &pg.url]));
+    let report = stdout(&b.run(&["report", "q", "--format", "json", "--db", &pg.url]));
     assert!(report.contains("quarantined: fan replaced"), "the report says why");
     assert_eq!(lab_cmd(&["unquarantine", "soc"]).status.code(), Some(0));
     assert_eq!(stdout(&lab_cmd(&[])).trim(), "no host is held or quarantined");
@@ -1820,7 +1839,7 @@ fn an_io_error_the_kernel_logs_during_a_cell_is_flagged_in_every_report_and_only
         ("json", "\"kernel_log\""),
         ("junit", "kernel_log"),
     ] {
-        let r = stdout(&b.run(&["report", "full", "-f", format]));
+        let r = stdout(&b.run(&["report", "full", "--format", format]));
         assert!(r.contains(needle) && r.contains(&wanted), "{format}: {r}");
     }
 }
@@ -1928,7 +1947,7 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
         assert_eq!(ss[0]["job"], "steady");
         assert_eq!(ss[0]["attained"], false, "{ss}");
     }
-    let md = stdout(&b.run(&["report", "fio2", "-f", "md"]));
+    let md = stdout(&b.run(&["report", "fio2", "--format", "md"]));
     for host in ["fast1", "fast2"] {
         let line = format!(
             "{host} - fio: fio job `steady` did not attain steady state (iops:0.000000%) in repetition(s) 1, 2"
@@ -2034,7 +2053,7 @@ fn a_cold_read_on_the_hdd_host_is_seen_by_its_monitors_at_the_model_disks_rate_a
     // The monitors' MB/s is the device's over the step's time; the step's
     // own is the file's bytes over the same time.
     assert!((rmb / throughput - 1.0).abs() < 0.15, "rMB/s {rmb:.1} against the step's {throughput:.1} MB/s");
-    let model: Json = serde_json::from_str(&stdout(&b.run(&["report", "on", "-f", "json"]))).unwrap();
+    let model: Json = serde_json::from_str(&stdout(&b.run(&["report", "on", "--format", "json"]))).unwrap();
     let entry = model["cells"].as_array().unwrap().iter().find(|c| c["step"] == "cold read").unwrap();
     let headline = entry["monitors"]["headline"].as_str().unwrap();
     assert!(headline.starts_with(&format!("{dev}: %util ")), "{headline}");
@@ -2047,7 +2066,7 @@ fn a_cold_read_on_the_hdd_host_is_seen_by_its_monitors_at_the_model_disks_rate_a
     let verdicts: Vec<&str> = headline.rsplit_once("→ ").map_or(vec![], |(_, v)| v.split(", ").collect());
     assert_eq!(verdicts.contains(&"disk-bound"), bound, "the verdict follows the figures: {headline}");
     assert!(stdout(&b.run(&["show", "on"])).contains(&format!("cold read: {dev}: %util")), "a line under show's table");
-    let html = stdout(&b.run(&["report", "on", "-f", "html"]));
+    let html = stdout(&b.run(&["report", "on", "--format", "html"]));
     assert!(html.contains("<h4>What the monitors saw</h4>") && html.contains("cold read: repetition 1 over time"));
 
     let out = b.run(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "off", "-e", "every=false"]);

@@ -42,7 +42,7 @@ fn kept_and_shown(b: &Bench, outs: &[&Output]) -> String {
         all.push_str(&stderr(o));
     }
     for f in ["json", "html"] {
-        all.push_str(&stdout(&b.run(&["report", "last", "-f", f])));
+        all.push_str(&stdout(&b.run(&["report", "last", "--format", f])));
     }
     all
 }
@@ -109,7 +109,8 @@ fn a_login_that_is_not_root_becomes_root_through_sudo_with_or_without_a_password
     assert!(cells.iter().all(|c| c.2 == CellStatus::Ok), "{cells:?}");
     // The agents ran as root, from root's own copy on the host (the
     // users host's /root is the lab's hosts/users/home).
-    let report: serde_json::Value = serde_json::from_str(&stdout(&b.run(&["report", "sudo", "-f", "json"]))).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&b.run(&["report", "sudo", "--format", "json"]))).unwrap();
     for h in report["hosts"].as_array().unwrap() {
         assert_eq!(h["facts"]["user"]["name"], "root", "{h}");
     }
@@ -314,7 +315,8 @@ fn a_partition_named_by_partuuid_is_used_while_its_sibling_is_mounted_and_the_wh
     let cells = cells_of(&b, "part");
     assert!(cells.len() == 6 && cells.iter().all(|c| c.2 == CellStatus::Ok), "{cells:?}");
     // The link was resolved once, to the partition, and that is what mkfs got.
-    let report: serde_json::Value = serde_json::from_str(&stdout(&b.run(&["report", "part", "-f", "json"]))).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout(&b.run(&["report", "part", "--format", "json"]))).unwrap();
     let text = report.to_string();
     assert!(text.contains(&format!("\"device\":\"{p2}\"")), "the setup names {p2}: {text}");
     assert_eq!(held(), "1", "the sibling stays mounted");
@@ -371,7 +373,7 @@ fn a_disk_named_by_label_or_uuid_keeps_its_name_through_every_format_and_a_stale
     let (cells, err) = run("wiped", &format!("path: {by_label}, name: lab, wipe: true"), &[]);
     assert!(cells.len() == 6 && all(&cells, CellStatus::Ok, ""), "{cells:?}\n{err}");
     assert_eq!(probe(&labelled.dev, "LABEL"), "br-scratch");
-    let report = stdout(&b.run(&["report", "wiped", "-f", "json"]));
+    let report = stdout(&b.run(&["report", "wiped", "--format", "json"]));
     assert!(report.contains("mkfs_command") && !report.contains("-L br-scratch"), "a name is not configuration");
 
     // The next night, careful again: the name still leads there, and the ledger knows the filesystem.

@@ -6,7 +6,7 @@ mod local;
 mod spec;
 mod ssh;
 
-pub use spec::{redact, with_become_password, Become, ConnectionKind, ConnectionSpec, Secret};
+pub use spec::{redact, with_become_password, Become, ConnectionDefaults, ConnectionKind, ConnectionSpec, Secret};
 
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -81,6 +81,37 @@ pub fn redact(vars: &Vars) -> Vars {
 
 /// Give a host the password `--ask-become-pass` read, unless its own
 /// variables name one (as in Ansible, the host's variable wins).
+/// Connection settings from the command line, as ansible's `-u`,
+/// `--private-key`, `-b`/`--become-user` and `-K`: defaults under a host's
+/// own `ansible_*` variables, which win, as in Ansible.
+#[derive(Clone, Default)]
+pub struct ConnectionDefaults {
+    pub user: Option<String>,
+    pub private_key: Option<String>,
+    /// `-b`: become this user (root unless `--become-user`).
+    pub become_user: Option<String>,
+    /// What `-K` read.
+    pub become_password: Option<Secret>,
+}
+
+impl ConnectionDefaults {
+    /// Fill in what the host's variables leave out.
+    pub fn apply(&self, vars: &mut Vars) {
+        let mut default = |names: &[&str], value: Option<&String>| {
+            if let (Some(v), None) = (value, get(vars, names)) {
+                vars.insert(names[0].into(), Json::String(v.clone()));
+            }
+        };
+        default(&["ansible_user", "ansible_ssh_user"], self.user.as_ref());
+        default(&["ansible_ssh_private_key_file", "ansible_private_key_file"], self.private_key.as_ref());
+        if let Some(user) = &self.become_user {
+            vars.entry("ansible_become").or_insert(true.into());
+            vars.entry("ansible_become_user").or_insert_with(|| user.clone().into());
+        }
+        with_become_password(vars, self.become_password.as_ref());
+    }
+}
+
 pub fn with_become_password(vars: &mut Vars, password: Option<&Secret>) {
     if let Some(p) = password {
         if !BECOME_PASSWORD_VARS.iter().any(|n| vars.contains_key(*n)) {
@@ -202,6 +233,28 @@ mod tests {
         assert_eq!(s.ssh_args, ["-o", "ProxyJump=bastion", "-o", "UserKnownHostsFile=/x y", "-C"]);
         assert!(!s.host_key_checking);
         assert_eq!(s.become_, Some(Become { user: "root".into(), password: None }));
+    }
+
+    #[test]
+    fn command_line_connection_settings_are_defaults_a_host_s_variables_override() {
+        let cli = ConnectionDefaults {
+            user: Some("bench".into()),
+            private_key: Some("~/.ssh/lab".into()),
+            become_user: Some("root".into()),
+            become_password: Some(Secret::new("typed")),
+        };
+        let spec = |vars: serde_json::Value| {
+            let mut vars = vars.as_object().unwrap().clone();
+            cli.apply(&mut vars);
+            ConnectionSpec::from_vars("h", &vars).unwrap()
+        };
+        let bare = spec(json!({}));
+        assert_eq!((bare.user.as_deref(), bare.private_key.as_deref()), (Some("bench"), Some("~/.ssh/lab")));
+        assert_eq!(bare.become_.as_ref().map(|b| b.user.as_str()), Some("root"));
+        let own = spec(json!({"ansible_ssh_user": "lab", "ansible_private_key_file": "k", "ansible_become": false}));
+        assert_eq!((own.user.as_deref(), own.private_key.as_deref()), (Some("lab"), Some("k")));
+        assert!(own.become_.is_none(), "the host's ansible_become: false wins over -b");
+        assert!(spec(json!({})).become_.unwrap().password.is_some_and(|p| p.expose() == "typed"));
     }
 
     #[test]
