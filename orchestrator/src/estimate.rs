@@ -36,6 +36,11 @@ impl Estimates {
     }
 }
 
+/// An estimate as people read one: to the second, as `1m 12s`.
+pub fn to_the_second(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs_f64().round() as u64)).to_string()
+}
+
 /// Each host's total over its cells with an estimate, and how many had none.
 #[derive(Debug, Default, PartialEq)]
 pub struct HostTotal {
@@ -78,8 +83,7 @@ impl Left {
             return String::new();
         }
         let at_least = if self.unknown_cells > 0 { "≥" } else { "≈" };
-        let secs = Duration::from_secs(self.known.as_secs_f64().round() as u64);
-        format!(" · {at_least}{} left", humantime::format_duration(secs))
+        format!(" · {at_least}{} left", to_the_second(self.known))
     }
 }
 

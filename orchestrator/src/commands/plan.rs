@@ -38,9 +38,7 @@ pub fn listing(playbook: &Path, pa: &PlaybookArgs) -> Option<anyhow::Result<i32>
             }
             if pa.list_tags {
                 let mut tags: Vec<&str> = play.tags.iter().map(String::as_str).collect();
-                for s in play.setup.iter().chain(&play.before_each).chain(&play.benchmark).chain(&play.teardown) {
-                    tags.extend(s.tags.iter().map(String::as_str));
-                }
+                tags.extend(play.steps().flat_map(|s| s.tags.iter().map(String::as_str)));
                 tags.sort_unstable();
                 tags.dedup();
                 outln!("  TASK TAGS: [{}]", tags.join(", "))?;
@@ -140,7 +138,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                             play.name.clone(),
                             c.describe(),
                             c.repeat.to_string(),
-                            est.flatten().map_or_else(|| "-".into(), seconds),
+                            est.flatten().map_or_else(|| "-".into(), estimate::to_the_second),
                             steps.join(", "),
                             note,
                         ]);
@@ -169,13 +167,8 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
                 0 => String::new(),
                 n => format!(" + {n} cell(s) never run here"),
             };
-            outln!("  {host}: {}{unknown}", seconds(t.known))?;
+            outln!("  {host}: {}{unknown}", estimate::to_the_second(t.known))?;
         }
     }
     Ok(exit_code::OK)
-}
-
-/// A duration to the second, as `1m 12s`.
-fn seconds(d: std::time::Duration) -> String {
-    humantime::format_duration(std::time::Duration::from_secs(d.as_secs_f64().round() as u64)).to_string()
 }

@@ -146,6 +146,11 @@ impl Fresh {
 }
 
 impl Play {
+    /// Every step of the play, in its phases' order.
+    pub fn steps(&self) -> impl Iterator<Item = &Step> {
+        self.setup.iter().chain(&self.before_each).chain(&self.benchmark).chain(&self.teardown)
+    }
+
     /// Whether this play can run its cells with `fresh`: sharing a setup
     /// needs rounds (an interleaved or shuffled order) and cells that run
     /// on one host each (a role play's cells span hosts).

@@ -157,7 +157,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
     }
     let known: Vec<String> =
         profiles::builtin_names().map(str::to_string).chain(p.profiles.iter().map(|x| x.name.clone())).collect();
-    for s in p.setup.iter().chain(&p.before_each).chain(&p.benchmark).chain(&p.teardown) {
+    for s in p.steps() {
         check_profile_name(s, &known)?;
         check_role(s, &p.roles)?;
     }
