@@ -74,6 +74,11 @@ export BENCHRIG_TEST_POSTGRES
 step "unit tests (the store's on SQLite and on PostgreSQL)"
 cargo test --locked --workspace
 
+step "the agent's tests that need root (loop devices, mounts, dropped caches, a user switch; ignored without --ignored)"
+cargo test --locked --workspace --test codec_exec --test fio_workload --test monitor_oracle --test monitors \
+    --test tree_workloads --test tune_kmsg --test calibration -- --ignored
+cargo test --locked --workspace --lib -- --ignored the_switch_stays_on_its_thread
+
 # Every later stage names --workspace, as the unit tests do: `-p benchrig`
 # alone resolves other features (the agent's rustix ones drop out), so cargo
 # rebuilt tokio, rustix and all of benchrig once more (55 s here).
@@ -91,6 +96,9 @@ BENCHRIG_OTAVA_PYTHON=${BENCHRIG_OTAVA_PYTHON:-/var/tmp/benchrig-venv/bin/python
 step "the playbook schema against check-jsonschema (the validator .ci/run installs)"
 BENCHRIG_CHECK_JSONSCHEMA=${BENCHRIG_CHECK_JSONSCHEMA:-/var/tmp/benchrig-venv/bin/check-jsonschema} \
     cargo test --locked --workspace --test playbook_schema -- --ignored
+
+step "the store at a month's size: 30 nights of 30 hosts, SQLite and PostgreSQL (figures, not a pass/fail test; docs/perf.md has the year)"
+PROFILE=debug NIGHTS=30 HOSTS=30 ci/bench-store.sh
 
 step "simulated lab up (twice: up is idempotent)"
 ci/lab.sh up

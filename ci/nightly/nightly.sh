@@ -14,7 +14,10 @@
 # per run, <name>.junit.xml (against the baseline: a regressed cell fails),
 # <name>.html, <name>.md, the comparison and the history in markdown (and
 # the history in JSON and HTML), and summary.md of them all (for a CI job
-# summary).
+# summary). Last, old nights are pruned: their samples, monitor series and
+# artifacts deleted, their summaries kept for history (`benchrig prune
+# --older-than 90d --keep-last 30` by default; runs marked with `benchrig
+# mark RUN --baseline` are kept whole).
 #
 # Exit code: the most serious of every step's, in benchrig's order (README,
 # "Exit codes"): 0 ok, 3 a regression, 2 a failed cell, 4 a host
@@ -39,6 +42,8 @@ usage: ${0##*/} -i INVENTORY --db DB -p PLAYBOOK [-p PLAYBOOK]... [options]
       --alpha A           significance level against the baseline (default: 0.01: a
                           night compares many metrics, and each test may err)
       --history ARGS      more arguments for 'benchrig history' (e.g. "--max-pvalue 0.01")
+      --prune-older-than D  prune runs older than D (default: 90d; "never": no prune)
+      --keep-last N       prune none of a playbook's newest N runs (default: 30)
       --benchrig PATH     the benchrig to use (default: \$BENCHRIG, else benchrig on PATH)
       --build             build benchrig and its agents from this checkout first
 USAGE
@@ -59,6 +64,7 @@ say() { echo "nightly: $*" >&2; }
 
 inventories=() playbooks=() extra=() limit=()
 db="" out=nightly-out prefix=nightly date=$(date -u +%F) wait=3h threshold=5 alpha=0.01 history_args="" build=false
+prune_older=90d keep_last=30
 benchrig=${BENCHRIG:-benchrig}
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -74,6 +80,8 @@ while [[ $# -gt 0 ]]; do
         --threshold) threshold=$2; shift 2 ;;
         --alpha) alpha=$2; shift 2 ;;
         --history) history_args=$2; shift 2 ;;
+        --prune-older-than) prune_older=$2; shift 2 ;;
+        --keep-last) keep_last=$2; shift 2 ;;
         --benchrig) benchrig=$2; shift 2 ;;
         --build) build=true; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -147,5 +155,10 @@ for pb in "${playbooks[@]}"; do
         cat "$out/$name.history.md"
     } >>"$summary"
 done
+if [[ $prune_older != never ]]; then
+    # Last, when tonight's reports are written: tonight is never pruned.
+    br prune --older-than "$prune_older" --keep-last "$keep_last" >"$out/prune.txt" || say "prune failed (exit $?): see $out/prune.txt"
+    cat "$out/prune.txt" >&2
+fi
 say "reports in $out; exit $worst"
 exit "$worst"

@@ -133,6 +133,7 @@ fn a_cancel_stops_fio() {
 }
 
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn on_a_host_without_fio_the_step_is_unsupported_with_the_reason() {
     common::require_root("it binds a file over fio in a mount namespace of its own");
     let mut h = host();

@@ -112,11 +112,13 @@ fn check(arch: &str, busy_device: &str) {
 }
 
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn disk_and_cpu_figures_are_iostat_s_on_the_x86_64_snapshots() {
     check("x86_64-6.18", "loop0");
 }
 
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn disk_and_cpu_figures_are_iostat_s_on_the_i686_snapshots() {
     check("i686-old", "loop0");
 }

@@ -23,6 +23,7 @@ fn step(st: &mut HostState, monitor: Option<MonitorConfig>, action: &str, args: 
 }
 
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn a_seq_read_on_a_loop_device_has_its_reads_in_every_interval_s_entry() {
     common::require_root("it attaches a loop device, makes ext4 and mounts it");
     let lp = Loop::new(512);

@@ -76,6 +76,7 @@ fn host(disk: &Disk) -> HostState {
 /// that has exited), and the setting. The next session's start writes
 /// the setting back and says so; the journal goes.
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn a_killed_sessions_tuning_is_restored_by_the_next_start_from_its_journal() {
     require_root("it attaches loop devices and tunes one");
     let disk = Disk::new(None);
@@ -116,6 +117,7 @@ fn run(st: &mut HostState, action: serde_json::Value) -> Result<StepOutput, Agen
 }
 
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn tune_sets_a_devices_read_ahead_and_the_release_that_ends_the_visit_restores_it() {
     require_root("it attaches loop devices and tunes one");
     let disk = Disk::new(None);
@@ -147,6 +149,7 @@ fn tune_sets_a_devices_read_ahead_and_the_release_that_ends_the_visit_restores_i
 /// for the new scheduler): restoring the scheduler alone would leave it at
 /// the kernel's default, not the host's own value.
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn a_tuned_scheduler_is_restored_with_the_nr_requests_it_reset() {
     require_root("it attaches loop devices and tunes one");
     let disk = Disk::new(None);
@@ -172,6 +175,7 @@ fn a_tuned_scheduler_is_restored_with_the_nr_requests_it_reset() {
 }
 
 #[test]
+#[ignore = "needs root; ci/test.sh runs it (--ignored)"]
 fn an_io_error_during_the_visit_is_in_its_release_for_the_sessions_device() {
     require_root("it mounts a tmpfs and attaches loop devices");
     let full = Disk::new(Some(4));

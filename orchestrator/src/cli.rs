@@ -79,6 +79,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Each metric across the runs of a playbook: which run a change arrived with, how much, what else changed.
     History(HistoryArgs),
+    /// Delete old runs' samples, monitor series and artifacts, keeping each run's summaries for history.
+    Prune(PruneArgs),
+    /// Mark a run as a baseline (`prune` keeps it whole), or unmark it.
+    Mark(MarkArgs),
     /// Unmount, detach and remove what benchrig left on hosts.
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
@@ -455,6 +459,8 @@ pub enum CompareFormat {
     Md,
     /// Every row with its figures, for scripts.
     Json,
+    /// One self-contained page: per step and metric a chart of every run's mean with CI95, then the verdicts.
+    Html,
 }
 
 #[derive(Args, Debug)]
@@ -474,6 +480,39 @@ pub struct CompareArgs {
     /// How to print the comparison.
     #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
     pub format: CompareFormat,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output", help_heading = OUTPUT)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PruneArgs {
+    /// Prune runs started longer ago than this (`90d`, `12weeks`, `1y`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, help_heading = SELECTION)]
+    pub older_than: Option<std::time::Duration>,
+    /// Keep the newest N runs of each playbook whole, however old.
+    #[arg(long, value_name = "N", help_heading = SELECTION)]
+    pub keep_last: Option<usize>,
+    /// Say what would be pruned and how much, and change nothing.
+    #[arg(long, help_heading = EXECUTION)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("mark").required(true).args(["baseline", "no_baseline"])))]
+pub struct MarkArgs {
+    /// Run id, run name, or `last`.
+    pub run: String,
+    /// Keep it whole: `prune` never touches a baseline.
+    #[arg(long, help_heading = ACTIONS)]
+    pub baseline: bool,
+    /// No longer a baseline.
+    #[arg(long, help_heading = ACTIONS)]
+    pub no_baseline: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }

@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// One run, as the store gives it.
+#[derive(Clone, Default)]
 pub struct RunData {
     pub hosts: Vec<HostRow>,
     pub cells: Vec<CellRow>,
@@ -255,32 +256,45 @@ pub fn ratio_ci(bs: &Summary, ns: &Summary) -> Option<(f64, f64)> {
     })
 }
 
+/// A run's cell by id: the store lists them by id, so a binary search
+/// (a year of history asks this for every pair of neighbouring points);
+/// a list in another order is searched through.
+fn find_cell(cells: &[CellRow], id: i64) -> Option<&CellRow> {
+    match cells.binary_search_by_key(&id, |c| c.id) {
+        Ok(i) => Some(&cells[i]),
+        Err(_) => cells.iter().find(|c| c.id == id),
+    }
+}
+
 /// What differs between the configurations two cells ran on, if anything:
 /// the host's kernel, its memory limit, CPU quota or cpuset, the mkfs
 /// command or version, the device.
-pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
-    let cell = |run: &RunData, id: i64| run.cells.iter().find(|c| c.id == id).cloned();
+pub fn config_difference<'a>(base: &'a RunData, bcell: i64, new: &'a RunData, ncell: i64) -> Option<String> {
+    // Borrowed, never cloned: history asks this for every pair of
+    // neighbouring points of every series, and a cell's steps and a host's
+    // facts are kilobytes of JSON.
+    let cell = |run: &'a RunData, id: i64| find_cell(&run.cells, id);
     let (bc, nc) = (cell(base, bcell)?, cell(new, ncell)?);
-    let facts = |run: &RunData, host: &str| run.hosts.iter().find(|h| h.name == host)?.facts.clone();
+    let facts = |run: &'a RunData, host: &str| run.hosts.iter().find(|h| h.name == host)?.facts.as_ref();
     let (bf, nf) = (facts(base, &bc.host), facts(new, &nc.host));
-    let kernel = |f: &Option<Json>| f.as_ref()?.pointer("/kernel/release")?.as_str().map(str::to_string);
+    let kernel = |f: Option<&Json>| f?.pointer("/kernel/release")?.as_str().map(str::to_string);
     // A limit as a person reads it, "none" when there is none; unknown
     // (facts from before limits were recorded) when there are no limits.
-    let limit = |f: &Option<Json>, key: &str, show: fn(&Json) -> Option<String>| -> Option<String> {
-        let limits = f.as_ref()?.get("limits").filter(|l| l.is_object())?;
+    let limit = |f: Option<&Json>, key: &str, show: fn(&Json) -> Option<String>| -> Option<String> {
+        let limits = f?.get("limits").filter(|l| l.is_object())?;
         Some(limits.get(key).and_then(show).unwrap_or_else(|| "none".into()))
     };
     let memory = |v: &Json| v.as_u64().map(crate::human::mem);
     let quota = |v: &Json| v.as_f64().map(|q| format!("{} CPU", crate::human::cpus(q)));
     let cpuset = |v: &Json| v.as_str().map(str::to_string);
     let checks: [(&str, Option<String>, Option<String>); 7] = [
-        ("kernel", kernel(&bf), kernel(&nf)),
-        ("memory limit", limit(&bf, "memory_bytes", memory), limit(&nf, "memory_bytes", memory)),
-        ("CPU quota", limit(&bf, "cpu_quota", quota), limit(&nf, "cpu_quota", quota)),
-        ("cpuset", limit(&bf, "cpuset", cpuset), limit(&nf, "cpuset", cpuset)),
-        ("mkfs", setup_value(&bc, "mkfs_command"), setup_value(&nc, "mkfs_command")),
-        ("mkfs version", setup_value(&bc, "mkfs_version"), setup_value(&nc, "mkfs_version")),
-        ("device", device_identity(&bc), device_identity(&nc)),
+        ("kernel", kernel(bf), kernel(nf)),
+        ("memory limit", limit(bf, "memory_bytes", memory), limit(nf, "memory_bytes", memory)),
+        ("CPU quota", limit(bf, "cpu_quota", quota), limit(nf, "cpu_quota", quota)),
+        ("cpuset", limit(bf, "cpuset", cpuset), limit(nf, "cpuset", cpuset)),
+        ("mkfs", setup_value(bc, "mkfs_command"), setup_value(nc, "mkfs_command")),
+        ("mkfs version", setup_value(bc, "mkfs_version"), setup_value(nc, "mkfs_version")),
+        ("device", device_identity(bc), device_identity(nc)),
     ];
     checks
         .into_iter()
@@ -288,8 +302,8 @@ pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) 
             (Some(a), Some(b)) if a != b => Some(format!("{what} differs: {a} → {b}")),
             _ => None,
         })
-        .or_else(|| crate::system_state::difference(bf.as_ref(), nf.as_ref(), &cell_scratch(&bc)))
-        .or_else(|| tune_difference(&bc, &nc))
+        .or_else(|| crate::system_state::difference(bf, nf, &cell_scratch(bc)))
+        .or_else(|| tune_difference(bc, nc))
 }
 
 /// What a cell's `tune` step applied, by setting without its device or

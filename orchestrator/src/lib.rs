@@ -36,6 +36,7 @@ pub mod playbook;
 pub mod profiles;
 pub mod progress;
 pub mod report;
+pub mod retention;
 pub mod run;
 pub mod selection;
 pub mod session;

@@ -81,6 +81,8 @@ async fn dispatch(cmd: Command, progress: Progress, settings: &settings::ConfigF
         Command::Import(a) => commands::runs::import(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::History(a) => commands::history::run(a),
+        Command::Prune(a) => commands::prune::run(a),
+        Command::Mark(a) => commands::prune::mark(a),
         Command::Cleanup(a) => commands::cleanup::run(a, progress).await,
         Command::Ping(a) => commands::ping::run(a, progress).await,
         Command::Lab(a) => commands::lab::run(a),

@@ -1,5 +1,5 @@
 //! `compare BASE A B`: every later run against BASE in one table (as
-//! mmtests' compare-kernels), in table, markdown and JSON, and exit 3 on a
+//! mmtests' compare-kernels), in table, markdown, JSON and HTML, and exit 3 on a
 //! regression in any of them when asked; from the real binary.
 
 mod common;
@@ -55,6 +55,15 @@ fn several_runs_against_one_base_in_one_table() {
         row["against_base"].as_array().unwrap().iter().map(|c| c["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, ["unchanged", "regressed"]);
     assert!((row["against_base"][1]["ratio"].as_f64().unwrap() - 0.8).abs() < 1e-9);
+    // As a page: a chart per metric with a bar per run, the regression marked.
+    let page = d.join("compare.html");
+    let out = benchrig(&["compare", "base", "same", "slower", "--format", "html", "-o", page.to_str().unwrap()]);
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0), "written to -o, nothing on stdout");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h1>benchrig compare — same (2), slower (3) against base (1)</h1>"), "{html}");
+    assert!(html.contains("measure: speed (MB/s) — mean with CI95 per run, 1 regressed"), "{html}");
+    assert_eq!(html.matches("<svg").count(), 1, "one metric, one chart");
+    assert_eq!(html.matches("class=\"n bad\"").count(), 1, "{html}");
     // Two runs as before, now also as JSON.
     let two: serde_json::Value =
         serde_json::from_str(&text(&benchrig(&["compare", "base", "slower", "--format", "json"]))).unwrap();

@@ -1,5 +1,5 @@
 //! The HTML reports in a real browser: runs made on this machine (no lab),
-//! their run report and history report loaded in headless Chromium. The
+//! their run report, history report and comparison loaded in headless Chromium. The
 //! page must render (the DOM after load, a screenshot), hold the charts
 //! the runs call for, give every chart with more than one series a legend
 //! naming them, and fetch nothing: the CSP, no http(s) URL in the DOM, and
@@ -294,6 +294,19 @@ fn the_reports_render_in_chromium_with_their_charts_and_legends_and_fetch_nothin
     check_charts(&l.dom, series.len() + changed).unwrap();
     check_no_request(&l.dom, &proxy).unwrap();
     assert!(l.dom.contains("night-6") && l.dom.contains("p="), "the change is annotated");
+
+    // The same nights compared: a figure per metric (speed, exec's time)
+    // with a bar per run, BASE first, and the step down marked.
+    let page = dir.join("compare.html");
+    run_ok(&b, &["compare", "night-1", "night-5", "night-9", "--format", "html", "-o", page.to_str().unwrap()]);
+    let l = load(&page, &proxy, &profile, 1100);
+    check_rendered(&l, "benchrig compare").unwrap();
+    check_charts(&l.dom, 2).unwrap();
+    check_no_request(&l.dom, &proxy).unwrap();
+    let speed = figures(&l.dom).into_iter().find(|f| f.contains("measure: speed")).expect("a speed figure");
+    assert_eq!(series_colours(speed).len(), 3, "a colour per run: {speed}");
+    assert!(speed.contains(", 1 regressed"), "{speed}");
+    assert!(l.dom.contains("<td class=\"n bad\">"), "the regression is marked in the table");
 
     if let Ok(to) = std::env::var("BENCHRIG_SCREENSHOTS_TO") {
         std::fs::copy(&run_png, Path::new(&to).join("report-run.png")).unwrap();

@@ -1,5 +1,6 @@
-//! `benchrig compare BASE NEW`: the verdict per metric, as a table or as
-//! markdown for a CI summary; `exit_code::REGRESSED` on a regression when asked.
+//! `benchrig compare BASE NEW…`: the verdict per metric, as a table, as
+//! markdown for a CI summary, JSON, or an HTML page with charts;
+//! `exit_code::REGRESSED` on a regression when asked.
 
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, Options, Row, RunData, Verdict};
@@ -12,6 +13,7 @@ use crate::terminal_table::table;
 /// A run (id, name or `last`) as `compare` takes it.
 pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
     let r = store.resolve_run(spec)?;
+    super::unpruned(&r)?;
     Ok((
         r.id,
         RunData {
@@ -24,7 +26,8 @@ pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
 }
 
 /// The newest run before `new` of the same playbook on the same hosts
-/// that ended ok: what a nightly job compares tonight with.
+/// that ended ok and still has its samples: what a nightly job compares
+/// tonight with.
 pub fn automatic_baseline(store: &Store, new: i64) -> anyhow::Result<i64> {
     let runs = store.runs()?;
     let this = runs.iter().find(|r| r.id == new).ok_or_else(|| anyhow::anyhow!("no run {new}"))?;
@@ -34,7 +37,11 @@ pub fn automatic_baseline(store: &Store, new: i64) -> anyhow::Result<i64> {
         Ok(h)
     };
     let mine = hosts(new)?;
-    for r in runs.iter().rev().filter(|r| r.id < new && r.playbook == this.playbook && r.status == RunStatus::Ok) {
+    for r in runs
+        .iter()
+        .rev()
+        .filter(|r| r.id < new && r.playbook == this.playbook && r.status == RunStatus::Ok && r.pruned.is_none())
+    {
         if hosts(r.id)? == mine {
             return Ok(r.id);
         }
@@ -76,22 +83,30 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         args.alpha
     );
     let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
-    match args.format {
-        CompareFormat::Table => {
-            out!("{}", table(&HEADER, &cells))?;
-            outln!("{summary}")?;
-        }
-        CompareFormat::Md => out!("{}", markdown(&HEADER, &cells, &summary))?,
+    let text = match args.format {
+        CompareFormat::Table => format!("{}{summary}\n", table(&HEADER, &cells)),
+        CompareFormat::Md => markdown(&HEADER, &cells, &summary),
         CompareFormat::Json => {
             let doc = serde_json::json!({
                 "base": base_id, "new": new_id, "summary": summary,
                 "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
             });
-            outln!("{}", serde_json::to_string_pretty(&doc)?)?
+            serde_json::to_string_pretty(&doc)? + "\n"
         }
-    }
+        CompareFormat::Html => {
+            let runs = [label(&store, base_id)?, label(&store, new_id)?];
+            crate::report::compare_html::render(&runs, std::slice::from_ref(&rows), &summary)
+        }
+    };
+    super::write_out(args.output.as_deref(), &text)?;
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
     Ok(if args.fail_on_regression && regressed { exit_code::REGRESSED } else { exit_code::OK })
+}
+
+/// "nightly-12 (12)", or "run 12" for a run without a name.
+fn label(store: &Store, id: i64) -> anyhow::Result<String> {
+    let r = store.resolve_run(&id.to_string())?;
+    Ok(r.name.map_or_else(|| format!("run {id}"), |n| format!("{n} ({id})")))
 }
 
 /// MONITORS is what NEW's monitors saw of a changed metric's step against
@@ -165,15 +180,11 @@ fn row_json(r: &Row) -> serde_json::Value {
 /// as mmtests' compare-kernels lays out kernels.
 fn across(store: &Store, base_spec: &str, others: &[String], args: &CompareArgs) -> anyhow::Result<i32> {
     let (base_id, base) = load(store, base_spec)?;
-    let label = |id: i64| -> anyhow::Result<String> {
-        let r = store.resolve_run(&id.to_string())?;
-        Ok(r.name.map_or_else(|| format!("run {id}"), |n| format!("{n} ({id})")))
-    };
-    let mut runs = vec![(base_id, label(base_id)?)];
+    let mut runs = vec![(base_id, label(store, base_id)?)];
     let mut compared = Vec::new();
     for spec in others {
         let (id, data) = load(store, spec)?;
-        runs.push((id, label(id)?));
+        runs.push((id, label(store, id)?));
         compared.push(compare(&base, &data, Options { threshold_pct: args.threshold, alpha: args.alpha }));
     }
     let wide = widen(&compared);
@@ -186,7 +197,7 @@ fn across(store: &Store, base_spec: &str, others: &[String], args: &CompareArgs)
         args.threshold,
         args.alpha
     );
-    match args.format {
+    let text = match args.format {
         CompareFormat::Json => {
             let doc = serde_json::json!({
                 "runs": runs.iter().map(|(id, l)| serde_json::json!({"id": id, "label": l})).collect::<Vec<_>>(),
@@ -196,20 +207,23 @@ fn across(store: &Store, base_spec: &str, others: &[String], args: &CompareArgs)
                     "against_base": w.columns.iter().map(|c| c.map(row_json)).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             });
-            outln!("{}", serde_json::to_string_pretty(&doc)?)?;
+            serde_json::to_string_pretty(&doc)? + "\n"
+        }
+        CompareFormat::Html => {
+            let labels: Vec<String> = runs.into_iter().map(|(_, l)| l).collect();
+            crate::report::compare_html::render(&labels, &compared, &summary)
         }
         format => {
             let mut header: Vec<&str> = vec!["HOST", "PLAY", "CELL", "STEP", "METRIC"];
             header.extend(runs.iter().map(|(_, l)| l.as_str()));
             let rows: Vec<Vec<String>> = wide.iter().map(wide_cells).collect();
-            if format == CompareFormat::Md {
-                out!("{}", markdown(&header, &rows, &summary))?;
-            } else {
-                out!("{}", table(&header, &rows))?;
-                outln!("{summary}")?;
+            match format {
+                CompareFormat::Md => markdown(&header, &rows, &summary),
+                _ => format!("{}{summary}\n", table(&header, &rows)),
             }
         }
-    }
+    };
+    super::write_out(args.output.as_deref(), &text)?;
     Ok(if args.fail_on_regression && regressed { exit_code::REGRESSED } else { exit_code::OK })
 }
 

@@ -6,7 +6,7 @@ use crate::changepoint;
 use crate::cli::{HistoryArgs, HistoryFormat};
 use crate::exit_code;
 use crate::history::analyze::{self, Direction, Settings};
-use crate::history::{self, render, select, series};
+use crate::history::{self, render, select};
 use crate::store::Store;
 
 pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
@@ -24,7 +24,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
     if picked.is_empty() {
         anyhow::bail!("no finished run matches (see `benchrig runs`)");
     }
-    let runs = history::load(&store, &picked)?;
+    let (mut runs, all) = history::load(&store, &picked)?;
     let settings = Settings {
         otava: changepoint::Options {
             window_len: args.window,
@@ -39,9 +39,9 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
         wanted.add(globset::Glob::new(g)?);
     }
     let wanted = wanted.build()?;
-    let all = series::build(&runs);
     let chosen = all.into_iter().filter(|s| args.metric.is_empty() || wanted.is_match(&s.key.metric)).collect();
-    let analyses = analyze::analyze(&runs, chosen, &settings)?;
+    let mut analyses = analyze::analyze(chosen, &settings)?;
+    history::annotate(&store, &mut runs, &mut analyses)?;
     match args.format {
         HistoryFormat::Table => out!("{}", render::table(&runs, &analyses))?,
         HistoryFormat::Md => out!("{}", render::markdown(&runs, &analyses))?,

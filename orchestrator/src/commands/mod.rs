@@ -11,6 +11,7 @@ pub mod inventory;
 pub mod lab;
 pub mod ping;
 pub mod plan;
+pub mod prune;
 pub mod run;
 pub mod runs;
 pub mod schema;
@@ -63,6 +64,30 @@ pub fn become_password(ask: bool) -> anyhow::Result<Option<crate::session::trans
     };
     anyhow::ensure!(!typed.is_empty(), "--ask-become-pass: no password given");
     Ok(Some(crate::session::transport::Secret::new(typed)))
+}
+
+/// `-o FILE`'s text written there, or to standard output without it.
+pub fn write_out(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<i32> {
+    match output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
+        }
+        None => out!("{text}")?,
+    }
+    Ok(crate::exit_code::OK)
+}
+
+/// A run that still has its samples: `compare` and `report` need them;
+/// a pruned run has only its summaries, which `history` reads.
+pub fn unpruned(r: &crate::store::RunRow) -> anyhow::Result<()> {
+    match &r.pruned {
+        Some(when) => anyhow::bail!(
+            "run {} was pruned on {when}: its samples are gone (`benchrig history` still has its means; \
+             `benchrig mark RUN --baseline` keeps a run whole)",
+            r.id
+        ),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub fn list(args: RunsArgs) -> anyhow::Result<i32> {
                 serde_json::json!({
                     "id": r.id, "name": r.name, "playbook": r.playbook, "started": r.started,
                     "finished": r.finished, "status": r.status, "hosts": r.hosts, "cells": r.cells,
+                    "pruned": r.pruned, "baseline": r.baseline,
                 })
             })
             .collect();
@@ -34,6 +35,7 @@ pub fn list(args: RunsArgs) -> anyhow::Result<i32> {
     let rows: Vec<Vec<String>> = runs
         .into_iter()
         .map(|r| {
+            let note = note(&r);
             vec![
                 r.id.to_string(),
                 r.name.unwrap_or_else(|| "-".into()),
@@ -42,12 +44,24 @@ pub fn list(args: RunsArgs) -> anyhow::Result<i32> {
                 r.started.get(..19).map(|t| format!("{t}Z")).unwrap_or(r.started),
                 r.hosts.to_string(),
                 r.cells.to_string(),
+                note,
                 r.status.to_string(),
             ]
         })
         .collect();
-    out!("{}", table(&["ID", "NAME", "PLAYBOOK", "STARTED", "HOSTS", "CELLS", "STATUS"], &rows))?;
+    out!("{}", table(&["ID", "NAME", "PLAYBOOK", "STARTED", "HOSTS", "CELLS", "NOTE", "STATUS"], &rows))?;
     Ok(exit_code::OK)
+}
+
+/// "baseline", "pruned", both, or "-"; before STATUS, which scripts read
+/// as the last column.
+fn note(r: &crate::store::RunRow) -> String {
+    match (&r.baseline, &r.pruned) {
+        (Some(_), Some(_)) => "baseline,pruned".into(),
+        (Some(_), None) => "baseline".into(),
+        (None, Some(_)) => "pruned".into(),
+        (None, None) => "-".into(),
+    }
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<i32> {
@@ -61,6 +75,9 @@ pub fn show(args: ShowArgs) -> anyhow::Result<i32> {
         r.started,
         r.finished.map(|f| format!(", finished {f}")).unwrap_or_default()
     )?;
+    if let Some(when) = &r.pruned {
+        outln!("pruned on {when}: its samples are gone; `benchrig history` still has its means")?;
+    }
     out!("{}", crate::terminal_table::render(&store, r.id)?)?;
     Ok(exit_code::OK)
 }
@@ -68,6 +85,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<i32> {
 pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
     let r = store.resolve_run(&args.run)?;
+    super::unpruned(&r)?;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&crate::report::json::build(&store, r.id)?)? + "\n",
         ReportFormat::Md => crate::report::md::render(&crate::report::json::build(&store, r.id)?),
@@ -97,23 +115,13 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
             crate::report::junit::build(&store, r.id, &rows)?
         }
     };
-    write_out(args.output.as_deref(), &text)
-}
-
-fn write_out(output: Option<&std::path::Path>, text: &str) -> anyhow::Result<i32> {
-    match output {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
-        }
-        None => out!("{text}")?,
-    }
-    Ok(exit_code::OK)
+    super::write_out(args.output.as_deref(), &text)
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
     let r = store.resolve_run(&args.run)?;
-    write_out(args.output.as_deref(), &(serde_json::to_string(&store.export_run(r.id)?)? + "\n"))
+    super::write_out(args.output.as_deref(), &(serde_json::to_string(&store.export_run(r.id)?)? + "\n"))
 }
 
 /// An export's text, refused past `max` bytes (`transfer::MAX_BYTES`) without reading on.

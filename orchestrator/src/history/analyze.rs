@@ -7,7 +7,7 @@
 //! points scatter too much to tell a change from noise is `unstable`:
 //! reported apart, never a regression.
 
-use super::series::Series;
+use super::series::{Series, SeriesKey};
 use super::HistoryRun;
 use crate::changepoint::{self, ChangePointError};
 use crate::significance::{welch_of, Moments};
@@ -73,11 +73,29 @@ pub fn direction(better: &str, change_pct: f64) -> Direction {
     }
 }
 
-pub fn analyze(runs: &[HistoryRun], all: Vec<Series>, s: &Settings) -> Result<Vec<Analysis>, ChangePointError> {
-    all.into_iter().map(|series| analyze_one(runs, series, s)).collect()
+pub fn analyze(all: Vec<Series>, s: &Settings) -> Result<Vec<Analysis>, ChangePointError> {
+    all.into_iter().map(|series| analyze_one(series, s)).collect()
 }
 
-fn analyze_one(runs: &[HistoryRun], series: Series, s: &Settings) -> Result<Analysis, ChangePointError> {
+/// Each change's notes from the runs on either side of it (with their
+/// details: `history::annotate` reads them a few runs at a time).
+pub fn annotate(runs: &[HistoryRun], all: &mut [Analysis]) {
+    for a in all {
+        for c in &mut a.changes {
+            let (prev, this) = (&runs[a.series.points[c.at - 1].run], &runs[a.series.points[c.at].run]);
+            annotate_change(prev, this, &a.series.key, c);
+        }
+    }
+}
+
+/// A change's notes: what else changed that night, and what its run's
+/// monitors say about the step against the run before's (`compare::explain_step`).
+pub fn annotate_change(prev: &HistoryRun, this: &HistoryRun, k: &SeriesKey, c: &mut Change) {
+    c.what_changed = what_changed(prev, this, &k.host);
+    c.monitors = crate::compare::explain_step(&prev.data, &this.data, (&k.host, &k.play, &k.cell, &k.step));
+}
+
+fn analyze_one(series: Series, s: &Settings) -> Result<Analysis, ChangePointError> {
     let means: Vec<f64> = series.points.iter().map(|p| p.summary.mean).collect();
     let mut changes = Vec::new();
     let mut newest = 0..0;
@@ -102,7 +120,6 @@ fn analyze_one(runs: &[HistoryRun], series: Series, s: &Settings) -> Result<Anal
             let change_pct = (a.mean / b.mean - 1.0) * 100.0;
             let ci_pct = crate::compare::ratio_ci(&b, &a).map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0));
             let at = after.start;
-            let (prev, this) = (&runs[series.points[at - 1].run], &runs[series.points[at].run]);
             changes.push(Change {
                 at,
                 before: b,
@@ -111,11 +128,10 @@ fn analyze_one(runs: &[HistoryRun], series: Series, s: &Settings) -> Result<Anal
                 ci_pct,
                 pvalue: cp.stats.pvalue,
                 direction: direction(&series.better, change_pct),
-                what_changed: what_changed(prev, this, &series.key.host),
-                monitors: {
-                    let k = &series.key;
-                    crate::compare::explain_step(&prev.data, &this.data, (&k.host, &k.play, &k.cell, &k.step))
-                },
+                // `annotate`'s, once the runs around the changes are read again.
+                what_changed: Vec::new(),
+                // `explain`'s, once the runs around the changes have their monitors.
+                monitors: None,
             });
         }
     }
@@ -215,7 +231,8 @@ mod tests {
 
     fn run_it(nights: &[(&'static str, Vec<f64>)], s: &Settings) -> (Vec<HistoryRun>, Vec<Analysis>) {
         let runs = made_up(nights);
-        let all = analyze(&runs, series::build(&runs), s).unwrap();
+        let mut all = analyze(series::build(&runs), s).unwrap();
+        annotate(&runs, &mut all);
         (runs, all)
     }
 
@@ -247,8 +264,9 @@ mod tests {
                 });
             }
         }
-        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        let mut all = analyze(series::build(&runs), &Settings::default()).unwrap();
         assert_eq!(all.len(), 1, "the monitor metrics are no series of their own");
+        annotate(&runs, &mut all);
         let c = &all[0].changes;
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].monitors.as_deref(), Some("w_await +40%, %util 60→99% → disk-bound"));
@@ -282,7 +300,7 @@ mod tests {
                 c.steps = Some(serde_json::json!({"devices": [{"host": c.host, "name": "d"}]}));
             }
         }
-        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        let all = analyze(series::build(&runs), &Settings::default()).unwrap();
         let split = &all[0].series.splits;
         assert_eq!(split.len(), 1, "{split:?}");
         assert_eq!(split[0].why, "io scheduler mq-deadline → none on loop3");

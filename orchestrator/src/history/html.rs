@@ -160,7 +160,7 @@ mod tests {
         let mut list: Vec<(&'static str, f64)> = (0..10).map(|i| ("6.1", 100.0 + (i % 3) as f64 * 0.2)).collect();
         list.extend([("6.1", 80.0), ("6.1", 80.2), ("6.1", 79.8), ("6.2", 80.0), ("6.2", 80.1)]);
         let runs = nights(&list);
-        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        let all = analyze(series::build(&runs), &Settings::default()).unwrap();
         let t = trend_of(&runs, &all[0]);
         assert_eq!(t.splits, [13], "the kernel changed with night-14");
         assert_eq!(t.changes.len(), 1);
@@ -180,7 +180,7 @@ mod tests {
     fn steady_series_get_a_small_chart_each_and_no_large_one() {
         let list: Vec<(&'static str, f64)> = (0..6).map(|i| ("6.1", 100.0 + (i % 2) as f64 * 0.1)).collect();
         let runs = nights(&list);
-        let all = analyze(&runs, series::build(&runs), &Settings::default()).unwrap();
+        let all = analyze(series::build(&runs), &Settings::default()).unwrap();
         assert_eq!(verdict(&all[0]), "no change");
         let html = render(&runs, &all);
         assert_eq!(html.matches("<svg").count(), 1);

@@ -17,28 +17,135 @@ pub mod series;
 pub mod trend;
 
 use crate::compare::RunData;
-use crate::store::{RunRecord, RunRow, Store, StoreError};
+use crate::monitors::MetricKind;
+use crate::store::{summarise, RunRecord, RunRow, SampleRow, Store, StoreError, SummaryRow};
+use std::collections::BTreeSet;
 
-/// One run of a history: what it is, and what it measured.
+/// One run of a history: what it is, its hosts and cells, and what it
+/// measured as summaries (a point per cell, step and metric), never its
+/// samples: a year of nights is read as a year of means.
 pub struct HistoryRun {
     pub row: RunRow,
     pub record: RunRecord,
+    /// Its hosts and cells (each cell's steps but its devices and fresh
+    /// policy left out), and a row per monitor summary (its mean) for
+    /// `compare::explain_step`; no `samples`. Empty once `load` gathered
+    /// the run, while `annotate` reads them for the runs around a change.
     pub data: RunData,
+    /// The results' summaries (`MetricKind::Benchmark` only), until they
+    /// are points of the series (`load` lets them go as it reads).
+    pub summaries: Vec<SummaryRow>,
 }
 
-/// The runs `select` picks, oldest first, with everything stored about them.
-pub fn load(store: &Store, runs: &[RunRow]) -> Result<Vec<HistoryRun>, StoreError> {
-    runs.iter()
-        .map(|r| {
-            let data = RunData {
-                hosts: store.hosts(r.id)?,
-                cells: store.cells(r.id)?,
-                samples: store.samples(r.id)?,
-                monitors: store.monitor_samples(r.id)?,
-            };
-            Ok(HistoryRun { row: r.clone(), record: store.run_record(r.id)?, data })
-        })
-        .collect()
+impl HistoryRun {
+    /// A run from what the store keeps of it: its stored summaries (its
+    /// details come later, for the runs around a change: `annotate`),
+    /// or, for a run without them (still running, or finished before they
+    /// were kept), summaries made here from its samples, the same way.
+    fn new(row: RunRow, record: RunRecord, data: RunData, stored: Vec<SummaryRow>) -> HistoryRun {
+        if !stored.is_empty() {
+            return HistoryRun { row, record, data, summaries: stored };
+        }
+        let summaries = summarise(&data.samples);
+        let monitors = summarise(&data.monitors).into_iter().map(monitor_row).collect();
+        HistoryRun { row, record, data: RunData { samples: Vec::new(), monitors, ..data }, summaries }
+    }
+}
+
+/// A monitor summary as the one sample `compare::explain_step` averages.
+fn monitor_row(s: SummaryRow) -> SampleRow {
+    SampleRow {
+        cell_id: s.cell_id,
+        step_index: s.step_index,
+        step: s.step,
+        workload: s.workload,
+        repetition: 1,
+        metric: s.metric,
+        value: s.summary.mean,
+        unit: s.unit,
+        better: s.better,
+        dev_read_bytes: None,
+        dev_write_bytes: None,
+        info: None,
+        attempt: None,
+        wall_s: None,
+        kind: MetricKind::Monitor,
+    }
+}
+
+/// The runs `select` picks, oldest first, and their series. Each run's
+/// summaries become points as it is read and its details (hosts' facts,
+/// cells) are let go once no series needs them for a split: a year of
+/// nights is held as a year of points, no more. `annotate` reads them
+/// again for the runs around the changes.
+pub fn load(store: &Store, runs: &[RunRow]) -> Result<(Vec<HistoryRun>, Vec<series::Series>), StoreError> {
+    let mut gathered = series::Gatherer::default();
+    let mut out = Vec::with_capacity(runs.len());
+    for (ri, r) in runs.iter().enumerate() {
+        let stored = store.summaries(r.id, Some(MetricKind::Benchmark))?;
+        let (samples, monitors) = match stored.is_empty() {
+            true => (store.samples(r.id)?, store.monitor_samples(r.id)?),
+            false => (Vec::new(), Vec::new()),
+        };
+        let data = RunData { hosts: store.hosts(r.id)?, cells: store.cells_outline(r.id)?, samples, monitors };
+        let mut run = HistoryRun::new(r.clone(), store.run_record(r.id)?, data, stored);
+        let summaries = std::mem::take(&mut run.summaries);
+        gathered.add(ri, std::mem::take(&mut run.data), &summaries);
+        out.push(run);
+    }
+    Ok((out, gathered.finish()))
+}
+
+/// Every change's notes (`analyze::annotate_change`), from the details of
+/// the runs on either side of it (hosts with their facts, cells, a row per
+/// monitor summary), read a night at a time in the order of the changes'
+/// runs and let go when no later change needs them.
+pub fn annotate(store: &Store, runs: &mut [HistoryRun], all: &mut [analyze::Analysis]) -> Result<(), StoreError> {
+    // (this run, the run before, analysis, change), in the order of the runs.
+    let mut todo: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for (ai, a) in all.iter().enumerate() {
+        for (ci, c) in a.changes.iter().enumerate() {
+            todo.push((a.series.points[c.at].run, a.series.points[c.at - 1].run, ai, ci));
+        }
+    }
+    todo.sort_unstable();
+    // The earliest run any change from the k-th on reads.
+    let mut earliest = vec![usize::MAX; todo.len() + 1];
+    for k in (0..todo.len()).rev() {
+        earliest[k] = earliest[k + 1].min(todo[k].1.min(todo[k].0));
+    }
+    let mut loaded: BTreeSet<usize> = BTreeSet::new();
+    for (k, &(this, prev, ai, ci)) in todo.iter().enumerate() {
+        for i in [prev, this] {
+            if loaded.insert(i) {
+                runs[i].data = details(store, runs[i].row.id)?;
+            }
+        }
+        let a = &mut all[ai];
+        analyze::annotate_change(&runs[prev], &runs[this], &a.series.key, &mut a.changes[ci]);
+        // What no later change reads goes.
+        let gone: Vec<usize> = loaded.range(..earliest[k + 1]).copied().collect();
+        for i in gone {
+            runs[i].data = RunData::default();
+            loaded.remove(&i);
+        }
+    }
+    Ok(())
+}
+
+/// A run's details for a change's notes.
+fn details(store: &Store, id: i64) -> Result<RunData, StoreError> {
+    let mut monitors = store.summaries(id, Some(MetricKind::Monitor))?;
+    if monitors.is_empty() {
+        // A run without stored summaries: made from its samples.
+        monitors = summarise(&store.monitor_samples(id)?);
+    }
+    Ok(RunData {
+        hosts: store.hosts(id)?,
+        cells: store.cells_outline(id)?,
+        samples: Vec::new(),
+        monitors: monitors.into_iter().map(monitor_row).collect(),
+    })
 }
 
 /// Runs made up for the tests: night i has one host `h` (with the kernel it names),
@@ -61,6 +168,8 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
                 status: RunStatus::Ok,
                 hosts: 1,
                 cells: 1,
+                pruned: None,
+                baseline: None,
             };
             let record = RunRecord {
                 id,
@@ -81,7 +190,12 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
             let cell = CellRow { repeat: values.len() as i64, ..testing::cell_row(id, "h") };
             let samples =
                 values.iter().enumerate().map(|(r, v)| testing::sample_row(id, r as i64 + 1, "m", *v)).collect();
-            HistoryRun { row, record, data: RunData { hosts, cells: vec![cell], samples, monitors: Vec::new() } }
+            HistoryRun::new(
+                row,
+                record,
+                RunData { hosts, cells: vec![cell], samples, monitors: Vec::new() },
+                Vec::new(),
+            )
         })
         .collect()
 }

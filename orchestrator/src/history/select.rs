@@ -60,19 +60,7 @@ pub fn pick(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(id: i64, name: &str, playbook: &str, started: &str, status: RunStatus) -> RunRow {
-        RunRow {
-            id,
-            name: Some(name.into()),
-            playbook: playbook.into(),
-            started: started.into(),
-            finished: None,
-            status,
-            hosts: 1,
-            cells: 1,
-        }
-    }
+    use crate::store::testing::run_row as run;
 
     fn ids(v: Vec<RunRow>) -> Vec<i64> {
         v.into_iter().map(|r| r.id).collect()

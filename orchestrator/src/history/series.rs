@@ -6,10 +6,11 @@
 //! I/O scheduler), where the series is cut in parts analysed apart.
 
 use super::HistoryRun;
-use crate::compare::config_difference;
+use crate::compare::{config_difference, RunData};
 use crate::human::describe_params;
 use crate::stats::Summary;
-use indexmap::IndexMap;
+use crate::store::{CellRow, SummaryRow};
+use std::collections::HashMap;
 
 /// What a series follows.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -28,12 +29,28 @@ impl SeriesKey {
 }
 
 /// One run's point: its position among the history's runs, its cell, and
-/// the summary of its samples.
+/// what history reads of its summary (a year of points is held at once:
+/// no more than that).
 #[derive(Clone, Debug)]
 pub struct Point {
     pub run: usize,
     pub cell: i64,
-    pub summary: Summary,
+    pub summary: PointSummary,
+}
+
+/// Of a run's summary of a metric: n, mean, sd and its CI95.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PointSummary {
+    pub n: usize,
+    pub mean: f64,
+    pub sd: f64,
+    pub ci95: Option<(f64, f64)>,
+}
+
+impl From<&Summary> for PointSummary {
+    fn from(s: &Summary) -> Self {
+        PointSummary { n: s.n, mean: s.mean, sd: s.sd, ci95: s.ci95 }
+    }
 }
 
 /// Where a series is cut: the point whose configuration differs from the
@@ -64,47 +81,127 @@ impl Series {
     }
 }
 
-/// One series' samples while they are gathered: unit, `better`, and per
-/// run (its position, its cell) the values.
-type Gathered = (String, String, Vec<(usize, i64, Vec<f64>)>);
+/// One series while it is gathered.
+struct Gathered {
+    unit: String,
+    better: String,
+    points: Vec<Point>,
+    splits: Vec<Split>,
+}
 
-/// Every series over `runs` (oldest first), in the order first measured.
-pub fn build(runs: &[HistoryRun]) -> Vec<Series> {
-    let mut out: IndexMap<SeriesKey, Gathered> = IndexMap::new();
-    for (ri, run) in runs.iter().enumerate() {
-        // A sample's cell by id, not by a scan of the cells for every sample.
-        let cell_of: std::collections::HashMap<i64, _> = run.data.cells.iter().rev().map(|c| (c.id, c)).collect();
-        for s in &run.data.samples {
-            let Some(&c) = cell_of.get(&s.cell_id) else { continue };
-            let key = SeriesKey {
-                host: c.host.clone(),
-                play: c.play.clone(),
-                cell: describe_params(&c.params),
-                step: s.step.clone(),
-                metric: s.metric.clone(),
+/// The series, gathered run by run as the runs are read (`history::load`):
+/// a run's summaries become points, and a point's configuration is held
+/// against the point before in its series as it comes (the split), so that
+/// no more than the runs that are some series' newest point are kept
+/// (their hosts' facts and cells: two runs, as a lab's nights come).
+#[derive(Default)]
+pub struct Gatherer {
+    /// In the order first measured.
+    series: Vec<(SeriesKey, Gathered)>,
+    /// A series by its key's words as numbers (`words`): looked up for
+    /// every summary of a year without making its key's five strings.
+    index: HashMap<[u32; 5], usize>,
+    words: HashMap<String, u32>,
+    /// Run → its data and how many series have their newest point in it.
+    kept: HashMap<usize, (RunData, usize)>,
+    /// Every metric of a cell asks about the same pair of cells: once a pair.
+    differences: HashMap<(usize, i64, usize, i64), Option<String>>,
+}
+
+impl Gatherer {
+    /// Run `ri`'s summaries (results only), on its `data`'s cells and hosts.
+    pub fn add(&mut self, ri: usize, data: RunData, summaries: &[SummaryRow]) {
+        // A summary's cell by id, with its host, play and parameters as numbers.
+        let cells: HashMap<i64, (&CellRow, [u32; 3])> = data
+            .cells
+            .iter()
+            .rev()
+            .map(|c| {
+                let described = describe_params(&c.params);
+                (c.id, (c, [self.word(&c.host), self.word(&c.play), self.word(&described)]))
+            })
+            .collect();
+        let mut newest_here = 0;
+        for s in summaries {
+            let Some(&(c, [host, play, cell])) = cells.get(&s.cell_id) else { continue };
+            let id = [host, play, cell, self.word(&s.step), self.word(&s.metric)];
+            let at = match self.index.get(&id) {
+                Some(&at) => at,
+                None => {
+                    let key = SeriesKey {
+                        host: c.host.clone(),
+                        play: c.play.clone(),
+                        cell: describe_params(&c.params),
+                        step: s.step.clone(),
+                        metric: s.metric.clone(),
+                    };
+                    let g = Gathered {
+                        unit: s.unit.clone(),
+                        better: s.better.clone(),
+                        points: Vec::new(),
+                        splits: Vec::new(),
+                    };
+                    self.series.push((key, g));
+                    self.index.insert(id, self.series.len() - 1);
+                    self.series.len() - 1
+                }
             };
-            let entry = out.entry(key).or_insert_with(|| (s.unit.clone(), s.better.clone(), Vec::new()));
-            match entry.2.last_mut() {
-                Some((r, _, values)) if *r == ri => values.push(s.value),
-                _ => entry.2.push((ri, c.id, vec![s.value])),
+            let g = &mut self.series[at].1;
+            // One point a run: a second cell of the same parameters (which
+            // a plan does not make) is not a second night.
+            if let Some(last) = g.points.last().filter(|p| p.run != ri) {
+                let (was, was_cell) = (last.run, last.cell);
+                let before = &self.kept[&was].0;
+                let why = self
+                    .differences
+                    .entry((was, was_cell, ri, c.id))
+                    .or_insert_with(|| config_difference(before, was_cell, &data, c.id))
+                    .clone();
+                if let Some(why) = why {
+                    g.splits.push(Split { at: g.points.len(), why });
+                }
+                let held = self.kept.get_mut(&was).expect("a series' newest run is kept");
+                held.1 -= 1;
+                if held.1 == 0 {
+                    self.kept.remove(&was);
+                }
+            } else if g.points.last().is_some() {
+                continue;
             }
+            g.points.push(Point { run: ri, cell: c.id, summary: PointSummary::from(&s.summary) });
+            newest_here += 1;
+        }
+        drop(cells);
+        if newest_here > 0 {
+            self.kept.insert(ri, (data, newest_here));
         }
     }
-    out.into_iter()
-        .map(|(key, (unit, better, per_run))| {
-            let points: Vec<Point> = per_run
-                .into_iter()
-                .filter_map(|(run, cell, v)| Some(Point { run, cell, summary: Summary::of(&v)? }))
-                .collect();
-            let splits = points
-                .windows(2)
-                .enumerate()
-                .filter_map(|(i, w)| {
-                    let why = config_difference(&runs[w[0].run].data, w[0].cell, &runs[w[1].run].data, w[1].cell)?;
-                    Some(Split { at: i + 1, why })
-                })
-                .collect();
-            Series { key, unit, better, points, splits }
-        })
-        .collect()
+
+    /// A word's number, the same for the same word.
+    fn word(&mut self, w: &str) -> u32 {
+        if let Some(&n) = self.words.get(w) {
+            return n;
+        }
+        let n = self.words.len() as u32;
+        self.words.insert(w.to_string(), n);
+        n
+    }
+
+    /// Every series, in the order first measured, cut where its
+    /// configuration changed.
+    pub fn finish(self) -> Vec<Series> {
+        let series = self.series.into_iter();
+        series
+            .map(|(key, g)| Series { key, unit: g.unit, better: g.better, points: g.points, splits: g.splits })
+            .collect()
+    }
+}
+
+/// Every series over `runs` (oldest first) from their own summaries.
+pub fn build(runs: &[HistoryRun]) -> Vec<Series> {
+    let mut g = Gatherer::default();
+    for (ri, run) in runs.iter().enumerate() {
+        g.add(ri, run.data.clone(), &run.summaries);
+    }
+    g.finish()
 }

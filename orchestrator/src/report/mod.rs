@@ -5,6 +5,7 @@
 
 pub mod cell_notes;
 pub mod charts;
+pub mod compare_html;
 pub mod csv;
 pub mod html;
 pub mod json;

@@ -14,9 +14,11 @@ mod leases;
 mod location;
 mod pgpass;
 mod postgres;
+mod prune;
 mod schema;
 mod sql;
 mod sqlite;
+mod summaries;
 #[cfg(test)]
 pub(crate) mod testing;
 mod tls;
@@ -27,6 +29,8 @@ pub use attempts::{AttemptRow, RunRecord};
 pub use error::StoreError;
 pub use leases::{Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
+pub use prune::{Reclaimed, Removed};
+pub use summaries::{summarise, SummaryRow};
 
 use crate::monitors::{summary, MetricKind};
 use crate::status::{CellStatus, HostStatus, RunStatus};
@@ -98,6 +102,11 @@ pub struct RunRow {
     pub status: RunStatus,
     pub hosts: i64,
     pub cells: i64,
+    /// When `prune` deleted its samples (its summaries stay).
+    pub pruned: Option<String>,
+    /// When it was marked a baseline (`benchrig mark RUN --baseline`):
+    /// never pruned.
+    pub baseline: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -219,7 +228,9 @@ impl Store {
         )
     }
 
+    /// The run's end: its status, and its summaries for history.
     pub fn finish_run(&self, run: i64, status: RunStatus) -> Result<(), StoreError> {
+        self.summarise_run(run)?;
         self.db().execute(
             "UPDATE runs SET status = ?2, finished = ?3 WHERE id = ?1",
             &[run.into(), status.as_str().into(), now().into()],
@@ -469,7 +480,8 @@ impl Store {
         let rows = self.db().query(
             "SELECT r.id, r.name, r.playbook, r.started, r.finished, r.status,
                     (SELECT COUNT(*) FROM hosts h WHERE h.run_id = r.id),
-                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.id)
+                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.id),
+                    r.pruned, r.baseline
              FROM runs r ORDER BY r.id",
             &[],
         )?;
@@ -484,6 +496,8 @@ impl Store {
                     status: status_of(&r, 5)?,
                     hosts: r.int(6),
                     cells: r.int(7),
+                    pruned: r.opt_text(8),
+                    baseline: r.opt_text(9),
                 })
             })
             .collect()
@@ -522,6 +536,31 @@ impl Store {
             .db()
             .query(&format!("SELECT {CELL_COLUMNS} FROM cells WHERE run_id = ?1 ORDER BY id"), &[run.into()])?;
         rows.iter().map(cell_row).collect()
+    }
+
+    /// A run's cells with only the devices and fresh policy of their steps
+    /// (kilobytes of rendered steps a cell, which a year of `history` need
+    /// not hold): the rest is skipped as it is read, not parsed.
+    pub fn cells_outline(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Outline {
+            devices: Option<Json>,
+            fresh: Option<Json>,
+        }
+        let columns = CELL_COLUMNS.replace(", steps,", ", NULL,");
+        let rows = self
+            .db()
+            .query(&format!("SELECT {columns}, steps FROM cells WHERE run_id = ?1 ORDER BY id"), &[run.into()])?;
+        rows.iter()
+            .map(|r| {
+                let mut c = cell_row(r)?;
+                c.steps = r.opt_text(14).and_then(|t| serde_json::from_str::<Outline>(&t).ok()).map(|o| {
+                    let kept = [("devices", o.devices), ("fresh", o.fresh)];
+                    Json::Object(kept.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
+                });
+                Ok(c)
+            })
+            .collect()
     }
 
     /// The newest ok cell of every (host, play, cell key) that ran to its
@@ -707,7 +746,8 @@ mod tests {
         let strip = |mut d: Json| {
             d["run"]["id"] = Json::Null;
             d["run"]["imported"] = Json::Null;
-            for k in ["hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series"] {
+            for k in ["hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series", "summaries"]
+            {
                 for row in d[k].as_array_mut().unwrap() {
                     for id in ["id", "run_id", "cell_id"] {
                         if row.get(id).is_some() {

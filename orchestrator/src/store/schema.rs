@@ -147,6 +147,34 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
     // 8: when a run was imported (`benchrig import`): never resumed, as its
     // playbook text is the exporter's.
     "ALTER TABLE runs ADD COLUMN imported TEXT;",
+    // 9: a year of nights. Each finished run's per-metric summary, which
+    // history reads instead of the samples and which `prune` keeps when it
+    // deletes them; when a run was pruned; runs kept as baselines.
+    "CREATE TABLE summaries (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        cell_id INTEGER NOT NULL REFERENCES cells(id),
+        step_index INTEGER NOT NULL,
+        step TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        better TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        mean REAL NOT NULL,
+        sd REAL NOT NULL,
+        median REAL NOT NULL,
+        min REAL NOT NULL,
+        max REAL NOT NULL,
+        ci_lo REAL,
+        ci_hi REAL,
+        mad REAL NOT NULL,
+        cv REAL
+    );
+    CREATE INDEX summaries_by_run ON summaries (run_id);
+    ALTER TABLE runs ADD COLUMN pruned TEXT;
+    ALTER TABLE runs ADD COLUMN baseline TEXT;",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -279,6 +307,31 @@ pub const PG_MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX monitor_series_by_cell ON monitor_series (cell_id);",
     "ALTER TABLE runs ADD COLUMN imported TEXT;",
+    "CREATE TABLE summaries (
+        id BIGSERIAL PRIMARY KEY,
+        run_id BIGINT NOT NULL REFERENCES runs(id),
+        cell_id BIGINT NOT NULL REFERENCES cells(id),
+        step_index BIGINT NOT NULL,
+        step TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        better TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        mean DOUBLE PRECISION NOT NULL,
+        sd DOUBLE PRECISION NOT NULL,
+        median DOUBLE PRECISION NOT NULL,
+        min DOUBLE PRECISION NOT NULL,
+        max DOUBLE PRECISION NOT NULL,
+        ci_lo DOUBLE PRECISION,
+        ci_hi DOUBLE PRECISION,
+        mad DOUBLE PRECISION NOT NULL,
+        cv DOUBLE PRECISION
+    );
+    CREATE INDEX summaries_by_run ON summaries (run_id);
+    ALTER TABLE runs ADD COLUMN pruned TEXT;
+    ALTER TABLE runs ADD COLUMN baseline TEXT;",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

@@ -23,6 +23,11 @@ impl Sqlite {
         // Before anything that locks: switching a fresh file to WAL and
         // migrating both wait for a writer in another process rather than fail.
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // A new file vacuums incrementally, so that `prune` gives space back
+        // without rewriting the file: set before its first page is written
+        // (on a file that has tables it waits for a VACUUM, which `prune`
+        // runs once).
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
         set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;

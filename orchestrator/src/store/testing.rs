@@ -67,6 +67,22 @@ pub fn new_run(s: &super::Store, name: Option<&str>) -> i64 {
     .unwrap()
 }
 
+/// A stored run's row: one host, one cell, neither pruned nor a baseline.
+pub fn run_row(id: i64, name: &str, playbook: &str, started: &str, status: crate::status::RunStatus) -> super::RunRow {
+    super::RunRow {
+        id,
+        name: Some(name.into()),
+        playbook: playbook.into(),
+        started: started.into(),
+        finished: None,
+        status,
+        hosts: 1,
+        cells: 1,
+        pruned: None,
+        baseline: None,
+    }
+}
+
 /// A cell with no steps: `repeat` repetitions of nothing, for bookkeeping tests.
 pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
     crate::planner::Cell {

@@ -71,8 +71,8 @@ impl Columns {
 }
 
 /// The tables an export carries (each under a list of its name, but `runs`: one `run`).
-const TABLES: [&str; 8] =
-    ["runs", "hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series"];
+const TABLES: [&str; 9] =
+    ["runs", "hosts", "cells", "samples", "artifacts", "attempts", "kernel_log", "monitor_series", "summaries"];
 
 /// Insert a row whose keys `Columns::check` passed; returns the new id for
 /// tables that have one.
@@ -119,6 +119,7 @@ impl Store {
             "attempts": rows(db, "attempts", "SELECT * FROM attempts WHERE run_id = ?1 ORDER BY attempt", run)?,
             "kernel_log": rows(db, "kernel_log", "SELECT k.* FROM kernel_log k JOIN cells c ON c.id = k.cell_id WHERE c.run_id = ?1 ORDER BY k.id", run)?,
             "monitor_series": rows(db, "monitor_series", "SELECT m.* FROM monitor_series m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1 ORDER BY m.id", run)?,
+            "summaries": rows(db, "summaries", "SELECT * FROM summaries WHERE run_id = ?1 ORDER BY id", run)?,
         }))
     }
 
@@ -140,6 +141,8 @@ impl Store {
         let kernel_log = doc["kernel_log"].as_array().cloned().unwrap_or_default();
         // And from before monitors were.
         let series = doc["monitor_series"].as_array().cloned().unwrap_or_default();
+        // And from before summaries were (made again from the samples below).
+        let summaries = doc["summaries"].as_array().cloned().unwrap_or_default();
         statuses_known(run, &hosts, &cells, &attempts).map_err(|why| bad(&why))?;
         for (list, items) in [
             ("hosts", &hosts),
@@ -149,6 +152,7 @@ impl Store {
             ("attempts", &attempts),
             ("kernel_log", &kernel_log),
             ("monitor_series", &series),
+            ("summaries", &summaries),
         ] {
             if items.len() > MAX_ROWS {
                 return Err(bad(&format!(
@@ -172,7 +176,7 @@ impl Store {
         if let Some(id) = existing.and_then(|r| r.opt_int(0)) {
             return Err(StoreError::Import(format!("this run is already in the database as run {id}")));
         }
-        db.transaction(|db| {
+        let new_run = db.transaction(|db| {
             let new_run = insert(db, "runs", &run)?.ok_or_else(|| bad("the run has no id"))?;
             for (i, h) in hosts.iter().enumerate() {
                 let mut h = h.as_object().cloned().ok_or_else(|| bad("a host is not an object"))?;
@@ -199,6 +203,7 @@ impl Store {
                 ("artifacts", &artifacts),
                 ("kernel_log", &kernel_log),
                 ("monitor_series", &series),
+                ("summaries", &summaries),
             ] {
                 for (i, s) in items.iter().enumerate() {
                     let mut s =
@@ -212,10 +217,20 @@ impl Store {
                         .get(&old)
                         .ok_or_else(|| bad(&format!("an entry of {table} of cell {old}, which is not there")))?;
                     s.insert("cell_id".into(), json!(new));
+                    if s.contains_key("run_id") {
+                        s.insert("run_id".into(), json!(new_run));
+                    }
                     insert(db, table, &s)?;
                 }
             }
             Ok(new_run)
-        })
+        })?;
+        drop(db);
+        // An export from before summaries were (a pruned run's are all that
+        // is left of its samples, and come with it).
+        if summaries.is_empty() {
+            self.summarise_run(new_run)?;
+        }
+        Ok(new_run)
     }
 }

@@ -1,0 +1,179 @@
+//! Each finished run's summaries, a row per cell, step and metric (mean,
+//! CI95, n and the rest of `stats::Summary`): what `history` reads instead
+//! of a year of samples, and what `prune` keeps of a run when it deletes
+//! its samples, so trends and change points over pruned nights still work.
+//! Written when a run finishes (`Store::finish_run`) or is imported.
+
+use super::sql::Sql;
+use super::{SampleRow, Store, StoreError};
+use crate::monitors::MetricKind;
+use crate::stats::Summary;
+use indexmap::IndexMap;
+
+/// One metric of one step of one cell, over the run's repetitions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    pub cell_id: i64,
+    pub step_index: i64,
+    pub step: String,
+    pub workload: String,
+    pub metric: String,
+    pub unit: String,
+    pub better: String,
+    pub kind: MetricKind,
+    /// Without `outliers` (which samples they were is gone with them).
+    pub summary: Summary,
+}
+
+/// The samples' summaries, a row per (cell, step, metric, kind) in the
+/// order first stored; values that are not finite are left out, as
+/// `Summary::of` would be thrown by them.
+pub fn summarise(samples: &[SampleRow]) -> Vec<SummaryRow> {
+    // (cell, step, metric, kind) → its first sample (what it is) and the values.
+    type Group<'a> = (&'a SampleRow, Vec<f64>);
+    let mut groups: IndexMap<(i64, &str, &str, MetricKind), Group> = IndexMap::new();
+    for s in samples.iter().filter(|s| s.value.is_finite()) {
+        groups.entry((s.cell_id, &s.step, &s.metric, s.kind)).or_insert_with(|| (s, Vec::new())).1.push(s.value);
+    }
+    groups
+        .into_values()
+        .filter_map(|(s, values)| {
+            let mut summary = Summary::of(&values)?;
+            summary.outliers.clear();
+            Some(SummaryRow {
+                cell_id: s.cell_id,
+                step_index: s.step_index,
+                step: s.step.clone(),
+                workload: s.workload.clone(),
+                metric: s.metric.clone(),
+                unit: s.unit.clone(),
+                better: s.better.clone(),
+                kind: s.kind,
+                summary,
+            })
+        })
+        .collect()
+}
+
+impl Store {
+    /// (Re)write a run's summaries from its samples, in one transaction.
+    pub fn summarise_run(&self, run: i64) -> Result<(), StoreError> {
+        let mut samples = self.samples(run)?;
+        samples.extend(self.monitor_samples(run)?);
+        let rows = summarise(&samples);
+        self.db().transaction(|db| {
+            db.execute("DELETE FROM summaries WHERE run_id = ?1", &[run.into()])?;
+            for r in &rows {
+                let s = &r.summary;
+                db.execute(
+                    "INSERT INTO summaries (run_id, cell_id, step_index, step, workload, metric, unit, better, kind,
+                        n, mean, sd, median, min, max, ci_lo, ci_hi, mad, cv)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                    &[
+                        run.into(),
+                        r.cell_id.into(),
+                        r.step_index.into(),
+                        r.step.as_str().into(),
+                        r.workload.as_str().into(),
+                        r.metric.as_str().into(),
+                        r.unit.as_str().into(),
+                        r.better.as_str().into(),
+                        r.kind.as_str().into(),
+                        s.n.into(),
+                        s.mean.into(),
+                        s.sd.into(),
+                        s.median.into(),
+                        s.min.into(),
+                        s.max.into(),
+                        s.ci95.map(|c| c.0).into(),
+                        s.ci95.map(|c| c.1).into(),
+                        s.mad.into(),
+                        s.cv.into(),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// A run's summaries in the order written (of one kind, or all); none
+    /// for a run that has not finished (or finished before summaries were kept).
+    pub fn summaries(&self, run: i64, kind: Option<MetricKind>) -> Result<Vec<SummaryRow>, StoreError> {
+        let columns = "cell_id, step_index, step, workload, metric, unit, better, kind,
+                       n, mean, sd, median, min, max, ci_lo, ci_hi, mad, cv";
+        let rows = match kind {
+            Some(k) => self.db().query(
+                &format!("SELECT {columns} FROM summaries WHERE run_id = ?1 AND kind = ?2 ORDER BY id"),
+                &[run.into(), k.as_str().into()],
+            )?,
+            None => self
+                .db()
+                .query(&format!("SELECT {columns} FROM summaries WHERE run_id = ?1 ORDER BY id"), &[run.into()])?,
+        };
+        rows.into_iter()
+            .map(|r| {
+                let kind = r.text(7);
+                let kind = MetricKind::from_stored(Some(&kind)).ok_or(StoreError::UnknownStatus(kind))?;
+                let ci95 = r.opt_real(14).zip(r.opt_real(15));
+                Ok(SummaryRow {
+                    cell_id: r.int(0),
+                    step_index: r.int(1),
+                    step: r.text(2),
+                    workload: r.text(3),
+                    metric: r.text(4),
+                    unit: r.text(5),
+                    better: r.text(6),
+                    kind,
+                    summary: Summary {
+                        n: r.int(8) as usize,
+                        mean: r.real(9),
+                        sd: r.real(10),
+                        median: r.real(11),
+                        min: r.real(12),
+                        max: r.real(13),
+                        ci95,
+                        mad: r.real(16),
+                        cv: r.opt_real(17),
+                        outliers: Vec::new(),
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{cell, new_run, places};
+    use super::super::StepRef;
+    use super::*;
+    use benchrig_wire::steps::{Better, Metric, StepOutput};
+
+    #[test]
+    fn a_runs_summaries_read_back_bit_for_bit_as_the_samples_give_them() {
+        let metric =
+            |name: &str, value: f64| Metric { name: name.into(), value, unit: "MB/s".into(), better: Better::Higher };
+        for at in &places().urls {
+            let s = Store::open(at).unwrap();
+            let run = new_run(&s, None);
+            let c = s.add_cell(run, &cell("0:fs=ext4", "h1", 3)).unwrap();
+            for (rep, v) in [0.1 + 0.2, 1.0 / 3.0, 2.0f64.sqrt()].into_iter().enumerate() {
+                let mut metrics = vec![metric("speed", v)];
+                if rep == 0 {
+                    metrics.push(metric("lone", 7.0));
+                }
+                let step =
+                    StepRef { index: 0, name: "w", workload: "seq_write", repetition: rep as u32 + 1, attempt: 1 };
+                s.add_samples(c, &step, &StepOutput { metrics, ..Default::default() }).unwrap();
+            }
+            assert!(s.summaries(run, None).unwrap().is_empty(), "none before the run finishes");
+            s.finish_run(run, crate::status::RunStatus::Ok).unwrap();
+            let stored = s.summaries(run, None).unwrap();
+            assert_eq!(s.summaries(run, Some(MetricKind::Monitor)).unwrap(), []);
+            assert_eq!(stored, summarise(&s.samples(run).unwrap()), "{at}");
+            assert_eq!(stored.len(), 2);
+            assert_eq!((stored[0].metric.as_str(), stored[0].summary.n), ("speed", 3));
+            assert_eq!(stored[1].summary.ci95, None, "one sample has no interval");
+        }
+    }
+}
