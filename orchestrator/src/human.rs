@@ -50,6 +50,12 @@ pub fn mem(b: u64) -> String {
     }
 }
 
+/// A stored RFC 3339 stamp to the second, "2026-12-05T02:00:00Z": enough
+/// to tell runs apart at a glance (anything shorter as it is).
+pub fn stamp_to_the_second(stamp: &str) -> String {
+    stamp.get(..19).map_or_else(|| stamp.to_string(), |t| format!("{t}Z"))
+}
+
 /// A number of CPUs: 0.12, 1.5, 2.
 pub fn cpus(n: f64) -> String {
     let s = format!("{n:.2}");

@@ -52,7 +52,7 @@ pub fn run(args: PruneArgs) -> anyhow::Result<i32> {
             r.id.to_string(),
             r.name.clone().unwrap_or_else(|| "-".into()),
             r.playbook.clone(),
-            r.started.get(..19).map(|t| format!("{t}Z")).unwrap_or_else(|| r.started.clone()),
+            crate::human::stamp_to_the_second(&r.started),
             removed.samples.to_string(),
             removed.series.to_string(),
             removed.artifacts.to_string(),

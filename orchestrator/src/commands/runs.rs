@@ -40,8 +40,7 @@ pub fn list(args: RunsArgs) -> anyhow::Result<i32> {
                 r.id.to_string(),
                 r.name.unwrap_or_else(|| "-".into()),
                 r.playbook,
-                // To the second: enough to tell runs apart at a glance.
-                r.started.get(..19).map(|t| format!("{t}Z")).unwrap_or(r.started),
+                crate::human::stamp_to_the_second(&r.started),
                 r.hosts.to_string(),
                 r.cells.to_string(),
                 note,

@@ -128,9 +128,8 @@ fn analyze_one(series: Series, s: &Settings) -> Result<Analysis, ChangePointErro
                 ci_pct,
                 pvalue: cp.stats.pvalue,
                 direction: direction(&series.better, change_pct),
-                // `annotate`'s, once the runs around the changes are read again.
+                // Both `annotate`'s, once the runs around the changes are read again.
                 what_changed: Vec::new(),
-                // `explain`'s, once the runs around the changes have their monitors.
                 monitors: None,
             });
         }
