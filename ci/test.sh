@@ -85,6 +85,9 @@ cargo test --locked --workspace --lib -- --ignored the_switch_stays_on_its_threa
 step "the HTML reports in headless Chromium (runs on this machine; .ci/run installs chromium)"
 cargo test --locked --workspace --test html_in_browser -- --ignored
 
+step "the nightly script on this machine: webhook, GitHub check run and GitLab status (a local receiver), the site"
+cargo test --locked --workspace --test nightly_script -- --ignored
+
 step "inventory parity with ansible-inventory (the oracle .ci/run installs)"
 BENCHRIG_ANSIBLE_INVENTORY=${BENCHRIG_ANSIBLE_INVENTORY:-/var/tmp/benchrig-venv/bin/ansible-inventory} \
     cargo test --locked --workspace --test ansible_parity -- --ignored

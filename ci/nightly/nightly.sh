@@ -14,10 +14,17 @@
 # per run, <name>.junit.xml (against the baseline: a regressed cell fails),
 # <name>.html, <name>.md, the comparison and the history in markdown (and
 # the history in JSON and HTML), and summary.md of them all (for a CI job
-# summary). Last, old nights are pruned: their samples, monitor series and
-# artifacts deleted, their summaries kept for history (`benchrig prune
-# --older-than 90d --keep-last 30` by default; runs marked with `benchrig
-# mark RUN --baseline` are kept whole).
+# summary). With --alert (or a --webhook), each regression is reported
+# once: `history --alert` posts the new ones and stamps them, so a later
+# night does not report them again; `benchrig history ack ID` takes one
+# out of the gate. With --site DIR, the site of every stored run is
+# written (incrementally) into DIR. Then old nights are pruned: their
+# samples, monitor series and artifacts deleted, their summaries kept for
+# history (`benchrig prune --older-than 90d --keep-last 30` by default;
+# runs marked with `benchrig mark RUN --baseline` are kept whole). Last,
+# with --github-check or --gitlab-status, the night's outcome and
+# summary.md go to the forge as a check run or a commit status (curl, and
+# jq for GitHub; the tokens and ids the CI job has, see the usage).
 #
 # Exit code: the most serious of every step's, in benchrig's order (README,
 # "Exit codes"): 0 ok, 3 a regression, 2 a failed cell, 4 a host
@@ -44,6 +51,15 @@ usage: ${0##*/} -i INVENTORY --db DB -p PLAYBOOK [-p PLAYBOOK]... [options]
       --history ARGS      more arguments for 'benchrig history' (e.g. "--max-pvalue 0.01")
       --prune-older-than D  prune runs older than D (default: 90d; "never": no prune)
       --keep-last N       prune none of a playbook's newest N runs (default: 30)
+      --alert             report each new regression once (benchrig history --alert)
+      --webhook URL       post new regressions here as JSON (repeatable; implies --alert)
+      --site DIR          write the results' static site into DIR (benchrig site)
+      --site-url URL      where DIR is served: the check's and the status's link
+      --github-check      post a check run on \$GITHUB_SHA of \$GITHUB_REPOSITORY with
+                          \$GITHUB_TOKEN (checks: write) at \$GITHUB_API_URL
+                          (default https://api.github.com)
+      --gitlab-status     post a commit status on \$CI_COMMIT_SHA of \$CI_PROJECT_ID
+                          with \$GITLAB_TOKEN (api scope) at \$CI_API_V4_URL
       --benchrig PATH     the benchrig to use (default: \$BENCHRIG, else benchrig on PATH)
       --build             build benchrig and its agents from this checkout first
 USAGE
@@ -65,6 +81,7 @@ say() { echo "nightly: $*" >&2; }
 inventories=() playbooks=() extra=() limit=()
 db="" out=nightly-out prefix=nightly date=$(date -u +%F) wait=3h threshold=5 alpha=0.01 history_args="" build=false
 prune_older=90d keep_last=30
+alert=() site="" site_url="" github_check=false gitlab_status=false
 benchrig=${BENCHRIG:-benchrig}
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -82,6 +99,12 @@ while [[ $# -gt 0 ]]; do
         --history) history_args=$2; shift 2 ;;
         --prune-older-than) prune_older=$2; shift 2 ;;
         --keep-last) keep_last=$2; shift 2 ;;
+        --alert) alert=(--alert "${alert[@]:1}"); shift ;;
+        --webhook) alert=(--alert "${alert[@]:1}" --webhook "$2"); shift 2 ;;
+        --site) site=$2; shift 2 ;;
+        --site-url) site_url=$2; shift 2 ;;
+        --github-check) github_check=true; shift ;;
+        --gitlab-status) gitlab_status=true; shift ;;
         --benchrig) benchrig=$2; shift 2 ;;
         --build) build=true; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -134,8 +157,8 @@ for pb in "${playbooks[@]}"; do
     fi
     cat "$out/$name.compare.err" >&2
     note "$rc"
-    br history --playbook "$pb" --fail-on-regression --min-change "$threshold" "${more_history[@]}" --format md \
-        >"$out/$name.history.md"
+    br history --playbook "$pb" --fail-on-regression --min-change "$threshold" "${more_history[@]}" "${alert[@]}" \
+        --format md >"$out/$name.history.md"
     note $?
     br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" --format json >"$out/$name.history.json"
     br history --playbook "$pb" --min-change "$threshold" "${more_history[@]}" --format html >"$out/$name.history.html"
@@ -155,10 +178,51 @@ for pb in "${playbooks[@]}"; do
         cat "$out/$name.history.md"
     } >>"$summary"
 done
+if [[ -n $site ]]; then
+    # Before the prune: every run gets its report while it has its samples.
+    br site -o "$site" --threshold "$threshold" --alpha "$alpha" --min-change "$threshold" "${more_history[@]}"
+    note $?
+fi
 if [[ $prune_older != never ]]; then
     # Last, when tonight's reports are written: tonight is never pruned.
     br prune --older-than "$prune_older" --keep-last "$keep_last" >"$out/prune.txt" || say "prune failed (exit $?): see $out/prune.txt"
     cat "$out/prune.txt" >&2
+fi
+
+# The night in a few words, by its exit code (README, "Exit codes").
+outcome() {
+    case $1 in
+        0) echo "no regression" ;; 3) echo "a regression" ;; 2) echo "a cell failed" ;;
+        4) echo "a host was unreachable" ;; 5) echo "hosts were held by another run" ;;
+        1) echo "a usage or configuration error" ;; 130) echo "interrupted" ;; *) echo "exit $1" ;;
+    esac
+}
+title="benchrig nightly $date: $(outcome "$worst")"
+if $github_check; then
+    api=${GITHUB_API_URL:-https://api.github.com}
+    conclusion=success
+    [[ $worst == 0 ]] || conclusion=failure
+    # The check's summary is markdown, at most 65535 characters.
+    jq -n --arg sha "${GITHUB_SHA:-}" --arg conclusion "$conclusion" --arg title "$title" --arg url "$site_url" \
+        --rawfile summary "$summary" \
+        '{name: "benchrig nightly", head_sha: $sha, status: "completed", conclusion: $conclusion,
+          output: {title: $title, summary: ($summary | .[0:65000])}}
+         + (if $url == "" then {} else {details_url: $url} end)' |
+        curl -fsS -o /dev/null -X POST -H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
+            -H "Accept: application/vnd.github+json" --data-binary @- \
+            "$api/repos/${GITHUB_REPOSITORY:-}/check-runs" ||
+        { say "the GitHub check run was not posted (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_SHA?)"; note 1; }
+fi
+if $gitlab_status; then
+    state=success
+    [[ $worst == 0 ]] || state=failed
+    link=()
+    [[ -z $site_url ]] || link=(--data-urlencode "target_url=$site_url")
+    curl -fsS -o /dev/null -X POST -H "PRIVATE-TOKEN: ${GITLAB_TOKEN:-}" \
+        --data-urlencode "state=$state" --data-urlencode "name=benchrig nightly" \
+        --data-urlencode "description=${title:0:255}" "${link[@]}" \
+        "${CI_API_V4_URL:-}/projects/${CI_PROJECT_ID:-}/statuses/${CI_COMMIT_SHA:-}" ||
+        { say "the GitLab commit status was not posted (GITLAB_TOKEN, CI_API_V4_URL, CI_PROJECT_ID, CI_COMMIT_SHA?)"; note 1; }
 fi
 say "reports in $out; exit $worst"
 exit "$worst"

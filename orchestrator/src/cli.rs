@@ -19,6 +19,7 @@ const DATABASE: &str = "Database";
 const COMPARISON: &str = "Comparison";
 const SELECTION: &str = "Selection";
 const OUTPUT: &str = "Output";
+const ALERTS: &str = "Alerts";
 const LOGGING: &str = "Logging";
 const CONFIG: &str = "Configuration";
 const CONNECTION: &str = "Connection";
@@ -83,6 +84,8 @@ pub enum Command {
     Prune(PruneArgs),
     /// Mark a run as a baseline (`prune` keeps it whole), or unmark it.
     Mark(MarkArgs),
+    /// The results as a static site: an index of nights, each run's report and comparison, each playbook's history.
+    Site(SiteArgs),
     /// Unmount, detach and remove what benchrig left on hosts.
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
@@ -185,8 +188,8 @@ pub enum LabAction {
 
 #[derive(Args, Debug, Clone)]
 pub struct HostsArgs {
-    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable, or comma-separated. Without it: this machine.
-    #[arg(short = 'i', long = "inventory", env = "BENCHRIG_INVENTORY", value_delimiter = ',', help_heading = INVENTORY)]
+    /// Inventory file or directory (YAML or INI, as Ansible's), or a list of hosts (`web1,web2:2222,`, as Ansible's host_list). Repeatable; files may be comma-separated. Without it: this machine.
+    #[arg(short = 'i', long = "inventory", env = "BENCHRIG_INVENTORY", help_heading = INVENTORY)]
     pub inventory: Vec<PathBuf>,
     /// Limit to hosts matching this pattern (as ansible's --limit).
     #[arg(short = 'l', long = "limit", help_heading = INVENTORY)]
@@ -289,8 +292,8 @@ pub struct FactsArgs {
 
 #[derive(Args, Debug)]
 pub struct InventoryArgs {
-    /// Inventory file or directory (YAML or INI, as Ansible's). Repeatable, or comma-separated. Without it: this machine.
-    #[arg(short = 'i', long = "inventory", env = "BENCHRIG_INVENTORY", value_delimiter = ',', help_heading = INVENTORY)]
+    /// Inventory file or directory (YAML or INI, as Ansible's), or a list of hosts (`web1,web2:2222,`, as Ansible's host_list). Repeatable; files may be comma-separated. Without it: this machine.
+    #[arg(short = 'i', long = "inventory", env = "BENCHRIG_INVENTORY", help_heading = INVENTORY)]
     pub inventory: Vec<PathBuf>,
     /// Every group and host with its variables, as JSON (as `ansible-inventory --list`; the default).
     #[arg(long, group = "mode", help_heading = ACTIONS)]
@@ -530,7 +533,71 @@ pub enum HistoryFormat {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
+    #[command(flatten)]
+    pub query: HistoryQuery,
+    /// Exit with 3 when a regression nobody acknowledged arrived with one of the last --since runs, or is reported by this --alert.
+    #[arg(long, help_heading = COMPARISON)]
+    pub fail_on_regression: bool,
+    /// With --fail-on-regression: how many of the newest runs count.
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = COMPARISON)]
+    pub since: usize,
+    /// Report each regression once: those not reported before nor acknowledged are posted to each --webhook and stamped reported in the database; a later call leaves them out.
+    #[arg(long, help_heading = ALERTS)]
+    pub alert: bool,
+    /// With --alert: POST the new regressions here as JSON (`text` for Slack-style receivers, `changes` for scripts). Repeatable.
+    #[arg(long, value_name = "URL", requires = "alert", help_heading = ALERTS)]
+    pub webhook: Vec<String>,
+    /// How to print the history.
+    #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
+    pub format: HistoryFormat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HistoryAction {
+    /// Acknowledge a change by its id (the history's ID column): it no longer fails --fail-on-regression, nor is it alerted.
+    Ack(AckArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AckArgs {
+    /// The change's id, as the history printed it. Repeatable.
+    #[arg(required = true, value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Why: kept with the acknowledgement and shown beside the change.
+    #[arg(long, value_name = "TEXT", help_heading = ALERTS)]
+    pub note: Option<String>,
+    /// The history the ids come from, chosen as for `benchrig history`.
+    #[command(flatten)]
+    pub query: HistoryQuery,
+}
+
+/// How a history finds changes (Otava's settings and benchrig's guards).
+#[derive(Args, Debug, Clone)]
+pub struct ChangeSettings {
+    /// Otava's window: the points each E-Divisive pass looks at.
+    #[arg(long, default_value_t = 50, help_heading = COMPARISON)]
+    pub window: usize,
+    /// Otava's significance: a change point's t-test p-value must be below this.
+    #[arg(long, default_value_t = 0.001, help_heading = COMPARISON)]
+    pub max_pvalue: f64,
+    /// Ignore changes smaller than this many percent (Otava's min_magnitude).
+    #[arg(long, value_name = "PCT", default_value_t = 0.0, help_heading = COMPARISON)]
+    pub min_change: f64,
+    /// A change needs at least this many runs on each side.
+    #[arg(long, default_value_t = 1, help_heading = COMPARISON)]
+    pub min_points: usize,
+    /// A series whose newest points vary more than this (CV, percent) is unstable: listed apart, never a regression.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, help_heading = COMPARISON)]
+    pub max_cv: f64,
+}
+
+/// Which runs and metrics a history reads, and how it finds changes.
+#[derive(Args, Debug)]
+pub struct HistoryQuery {
     /// The runs of this playbook (its path as runs stored it, or its file name); default: the newest run's.
     #[arg(long, help_heading = SELECTION)]
     pub playbook: Option<String>,
@@ -549,30 +616,29 @@ pub struct HistoryArgs {
     /// Only metrics matching this glob (`throughput`, `*_ms`). Repeatable.
     #[arg(long, value_name = "GLOB", help_heading = SELECTION)]
     pub metric: Vec<String>,
-    /// Otava's window: the points each E-Divisive pass looks at.
-    #[arg(long, default_value_t = 50, help_heading = COMPARISON)]
-    pub window: usize,
-    /// Otava's significance: a change point's t-test p-value must be below this.
-    #[arg(long, default_value_t = 0.001, help_heading = COMPARISON)]
-    pub max_pvalue: f64,
-    /// Ignore changes smaller than this many percent (Otava's min_magnitude).
+    #[command(flatten)]
+    pub settings: ChangeSettings,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SiteArgs {
+    /// The site's directory (made if missing). A second call writes what changed: new runs, the history pages, the index.
+    #[arg(short = 'o', long = "output", value_name = "DIR", help_heading = OUTPUT)]
+    pub output: PathBuf,
+    /// Comparisons with the baseline: changes under PCT percent are unchanged (as `compare --threshold`).
     #[arg(long, value_name = "PCT", default_value_t = 0.0, help_heading = COMPARISON)]
-    pub min_change: f64,
-    /// A change needs at least this many runs on each side.
-    #[arg(long, default_value_t = 1, help_heading = COMPARISON)]
-    pub min_points: usize,
-    /// A series whose newest points vary more than this (CV, percent) is unstable: listed apart, never a regression.
-    #[arg(long, value_name = "PCT", default_value_t = 10.0, help_heading = COMPARISON)]
-    pub max_cv: f64,
-    /// Exit with 3 when a regression arrived with one of the last --since runs.
-    #[arg(long, help_heading = COMPARISON)]
-    pub fail_on_regression: bool,
-    /// With --fail-on-regression: how many of the newest runs count.
-    #[arg(long, value_name = "N", default_value_t = 1, help_heading = COMPARISON)]
-    pub since: usize,
-    /// How to print the history.
-    #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
-    pub format: HistoryFormat,
+    pub threshold: f64,
+    /// Comparisons with the baseline: the significance level (as `compare --alpha`).
+    #[arg(long, default_value_t = 0.05, help_heading = COMPARISON)]
+    pub alpha: f64,
+    /// History pages: at most this many runs of each playbook, the newest.
+    #[arg(long, default_value_t = 100, help_heading = COMPARISON)]
+    pub last: usize,
+    /// History pages: how changes are found, as for `history`.
+    #[command(flatten)]
+    pub settings: ChangeSettings,
     #[command(flatten)]
     pub db: DbArgs,
 }

@@ -83,6 +83,7 @@ async fn dispatch(cmd: Command, progress: Progress, settings: &settings::ConfigF
         Command::History(a) => commands::history::run(a),
         Command::Prune(a) => commands::prune::run(a),
         Command::Mark(a) => commands::prune::mark(a),
+        Command::Site(a) => commands::site::run(a),
         Command::Cleanup(a) => commands::cleanup::run(a, progress).await,
         Command::Ping(a) => commands::ping::run(a, progress).await,
         Command::Lab(a) => commands::lab::run(a),

@@ -134,8 +134,12 @@ fn cases() -> Vec<Case> {
                 .filter(|n| n.starts_with("inventory"))
                 .collect();
             sources.sort();
+            // `-i` values that are no file (host lists), after the files.
+            if let Ok(t) = std::fs::read_to_string(dir.join("sources.txt")) {
+                sources.extend(t.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(String::from));
+            }
             let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            assert!(!sources.is_empty(), "case {name}: no entry named inventory*");
+            assert!(!sources.is_empty(), "case {name}: no entry named inventory*, no sources.txt");
             let patterns = std::fs::read_to_string(dir.join("patterns.txt"))
                 .map(|t| {
                     t.lines()

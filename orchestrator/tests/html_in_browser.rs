@@ -95,28 +95,49 @@ struct Loaded {
     screenshot: PathBuf,
 }
 
-/// Load `page` in headless Chromium, every request through `proxy`.
-fn load(page: &Path, proxy: &Proxy, profile: &Path, height: u32) -> Loaded {
+/// Headless Chromium on `page` with `extra`, every request through `proxy`.
+fn chrome(page: &Path, proxy: &Proxy, profile: &Path, height: u32, extra: &str) -> std::process::Output {
     let url = format!("file://{}", page.display());
-    let chrome = |extra: &str| {
-        let out = Command::new(chromium())
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg(format!("--proxy-server=http://127.0.0.1:{}", proxy.port))
-            // Through the proxy even for this machine's names.
-            .arg("--proxy-bypass-list=<-loopback>")
-            .arg(format!("--window-size=1280,{height}"))
-            .arg(extra)
-            .arg(&url)
-            .output()
-            .expect("run chromium (BENCHRIG_CHROMIUM, or `chromium` on PATH)");
-        assert!(out.status.success(), "chromium {extra} {url}: {}", String::from_utf8_lossy(&out.stderr));
-        out
-    };
-    let dom = stdout(&chrome("--dump-dom"));
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--proxy-server=http://127.0.0.1:{}", proxy.port))
+        // Through the proxy even for this machine's names.
+        .arg("--proxy-bypass-list=<-loopback>")
+        .arg(format!("--window-size=1280,{height}"))
+        .arg(extra)
+        .arg(&url)
+        .output()
+        .expect("run chromium (BENCHRIG_CHROMIUM, or `chromium` on PATH)");
+    assert!(out.status.success(), "chromium {extra} {url}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Load `page`: its DOM and a screenshot.
+fn load(page: &Path, proxy: &Proxy, profile: &Path, height: u32) -> Loaded {
+    let dom = stdout(&chrome(page, proxy, profile, height, "--dump-dom"));
     let screenshot = page.with_extension("png");
-    chrome(&format!("--screenshot={}", screenshot.display()));
+    chrome(page, proxy, profile, height, &format!("--screenshot={}", screenshot.display()));
     Loaded { dom, screenshot }
+}
+
+/// Only the DOM after load, for a page whose look another check covers.
+fn dom(page: &Path, proxy: &Proxy, profile: &Path) -> String {
+    stdout(&chrome(page, proxy, profile, 900, "--dump-dom"))
+}
+
+/// The files a page's links lead to, resolved as the browser resolves
+/// them: relative to the page; a link that leaves the site or names no
+/// file fails here.
+fn hrefs(page: &Path, dom: &str) -> Vec<PathBuf> {
+    let href = regex::Regex::new(r#"href="([^"]+)""#).unwrap();
+    href.captures_iter(dom)
+        .map(|c| {
+            let target = page.parent().unwrap().join(&c[1]);
+            assert!(!c[1].contains(':') && target.is_file(), "{page:?} links to {}: no such page", &c[1]);
+            target.canonicalize().unwrap()
+        })
+        .collect()
 }
 
 /// The page rendered: its heading is in the DOM and the screenshot is a
@@ -307,6 +328,41 @@ fn the_reports_render_in_chromium_with_their_charts_and_legends_and_fetch_nothin
     assert_eq!(series_colours(speed).len(), 3, "a colour per run: {speed}");
     assert!(speed.contains(", 1 regressed"), "{speed}");
     assert!(l.dom.contains("<td class=\"n bad\">"), "the regression is marked in the table");
+
+    // The same nights as a site: the index renders, and every page it
+    // links to, and every page the history page links to, loads from
+    // file:// by its relative link, renders with its charts and fetches
+    // nothing.
+    let site = dir.join("site");
+    run_ok(&b, &["site", "-o", site.to_str().unwrap()]);
+    let l = load(&site.join("index.html"), &proxy, &profile, 900);
+    check_rendered(&l, "benchrig results").unwrap();
+    check_no_request(&l.dom, &proxy).unwrap();
+    let mut followed = std::collections::BTreeSet::new();
+    let mut history_page = None;
+    for target in hrefs(&site.join("index.html"), &l.dom) {
+        if target.to_string_lossy().contains("/history/") {
+            history_page = Some(target.clone());
+        }
+        followed.insert(target);
+    }
+    let history_page = history_page.expect("the index links the playbook's history");
+    let history_dom = dom(&history_page, &proxy, &profile);
+    followed.extend(hrefs(&history_page, &history_dom));
+    assert_eq!(followed.len(), 9 + 8 + 1, "the nights' reports, their comparisons, the history: {followed:?}");
+    for page in &followed {
+        let dom = dom(page, &proxy, &profile);
+        let kind = page.parent().unwrap().file_name().unwrap().to_str().unwrap();
+        let heading = match kind {
+            "runs" => "benchrig run",
+            "compare" => "benchrig compare",
+            "history" => "benchrig history",
+            other => panic!("a link to {other}/: {page:?}"),
+        };
+        assert!(dom.contains(&format!("<h1>{heading}")), "{page:?} rendered");
+        assert!(dom.contains("<svg"), "{page:?} has its charts");
+        check_no_request(&dom, &proxy).unwrap_or_else(|e| panic!("{page:?}: {e}"));
+    }
 
     if let Ok(to) = std::env::var("BENCHRIG_SCREENSHOTS_TO") {
         std::fs::copy(&run_png, Path::new(&to).join("report-run.png")).unwrap();

@@ -9,38 +9,12 @@
 mod common;
 
 use benchrig::store::{DbLocation, Store};
-use common::{export_doc, Bench};
+use common::{night, stored, Bench};
 use serde_json::Value as Json;
-use std::path::Path;
 use std::process::{Command, Output};
 
 fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Night `i` (from 2026-01-01, one a day) of speed.yml: `reps` samples
-/// around `mean`.
-fn night(i: i64, mean: f64, reps: usize) -> Json {
-    let mut doc = export_doc(&format!("night-{:03}", i + 1), mean);
-    let day = time::macros::datetime!(2026-01-01 02:00 UTC) + time::Duration::days(i);
-    doc["run"]["started"] = day.format(&time::format_description::well_known::Rfc3339).unwrap().into();
-    let one = doc["samples"][0].clone();
-    doc["samples"] = (0..reps)
-        .map(|r| {
-            let mut s = one.clone();
-            s["repetition"] = (r + 1).into();
-            s["value"] = (mean + [0.0, 1.0, -1.0, 0.5, -0.5][r % 5]).into();
-            s
-        })
-        .collect();
-    doc
-}
-
-fn stored(db: &Path, nights: impl Iterator<Item = Json>) {
-    let store = Store::open(&DbLocation::Sqlite(db.to_path_buf())).unwrap();
-    for doc in nights {
-        store.import_run(&doc).unwrap();
-    }
 }
 
 #[test]

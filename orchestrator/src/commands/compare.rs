@@ -70,18 +70,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         }
     };
     let (base_id, base) = load(&store, &base_spec)?;
-    let rows = compare(&base, &new, Options { threshold_pct: args.threshold, alpha: args.alpha });
-    let count = |v: &str| rows.iter().filter(|r| r.verdict.word() == v).count();
-    let summary = format!(
-        "run {new_id} against run {base_id}: {} regressed, {} improved, {} unchanged, {} not comparable \
-         (threshold {}%, alpha {})",
-        count("regressed"),
-        count("improved"),
-        count("unchanged"),
-        count("not comparable"),
-        args.threshold,
-        args.alpha
-    );
+    let opts = Options { threshold_pct: args.threshold, alpha: args.alpha };
+    let rows = compare(&base, &new, opts);
+    let summary = summary(&rows, base_id, new_id, opts);
     let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
     let text = match args.format {
         CompareFormat::Table => format!("{}{summary}\n", table(&HEADER, &cells)),
@@ -93,14 +84,33 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             });
             serde_json::to_string_pretty(&doc)? + "\n"
         }
-        CompareFormat::Html => {
-            let runs = [label(&store, base_id)?, label(&store, new_id)?];
-            crate::report::compare_html::render(&runs, std::slice::from_ref(&rows), &summary)
-        }
+        CompareFormat::Html => html(&store, (base_id, new_id), &rows, &summary)?,
     };
     super::write_out(args.output.as_deref(), &text)?;
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
     Ok(if args.fail_on_regression && regressed { exit_code::REGRESSED } else { exit_code::OK })
+}
+
+/// "run 12 against run 11: 1 regressed, 0 improved, …": how many rows
+/// got each verdict.
+pub fn summary(rows: &[Row], base_id: i64, new_id: i64, opts: Options) -> String {
+    let count = |v: &str| rows.iter().filter(|r| r.verdict.word() == v).count();
+    format!(
+        "run {new_id} against run {base_id}: {} regressed, {} improved, {} unchanged, {} not comparable \
+         (threshold {}%, alpha {})",
+        count("regressed"),
+        count("improved"),
+        count("unchanged"),
+        count("not comparable"),
+        opts.threshold_pct,
+        opts.alpha
+    )
+}
+
+/// Two runs' comparison as a page.
+pub fn html(store: &Store, (base_id, new_id): (i64, i64), rows: &[Row], summary: &str) -> anyhow::Result<String> {
+    let runs = [label(store, base_id)?, label(store, new_id)?];
+    Ok(crate::report::compare_html::render(&runs, &[rows.to_vec()], summary))
 }
 
 /// "nightly-12 (12)", or "run 12" for a run without a name.

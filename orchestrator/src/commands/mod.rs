@@ -15,6 +15,7 @@ pub mod prune;
 pub mod run;
 pub mod runs;
 pub mod schema;
+pub mod site;
 
 use crate::session::host::HostError;
 use crate::session::transport::ConnectionDefaults;

@@ -55,6 +55,20 @@ pub struct Change {
     pub what_changed: Vec<String>,
     /// What this run's monitors say about the step, against the run before's.
     pub monitors: Option<String>,
+    /// Its id, and whether it was reported or acknowledged (`alerts::attach`).
+    pub reported: Reported,
+}
+
+/// A change's id and what was done about it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reported {
+    pub id: String,
+    /// When `history --alert` first reported it.
+    pub alerted: Option<String>,
+    /// When a person acknowledged it (`history ack`), who, and why.
+    pub acked: Option<String>,
+    pub acked_by: Option<String>,
+    pub ack_note: Option<String>,
 }
 
 pub struct Analysis {
@@ -131,6 +145,7 @@ fn analyze_one(series: Series, s: &Settings) -> Result<Analysis, ChangePointErro
                 // Both `annotate`'s, once the runs around the changes are read again.
                 what_changed: Vec::new(),
                 monitors: None,
+                reported: Default::default(),
             });
         }
     }

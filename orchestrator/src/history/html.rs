@@ -8,7 +8,7 @@
 //! unstable series, as `render` words them.
 
 use super::analyze::{Analysis, Direction};
-use super::render::{notes, pct, run_label, stable_changes, HEADER};
+use super::render::{change_cells, notes, pct, run_label, HEADER};
 use super::trend::{self, Marked, Trend};
 use super::HistoryRun;
 use crate::report::charts::{colour, hex};
@@ -52,7 +52,34 @@ pub fn verdict(a: &Analysis) -> String {
     each.join(", ")
 }
 
-pub fn render(runs: &[HistoryRun], all: &[Analysis]) -> String {
+/// Where a page puts a run's report and its comparison with its baseline,
+/// when it has them (`benchrig site` does; a page on its own does not).
+pub trait Links {
+    fn report(&self, run: &crate::store::RunRow) -> Option<String>;
+    fn compare(&self, run: &crate::store::RunRow) -> Option<String>;
+}
+
+/// A page on its own: no links.
+pub struct NoLinks;
+
+impl Links for NoLinks {
+    fn report(&self, _: &crate::store::RunRow) -> Option<String> {
+        None
+    }
+    fn compare(&self, _: &crate::store::RunRow) -> Option<String> {
+        None
+    }
+}
+
+/// A link to `href` (relative, escaped) saying `text`, or the text alone.
+fn link(href: Option<String>, text: &str) -> String {
+    match href {
+        Some(h) => format!("<a href=\"{}\">{}</a>", esc(&h), esc(text)),
+        None => esc(text),
+    }
+}
+
+pub fn render(runs: &[HistoryRun], all: &[Analysis], links: &dyn Links) -> String {
     let mut playbooks: Vec<&str> = runs.iter().map(|r| r.row.playbook.as_str()).collect();
     playbooks.dedup();
     let mut out = page::head(&format!("benchrig history — {}", playbooks.join(", ")));
@@ -98,19 +125,26 @@ pub fn render(runs: &[HistoryRun], all: &[Analysis]) -> String {
             let caption = format!("{} — {}{unstable}", a.series.key.describe(), when.join("; "));
             out += &page::figure(&caption, None, &[], &trend::large(&trend_of(runs, a)));
         }
-        let rows = stable_changes(runs, all);
-        if !rows.is_empty() {
+        let stable: Vec<(&Analysis, &super::analyze::Change)> = all
+            .iter()
+            .filter(|a| a.unstable_cv.is_none())
+            .flat_map(|a| a.changes.iter().map(move |c| (a, c)))
+            .collect();
+        if !stable.is_empty() {
             out += "<table><tr>";
-            for h in HEADER {
+            for h in HEADER.iter().chain(&["against its baseline"]) {
                 out += &format!("<th>{}</th>", esc(&h.to_lowercase()));
             }
             out += "</tr>\n";
-            for r in rows {
+            for (a, c) in stable {
+                let run = &runs[a.series.points[c.at].run].row;
                 out += "<tr>";
-                for c in r {
-                    out += &format!("<td>{}</td>", esc(&c));
+                for (i, cell) in change_cells(runs, a, c).iter().enumerate() {
+                    // The run's column links to its report.
+                    let text = if i == 1 { link(links.report(run), cell) } else { esc(cell) };
+                    out += &format!("<td>{text}</td>");
                 }
-                out += "</tr>\n";
+                out += &format!("<td>{}</td></tr>\n", link(links.compare(run), "compare"));
             }
             out += "</table>\n";
         }
@@ -169,7 +203,7 @@ mod tests {
         assert!(t.changes[0].note.starts_with("-20.") && t.changes[0].note.contains(" · p="), "{}", t.changes[0].note);
         assert_eq!(t.labels[10], "night-11");
         assert!(verdict(&all[0]).ends_with("% regression"), "{}", verdict(&all[0]));
-        let html = render(&runs, &all);
+        let html = render(&runs, &all, &NoLinks);
         assert_eq!(html.matches("<svg").count(), 2, "a small chart, and a large one for the change");
         assert!(html.contains("<h2>Changes</h2>") && html.contains("night-11"), "{html}");
         assert!(html.contains("kernel differs: 6.1 → 6.2"), "the split is listed");
@@ -182,7 +216,7 @@ mod tests {
         let runs = nights(&list);
         let all = analyze(series::build(&runs), &Settings::default()).unwrap();
         assert_eq!(verdict(&all[0]), "no change");
-        let html = render(&runs, &all);
+        let html = render(&runs, &all, &NoLinks);
         assert_eq!(html.matches("<svg").count(), 1);
         assert!(!html.contains("<h2>Changes</h2>"));
     }

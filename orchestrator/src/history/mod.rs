@@ -9,6 +9,7 @@
 //! `series` builds the series, `analyze` finds the changes, `render` shows them
 //! (a table, markdown, JSON), `html` as a page of charts (drawn by `trend`).
 
+pub mod alerts;
 pub mod analyze;
 pub mod html;
 pub mod render;

@@ -8,7 +8,7 @@ use crate::human::fmt_num;
 use serde_json::{json, Value as Json};
 
 /// "run 12 nightly-2026-11-30 (2026-11-30)".
-pub(super) fn run_label(r: &HistoryRun) -> String {
+pub fn run_label(r: &HistoryRun) -> String {
     let date = r.row.started.get(..10).unwrap_or(&r.row.started);
     match &r.row.name {
         Some(n) => format!("run {} {n} ({date})", r.row.id),
@@ -16,7 +16,7 @@ pub(super) fn run_label(r: &HistoryRun) -> String {
     }
 }
 
-pub(super) fn pct(x: f64) -> String {
+pub fn pct(x: f64) -> String {
     format!("{x:+.1}%")
 }
 
@@ -40,10 +40,22 @@ pub(super) fn change_cells(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Vec
         format!("{:.2e}", c.pvalue),
         c.direction.to_string(),
         also,
+        id_cell(c),
     ]
 }
 
-pub(super) const HEADER: [&str; 8] = ["SERIES", "RUN", "MEAN", "CHANGE", "CI95", "P", "VERDICT", "ALSO CHANGED"];
+/// The change's id, and whether a person acknowledged it, who and why.
+fn id_cell(c: &Change) -> String {
+    let r = &c.reported;
+    match (&r.acked, &r.acked_by, &r.ack_note) {
+        (None, ..) => r.id.clone(),
+        (Some(_), Some(by), Some(note)) => format!("{} (acked by {by}: {note})", r.id),
+        (Some(_), Some(by), None) => format!("{} (acked by {by})", r.id),
+        (Some(_), None, _) => format!("{} (acked)", r.id),
+    }
+}
+
+pub(super) const HEADER: [&str; 9] = ["SERIES", "RUN", "MEAN", "CHANGE", "CI95", "P", "VERDICT", "ALSO CHANGED", "ID"];
 
 /// The lines under the table: splits, unstable series, the count.
 pub(super) fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<String>, String) {
@@ -115,11 +127,24 @@ pub fn markdown(runs: &[HistoryRun], all: &[Analysis]) -> String {
     out
 }
 
+/// A run as the JSON names it.
+fn run_ref(runs: &[HistoryRun], i: usize) -> Json {
+    let r = &runs[i].row;
+    json!({"id": r.id, "name": r.name, "started": r.started})
+}
+
+/// One change as JSON: in the history's series and in an alert's payload.
+pub fn change_json(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Json {
+    json!({"id": c.reported.id, "run": run_ref(runs, a.series.points[c.at].run), "change_pct": c.change_pct,
+           "ci_pct": c.ci_pct.map(|(lo, hi)| json!([lo, hi])), "pvalue": c.pvalue,
+           "direction": c.direction, "mean_before": c.before.mean, "mean_after": c.after.mean,
+           "what_changed": c.what_changed, "monitors": c.monitors,
+           "alerted": c.reported.alerted, "acked": c.reported.acked,
+           "acked_by": c.reported.acked_by, "ack_note": c.reported.ack_note})
+}
+
 pub fn json(runs: &[HistoryRun], all: &[Analysis]) -> Json {
-    let run_ref = |i: usize| {
-        let r = &runs[i].row;
-        json!({"id": r.id, "name": r.name, "started": r.started})
-    };
+    let run_ref = |i: usize| run_ref(runs, i);
     let series: Vec<Json> = all
         .iter()
         .map(|a| {
@@ -134,16 +159,7 @@ pub fn json(runs: &[HistoryRun], all: &[Analysis]) -> Json {
                 .collect();
             let splits: Vec<Json> =
                 s.splits.iter().map(|x| json!({"run": run_ref(s.points[x.at].run), "why": x.why})).collect();
-            let changes: Vec<Json> = a
-                .changes
-                .iter()
-                .map(|c| {
-                    json!({"run": run_ref(s.points[c.at].run), "change_pct": c.change_pct,
-                           "ci_pct": c.ci_pct.map(|(lo, hi)| json!([lo, hi])), "pvalue": c.pvalue,
-                           "direction": c.direction, "mean_before": c.before.mean, "mean_after": c.after.mean,
-                           "what_changed": c.what_changed, "monitors": c.monitors})
-                })
-                .collect();
+            let changes: Vec<Json> = a.changes.iter().map(|c| change_json(runs, a, c)).collect();
             json!({"host": s.key.host, "play": s.key.play, "cell": s.key.cell, "step": s.key.step,
                    "metric": s.key.metric, "unit": s.unit, "better": s.better, "points": points,
                    "splits": splits, "changes": changes, "unstable_cv_pct": a.unstable_cv})

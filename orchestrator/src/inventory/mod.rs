@@ -97,6 +97,32 @@ pub struct Inventory {
     direct_groups: HashMap<String, IndexSet<String>>,
 }
 
+/// What an `-i` value is.
+#[derive(Debug, PartialEq)]
+enum Source {
+    Path(PathBuf),
+    /// `web1,web2:2222,`: hosts, not a file.
+    Hosts(String),
+}
+
+/// As Ansible reads `-i`: an existing path is a file or directory; a value
+/// that is none but has a comma is a list of hosts (its host_list plugin),
+/// except that when every comma-separated part is an existing path, they
+/// are those paths (`-i a.yml,b.yml`, benchrig's own, as
+/// `BENCHRIG_INVENTORY` is written); anything else is a path, which
+/// `load` reports missing.
+fn expand_source(src: &Path) -> Vec<Source> {
+    let text = src.to_string_lossy();
+    if src.exists() || !text.contains(',') {
+        return vec![Source::Path(src.to_path_buf())];
+    }
+    let parts: Vec<&str> = text.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if !parts.is_empty() && parts.iter().all(|p| Path::new(p).exists()) {
+        return parts.into_iter().map(|p| Source::Path(PathBuf::from(p))).collect();
+    }
+    vec![Source::Hosts(text.into_owned())]
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
     // Transparent: with `{0}` and `#[from]` anyhow's `{:#}` printed the error twice.
@@ -114,7 +140,16 @@ impl Inventory {
         // group_vars/ and host_vars/ apply to groups and hosts of every source,
         // so they are read once all sources are.
         let mut beside = Vec::new();
-        for src in sources {
+        for src in sources.iter().flat_map(|s| expand_source(s)) {
+            let src = match src {
+                Source::Path(p) => p,
+                Source::Hosts(list) => {
+                    inv.sources.push(list.clone());
+                    inv.add_host_list(&list);
+                    continue;
+                }
+            };
+            let src = &src;
             inv.sources.push(src.display().to_string());
             let meta = std::fs::metadata(src).map_err(|e| InventoryError::Source {
                 path: src.display().to_string(),
@@ -136,6 +171,23 @@ impl Inventory {
             vars_dirs::load_beside(&mut inv, dir)?;
         }
         Ok(inv)
+    }
+
+    /// Ansible's host_list plugin: each name (a port after it, as
+    /// `web1:2222` or `[2001:db8::1]:2222`) into `ungrouped`, unless an
+    /// earlier source has it; no ranges, no variables.
+    fn add_host_list(&mut self, list: &str) {
+        for h in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+            let (name, port) = ranges::split_port(h);
+            if self.hosts.contains_key(name) {
+                continue;
+            }
+            let host = self.ensure_host(name);
+            if let Some(p) = port {
+                host.vars.insert("ansible_port".into(), Json::from(p));
+            }
+            self.add_host_to_group("ungrouped", name);
+        }
     }
 
     fn load_file(&mut self, path: &Path) -> Result<(), InventoryError> {
@@ -428,6 +480,26 @@ impl Inventory {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_i_value_is_a_path_a_list_of_paths_or_a_list_of_hosts_as_ansible_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.yml"), dir.path().join("b.ini"));
+        std::fs::write(&a, "all: {hosts: {h1: }}\n").unwrap();
+        std::fs::write(&b, "h2\n").unwrap();
+        assert_eq!(expand_source(&a), [Source::Path(a.clone())]);
+        let both = PathBuf::from(format!("{},{}", a.display(), b.display()));
+        assert_eq!(expand_source(&both), [Source::Path(a.clone()), Source::Path(b.clone())]);
+        assert_eq!(expand_source(Path::new("web1,web2:22,")), [Source::Hosts("web1,web2:22,".into())]);
+        // One part no file: hosts, as Ansible would have it.
+        let mixed = PathBuf::from(format!("{},nosuch.yml", a.display()));
+        assert!(matches!(&expand_source(&mixed)[..], [Source::Hosts(_)]));
+        assert_eq!(expand_source(Path::new("nosuch.yml")), [Source::Path("nosuch.yml".into())]);
+        let inv = Inventory::load(&[both, PathBuf::from("h1:2200, web3:2222,")]).unwrap();
+        assert_eq!(inv.hosts.keys().collect::<Vec<_>>(), ["h1", "h2", "web3"]);
+        assert!(!inv.hosts["h1"].vars.contains_key("ansible_port"), "h1 was the file's: left as it was");
+        assert_eq!(inv.hosts["web3"].vars["ansible_port"], json!(2222));
+    }
 
     fn inv(text: &str) -> Inventory {
         let mut inv = Inventory::empty();

@@ -157,12 +157,9 @@ pub fn effective(root: &Command, file: &ConfigFile, env: impl Fn(&str) -> Option
     Setting::all()
         .map(|setting| {
             if let Some(v) = env(setting.env()).filter(|v| !v.is_empty()) {
-                // As clap splits it: the inventory's on commas.
-                let values = match setting {
-                    Setting::Inventory => v.split(',').map(str::to_string).collect(),
-                    _ => vec![v],
-                };
-                return Effective { setting, values, source: Source::Env(setting.env()) };
+                // Whole, as clap takes it: `a.yml,b.yml` (files) or
+                // `web1,web2,` (hosts) is the inventory's to read.
+                return Effective { setting, values: vec![v], source: Source::Env(setting.env()) };
             }
             if let (Some(v), Some(path)) = (file.get(setting), &file.path) {
                 return Effective { setting, values: v.values.clone(), source: Source::File(path.clone(), v.line) };

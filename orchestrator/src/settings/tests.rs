@@ -88,7 +88,7 @@ fn effective_settings_say_where_each_came_from_env_over_file_over_default() {
     assert_eq!(want(Setting::LeaseTerm), (Setting::LeaseTerm, vec!["2m".into()], "default".into()));
     assert_eq!(want(Setting::Inventory), (Setting::Inventory, vec![], "default".into()));
     let inv = effective(&root(), &file, |v: &str| (v == "BENCHRIG_INVENTORY").then(|| "a.yml,b.yml".to_string()));
-    assert_eq!(inv[0].values, ["a.yml", "b.yml"]);
+    assert_eq!(inv[0].values, ["a.yml,b.yml"], "one -i value: files or hosts, as the inventory reads it");
 }
 
 #[test]

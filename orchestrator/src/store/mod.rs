@@ -7,6 +7,7 @@
 //! One connection behind a mutex: writes are tiny and rare next to the
 //! benchmarks they record, so contention is not worth a pool.
 
+mod alerts;
 mod attempts;
 mod db;
 mod error;
@@ -25,6 +26,7 @@ mod tls;
 pub mod transfer;
 mod value;
 
+pub use alerts::AlertRow;
 pub use attempts::{AttemptRow, RunRecord};
 pub use error::StoreError;
 pub use leases::{Holder, HostsBusy, Lease, Taken};

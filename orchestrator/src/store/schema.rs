@@ -175,6 +175,23 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
     CREATE INDEX summaries_by_run ON summaries (run_id);
     ALTER TABLE runs ADD COLUMN pruned TEXT;
     ALTER TABLE runs ADD COLUMN baseline TEXT;",
+    // 10: change points as reported. A regression `history --alert` told
+    // someone of (a later night does not tell it again) and one a person
+    // acknowledged (`history ack`: it no longer fails the gate), by the
+    // change's id (`history::alerts`), the series and the run it arrived with.
+    "CREATE TABLE change_alerts (
+        id TEXT PRIMARY KEY,
+        playbook TEXT NOT NULL,
+        series TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        direction TEXT NOT NULL,
+        change_pct REAL NOT NULL,
+        alerted TEXT,
+        acked TEXT,
+        acked_by TEXT,
+        ack_note TEXT
+    );
+    CREATE INDEX change_alerts_by_playbook ON change_alerts (playbook);",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -332,6 +349,19 @@ pub const PG_MIGRATIONS: &[&str] = &[
     CREATE INDEX summaries_by_run ON summaries (run_id);
     ALTER TABLE runs ADD COLUMN pruned TEXT;
     ALTER TABLE runs ADD COLUMN baseline TEXT;",
+    "CREATE TABLE change_alerts (
+        id TEXT PRIMARY KEY,
+        playbook TEXT NOT NULL,
+        series TEXT NOT NULL,
+        run_id BIGINT NOT NULL,
+        direction TEXT NOT NULL,
+        change_pct DOUBLE PRECISION NOT NULL,
+        alerted TEXT,
+        acked TEXT,
+        acked_by TEXT,
+        ack_note TEXT
+    );
+    CREATE INDEX change_alerts_by_playbook ON change_alerts (playbook);",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

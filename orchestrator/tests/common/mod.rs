@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod hosts;
+pub mod receiver;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -351,4 +352,29 @@ pub fn export_doc(name: &str, mean: f64) -> serde_json::Value {
         }],
         "samples": samples,
     })
+}
+
+/// Night `i` (from 2026-01-01, one a day) of speed.yml: `reps` samples
+/// around `mean`.
+pub fn night(i: i64, mean: f64, reps: usize) -> serde_json::Value {
+    let mut doc = export_doc(&format!("night-{:03}", i + 1), mean);
+    let day = time::macros::datetime!(2026-01-01 02:00 UTC) + time::Duration::days(i);
+    doc["run"]["started"] = day.format(&time::format_description::well_known::Rfc3339).unwrap().into();
+    let one = doc["samples"][0].clone();
+    doc["samples"] = (0..reps)
+        .map(|r| {
+            let mut s = one.clone();
+            s["repetition"] = (r + 1).into();
+            s["value"] = (mean + [0.0, 1.0, -1.0, 0.5, -0.5][r % 5]).into();
+            s
+        })
+        .collect();
+    doc
+}
+
+pub fn stored(db: &std::path::Path, nights: impl Iterator<Item = serde_json::Value>) {
+    let store = benchrig::store::Store::open(&benchrig::store::DbLocation::Sqlite(db.to_path_buf())).unwrap();
+    for doc in nights {
+        store.import_run(&doc).unwrap();
+    }
 }
