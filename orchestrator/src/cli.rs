@@ -636,6 +636,9 @@ pub struct SiteArgs {
     /// History pages: at most this many runs of each playbook, the newest.
     #[arg(long, default_value_t = 100, help_heading = COMPARISON)]
     pub last: usize,
+    /// Reports and comparisons of the newest N runs of each playbook (and of baselines); an older run's are taken out of the site and it is still listed. 0: every run's. (A night of 100 hosts is about 17 MB of pages; GitHub Pages takes 1 GB.)
+    #[arg(long, value_name = "N", default_value_t = 30, help_heading = OUTPUT)]
+    pub keep_last: usize,
     /// History pages: how changes are found, as for `history`.
     #[command(flatten)]
     pub settings: ChangeSettings,

@@ -163,7 +163,12 @@ fn the_site_links_every_page_it_has_and_a_new_night_writes_only_its_own() {
         err(&out)
     };
     let said = build();
-    assert!(said.contains("site: 10 run(s) written, 0 kept from before; 1 of 1 history page(s) changed"), "{said}");
+    assert!(
+        said.contains(
+            "site: 10 run(s) written, 0 kept from before, 0 taken out (--keep-last 30); 1 of 1 history page(s) changed"
+        ),
+        "{said}"
+    );
     let index = std::fs::read_to_string(site.join("index.html")).unwrap();
     assert!(!index.contains("href=\"/") && !index.contains("href=\"http"), "relative links only");
     let from_index = links(&site, "index.html");
@@ -180,7 +185,9 @@ fn the_site_links_every_page_it_has_and_a_new_night_writes_only_its_own() {
     // Nothing new: nothing written, not even the index's time.
     let stamp = |p: &str| std::fs::metadata(site.join(p)).unwrap().modified().unwrap();
     let (report_1, index_t) = (stamp("runs/1.html"), stamp("index.html"));
-    assert!(build().contains("0 run(s) written, 10 kept from before; 0 of 1 history page(s) changed"));
+    assert!(build().contains(
+        "0 run(s) written, 10 kept from before, 0 taken out (--keep-last 30); 0 of 1 history page(s) changed"
+    ));
     assert_eq!((stamp("runs/1.html"), stamp("index.html")), (report_1, index_t));
 
     // A new night, then old nights pruned: the new night's pages, the
@@ -188,10 +195,34 @@ fn the_site_links_every_page_it_has_and_a_new_night_writes_only_its_own() {
     stored(&db, (10..11).map(|i| night(i, 80.0, 5)));
     assert_eq!(b.run(&["prune", "--older-than", "1d", "--keep-last", "3"]).status.code(), Some(0));
     let said = build();
-    assert!(said.contains("1 run(s) written, 10 kept from before; 1 of 1 history page(s) changed"), "{said}");
+    assert!(
+        said.contains(
+            "1 run(s) written, 10 kept from before, 0 taken out (--keep-last 30); 1 of 1 history page(s) changed"
+        ),
+        "{said}"
+    );
     assert_eq!(stamp("runs/1.html"), report_1);
     assert!(links(&site, "index.html").iter().all(|(_, there)| *there));
     assert!(links(&site, "index.html").iter().any(|(l, _)| l == "runs/11.html"));
+
+    // Keeping the newest 4 takes the older nights' pages out (still listed,
+    // still linked nowhere dead); keeping all again cannot write them back:
+    // those nights are pruned.
+    let keep = |n: &str| {
+        let out = b.run(&["site", "-o", site.to_str().unwrap(), "--max-pvalue", "0.01", "--keep-last", n]);
+        assert_eq!(out.status.code(), Some(0), "{}", err(&out));
+        err(&out)
+    };
+    let said = keep("4");
+    assert!(said.contains("0 run(s) written, 4 kept from before, 7 taken out (--keep-last 4)"), "{said}");
+    assert!(!site.join("runs/1.html").exists() && !site.join("compare/7.html").exists());
+    assert!(site.join("runs/8.html").exists() && site.join("compare/8.html").exists());
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("night-005 (report not kept)"), "{index}");
+    assert!(links(&site, "index.html").iter().all(|(_, there)| *there));
+    assert!(links(&site, &history).iter().all(|(_, there)| *there), "the history page links no page taken out");
+    let said = keep("0");
+    assert!(said.contains("0 run(s) written, 4 kept from before, 0 taken out"), "pruned: not written back: {said}");
 
     // A site pruned before it was first written names what it cannot show.
     let fresh = b.dir.path().join("fresh");

@@ -28,7 +28,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
         HistoryFormat::Table => out!("{}", render::table(&runs, &analyses))?,
         HistoryFormat::Md => out!("{}", render::markdown(&runs, &analyses))?,
         HistoryFormat::Html => out!("{}", history::html::render(&runs, &analyses, &history::html::NoLinks))?,
-        HistoryFormat::Json => outln!("{}", serde_json::to_string_pretty(&render::json(&runs, &analyses))?)?,
+        HistoryFormat::Json => render::write_json(&runs, &analyses, std::io::stdout().lock())?,
     }
     // A webhook that failed is said after the history: what was found is
     // printed, and nothing was stamped, so the next call reports it again.

@@ -34,7 +34,23 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
     let runs = store.runs()?;
     let opts = Options { threshold_pct: args.threshold, alpha: args.alpha };
     let mut reports = 0;
-    let stale: Vec<&RunRow> = runs.iter().filter(|r| manifest::stale(&manifest, r)).collect();
+    let kept = manifest::kept(&runs, args.keep_last);
+    // Pages of runs the site no longer keeps go first (a year of nights
+    // is gigabytes of pages: a Pages site holds one).
+    let mut dropped = 0;
+    for (id, w) in manifest.runs.iter_mut().filter(|(id, w)| !kept.contains(id) && !w.dropped) {
+        for page in [report_path(*id), compare_path(*id)] {
+            match std::fs::remove_file(dir.join(&page)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    anyhow::bail!("cannot remove {}: {e}", dir.join(&page).display())
+                }
+                _ => {}
+            }
+        }
+        (w.report, w.compare, w.dropped) = (false, None, true);
+        dropped += 1;
+    }
+    let stale: Vec<&RunRow> = runs.iter().filter(|r| kept.contains(&r.id) && manifest::stale(&manifest, r)).collect();
     for r in stale {
         let json = crate::report::json::build(&store, r.id)?;
         write(dir, &report_path(r.id), &crate::report::html::render(&json))?;
@@ -54,7 +70,9 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
             }
             Err(_) => None,
         };
-        manifest.runs.insert(r.id, Written { state: manifest::state(r), report: true, compare: compared });
+        manifest
+            .runs
+            .insert(r.id, Written { state: manifest::state(r), report: true, compare: compared, dropped: false });
         reports += 1;
     }
     // The manifest first: a site cut off here writes these runs once, not twice.
@@ -123,8 +141,10 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
         .collect();
     write(dir, "index.html", &index::render(&playbooks, &nights))?;
     eprintln!(
-        "site: {reports} run(s) written, {} kept from before; {pages} of {} history page(s) changed; {}",
-        manifest.runs.len() - reports,
+        "site: {reports} run(s) written, {} kept from before, {dropped} taken out (--keep-last {}); \
+         {pages} of {} history page(s) changed; {}",
+        manifest.runs.values().filter(|w| w.report).count() - reports,
+        args.keep_last,
         playbooks.len(),
         dir.join("index.html").display()
     );

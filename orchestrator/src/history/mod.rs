@@ -82,19 +82,47 @@ fn monitor_row(s: SummaryRow) -> SampleRow {
 pub fn load(store: &Store, runs: &[RunRow]) -> Result<(Vec<HistoryRun>, Vec<series::Series>), StoreError> {
     let mut gathered = series::Gatherer::default();
     let mut out = Vec::with_capacity(runs.len());
-    for (ri, r) in runs.iter().enumerate() {
-        let stored = store.summaries(r.id, Some(MetricKind::Benchmark))?;
-        let (samples, monitors) = match stored.is_empty() {
-            true => (store.samples(r.id)?, store.monitor_samples(r.id)?),
-            false => (Vec::new(), Vec::new()),
-        };
-        let data = RunData { hosts: store.hosts(r.id)?, cells: store.cells_outline(r.id)?, samples, monitors };
-        let mut run = HistoryRun::new(r.clone(), store.run_record(r.id)?, data, stored);
-        let summaries = std::mem::take(&mut run.summaries);
-        gathered.add(ri, std::mem::take(&mut run.data), &summaries);
-        out.push(run);
-    }
+    // Reading a night (the database's work and decoding its rows) and
+    // gathering the one before overlap: the reader runs a few nights ahead
+    // on a thread of its own, so a year takes about the longer of the two.
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        let reader = scope.spawn(move || -> Result<(), StoreError> {
+            let mut words = series::Words::default();
+            for r in runs {
+                let (run, measured) = read(store, r, &mut words)?;
+                if tx.send((run, measured, words.new_words())).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        for (ri, (mut run, measured, new_words)) in rx.into_iter().enumerate() {
+            gathered.learn(new_words);
+            gathered.add(ri, std::mem::take(&mut run.data), &measured);
+            out.push(run);
+        }
+        reader.join().expect("the history's reader thread")
+    })?;
     Ok((out, gathered.finish()))
+}
+
+/// One run as `load` gathers it: its stored summaries (results only), read
+/// in place into numbers (`series::Words`), with its hosts and the outline
+/// of its cells; for a run without stored summaries, made from its samples.
+fn read(store: &Store, r: &RunRow, words: &mut series::Words) -> Result<(HistoryRun, series::Measured), StoreError> {
+    let cells = store.cells_outline(r.id)?;
+    let mut measured = words.cells(&cells);
+    let stored = store.each_summary(r.id, MetricKind::Benchmark, |s| words.add(&mut measured, s))?;
+    let (samples, monitors) = match stored {
+        true => (Vec::new(), Vec::new()),
+        false => (store.samples(r.id)?, store.monitor_samples(r.id)?),
+    };
+    let data = RunData { hosts: store.hosts(r.id)?, cells, samples, monitors };
+    // Summaries made here from the samples (none for a run that has them stored).
+    let mut run = HistoryRun::new(r.clone(), store.run_record(r.id)?, data, Vec::new());
+    words.add_rows(&mut measured, &std::mem::take(&mut run.summaries));
+    Ok((run, measured))
 }
 
 /// Every change's notes (`analyze::annotate_change`), from the details of

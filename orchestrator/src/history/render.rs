@@ -6,6 +6,7 @@ use super::analyze::{Analysis, Change, Direction};
 use super::HistoryRun;
 use crate::human::fmt_num;
 use serde_json::{json, Value as Json};
+use std::io::Write as _;
 
 /// "run 12 nightly-2026-11-30 (2026-11-30)".
 pub fn run_label(r: &HistoryRun) -> String {
@@ -143,31 +144,52 @@ pub fn change_json(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Json {
            "acked_by": c.reported.acked_by, "ack_note": c.reported.ack_note})
 }
 
-pub fn json(runs: &[HistoryRun], all: &[Analysis]) -> Json {
+/// One series as JSON, with its points, splits and changes.
+fn series_json(runs: &[HistoryRun], a: &Analysis) -> Json {
     let run_ref = |i: usize| run_ref(runs, i);
-    let series: Vec<Json> = all
+    let s = &a.series;
+    let points: Vec<Json> = s
+        .points
         .iter()
-        .map(|a| {
-            let s = &a.series;
-            let points: Vec<Json> = s
-                .points
-                .iter()
-                .map(|p| {
-                    json!({"run": run_ref(p.run), "mean": p.summary.mean, "n": p.summary.n,
-                           "ci95": p.summary.ci95.map(|(lo, hi)| json!([lo, hi]))})
-                })
-                .collect();
-            let splits: Vec<Json> =
-                s.splits.iter().map(|x| json!({"run": run_ref(s.points[x.at].run), "why": x.why})).collect();
-            let changes: Vec<Json> = a.changes.iter().map(|c| change_json(runs, a, c)).collect();
-            json!({"host": s.key.host, "play": s.key.play, "cell": s.key.cell, "step": s.key.step,
-                   "metric": s.key.metric, "unit": s.unit, "better": s.better, "points": points,
-                   "splits": splits, "changes": changes, "unstable_cv_pct": a.unstable_cv})
+        .map(|p| {
+            json!({"run": run_ref(p.run), "mean": p.summary.mean, "n": p.summary.n,
+                   "ci95": p.summary.ci95.map(|(lo, hi)| json!([lo, hi]))})
         })
         .collect();
-    let runs_json: Vec<Json> = runs
-        .iter()
-        .map(|r| json!({"id": r.row.id, "name": r.row.name, "started": r.row.started, "status": r.row.status, "playbook": r.row.playbook}))
-        .collect();
-    json!({"runs": runs_json, "series": series})
+    let splits: Vec<Json> =
+        s.splits.iter().map(|x| json!({"run": run_ref(s.points[x.at].run), "why": x.why})).collect();
+    let changes: Vec<Json> = a.changes.iter().map(|c| change_json(runs, a, c)).collect();
+    json!({"host": s.key.host, "play": s.key.play, "cell": s.key.cell, "step": s.key.step,
+           "metric": s.key.metric, "unit": s.unit, "better": s.better, "points": points,
+           "splits": splits, "changes": changes, "unstable_cv_pct": a.unstable_cv})
+}
+
+/// The series, made into JSON one at a time as they are written.
+struct EverySeries<'a>(&'a [HistoryRun], &'a [Analysis]);
+
+impl serde::Serialize for EverySeries<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.1.iter().map(|a| series_json(self.0, a)))
+    }
+}
+
+/// The whole history as JSON (`runs`, then every series), written as it
+/// is made: a year of series is never one document in memory.
+pub fn write_json(runs: &[HistoryRun], all: &[Analysis], to: impl std::io::Write) -> std::io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        runs: Vec<Json>,
+        series: EverySeries<'a>,
+    }
+    let doc = Doc {
+        runs: runs
+            .iter()
+            .map(|r| json!({"id": r.row.id, "name": r.row.name, "started": r.row.started, "status": r.row.status, "playbook": r.row.playbook}))
+            .collect(),
+        series: EverySeries(runs, all),
+    };
+    let mut to = std::io::BufWriter::new(to);
+    serde_json::to_writer_pretty(&mut to, &doc)?;
+    writeln!(to)?;
+    to.flush()
 }

@@ -9,8 +9,10 @@ use super::HistoryRun;
 use crate::compare::{config_difference, RunData};
 use crate::human::describe_params;
 use crate::stats::Summary;
-use crate::store::{CellRow, SummaryRow};
-use std::collections::HashMap;
+use crate::store::{CellRow, SummaryRef, SummaryRow};
+/// The gatherer's maps are looked up for every summary of a year (4
+/// million times): foldhash, not SipHash (no key here is an attacker's).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// What a series follows.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -89,6 +91,102 @@ struct Gathered {
     splits: Vec<Split>,
 }
 
+/// Strings as numbers, the same number for the same string: a year of
+/// summaries names a few hundred hosts, steps and metrics a million
+/// times. `history::load` numbers them on its reader thread, as each
+/// night's rows are read (borrowed: no string is copied for a word known
+/// already), and hands the gatherer the words it has not seen yet.
+#[derive(Default)]
+pub struct Words {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+    handed: usize,
+    /// A cell's key (its play and parameters, `planner::Cell::key`) → the
+    /// number of its parameters described.
+    described: HashMap<String, u32>,
+}
+
+impl Words {
+    pub fn id(&mut self, w: &str) -> u32 {
+        if let Some(&n) = self.ids.get(w) {
+            return n;
+        }
+        let n = self.names.len() as u32;
+        self.ids.insert(w.to_string(), n);
+        self.names.push(w.to_string());
+        n
+    }
+
+    /// The words numbered since the last call, in their numbers' order.
+    pub fn new_words(&mut self) -> Vec<String> {
+        let new = self.names[self.handed..].to_vec();
+        self.handed = self.names.len();
+        new
+    }
+
+    /// A run's cells as numbers: host, play, parameters described.
+    pub fn cells(&mut self, cells: &[CellRow]) -> Measured {
+        let mut m = Measured::default();
+        for c in cells.iter().rev() {
+            let described = match self.described.get(&c.key) {
+                Some(&w) => w,
+                None => {
+                    let w = self.id(&describe_params(&c.params));
+                    self.described.insert(c.key.clone(), w);
+                    w
+                }
+            };
+            m.cells.insert(c.id, [self.id(&c.host), self.id(&c.play), described]);
+        }
+        m
+    }
+
+    /// One result's summary, onto its run's.
+    pub fn add(&mut self, m: &mut Measured, s: SummaryRef<'_>) {
+        m.results.push(Measure {
+            cell: s.cell_id,
+            words: [self.id(s.step), self.id(s.metric), self.id(s.unit), self.id(s.better)],
+            point: PointSummary { n: s.n, mean: s.mean, sd: s.sd, ci95: s.ci95 },
+        });
+    }
+
+    /// Summaries made in memory (a run stored before they were kept).
+    pub fn add_rows(&mut self, m: &mut Measured, rows: &[SummaryRow]) {
+        for r in rows {
+            let s = &r.summary;
+            let (step, metric, unit, better) = (&r.step, &r.metric, &r.unit, &r.better);
+            let one = SummaryRef {
+                cell_id: r.cell_id,
+                step,
+                metric,
+                unit,
+                better,
+                n: s.n,
+                mean: s.mean,
+                sd: s.sd,
+                ci95: s.ci95,
+            };
+            self.add(m, one);
+        }
+    }
+}
+
+/// One run's results as numbers (`Words`): its cells' words and a
+/// measure per summary.
+#[derive(Default)]
+pub struct Measured {
+    /// Cell id → host, play, parameters.
+    cells: HashMap<i64, [u32; 3]>,
+    results: Vec<Measure>,
+}
+
+struct Measure {
+    cell: i64,
+    /// Step, metric, unit, better.
+    words: [u32; 4],
+    point: PointSummary,
+}
+
 /// The series, gathered run by run as the runs are read (`history::load`):
 /// a run's summaries become points, and a point's configuration is held
 /// against the point before in its series as it comes (the split), so that
@@ -98,10 +196,10 @@ struct Gathered {
 pub struct Gatherer {
     /// In the order first measured.
     series: Vec<(SeriesKey, Gathered)>,
-    /// A series by its key's words as numbers (`words`): looked up for
-    /// every summary of a year without making its key's five strings.
+    /// A series by its key's words (host, play, cell, step, metric).
     index: HashMap<[u32; 5], usize>,
-    words: HashMap<String, u32>,
+    /// The words' texts, by number (`learn`).
+    names: Vec<String>,
     /// Run → its data and how many series have their newest point in it.
     kept: HashMap<usize, (RunData, usize)>,
     /// Every metric of a cell asks about the same pair of cells: once a pair.
@@ -109,38 +207,30 @@ pub struct Gatherer {
 }
 
 impl Gatherer {
-    /// Run `ri`'s summaries (results only), on its `data`'s cells and hosts.
-    pub fn add(&mut self, ri: usize, data: RunData, summaries: &[SummaryRow]) {
-        // A summary's cell by id, with its host, play and parameters as numbers.
-        let cells: HashMap<i64, (&CellRow, [u32; 3])> = data
-            .cells
-            .iter()
-            .rev()
-            .map(|c| {
-                let described = describe_params(&c.params);
-                (c.id, (c, [self.word(&c.host), self.word(&c.play), self.word(&described)]))
-            })
-            .collect();
+    /// The words `Words` numbered since the last call (`Words::new_words`).
+    pub fn learn(&mut self, words: Vec<String>) {
+        self.names.extend(words);
+    }
+
+    /// Run `ri`'s results (`m`), on its `data`'s cells and hosts.
+    pub fn add(&mut self, ri: usize, data: RunData, m: &Measured) {
         let mut newest_here = 0;
-        for s in summaries {
-            let Some(&(c, [host, play, cell])) = cells.get(&s.cell_id) else { continue };
-            let id = [host, play, cell, self.word(&s.step), self.word(&s.metric)];
+        for r in &m.results {
+            let Some(&[host, play, cell]) = m.cells.get(&r.cell) else { continue };
+            let [step, metric, unit, better] = r.words;
+            let id = [host, play, cell, step, metric];
             let at = match self.index.get(&id) {
                 Some(&at) => at,
                 None => {
+                    let name = |w: u32| self.names[w as usize].clone();
                     let key = SeriesKey {
-                        host: c.host.clone(),
-                        play: c.play.clone(),
-                        cell: describe_params(&c.params),
-                        step: s.step.clone(),
-                        metric: s.metric.clone(),
+                        host: name(host),
+                        play: name(play),
+                        cell: name(cell),
+                        step: name(step),
+                        metric: name(metric),
                     };
-                    let g = Gathered {
-                        unit: s.unit.clone(),
-                        better: s.better.clone(),
-                        points: Vec::new(),
-                        splits: Vec::new(),
-                    };
+                    let g = Gathered { unit: name(unit), better: name(better), points: Vec::new(), splits: Vec::new() };
                     self.series.push((key, g));
                     self.index.insert(id, self.series.len() - 1);
                     self.series.len() - 1
@@ -154,8 +244,8 @@ impl Gatherer {
                 let before = &self.kept[&was].0;
                 let why = self
                     .differences
-                    .entry((was, was_cell, ri, c.id))
-                    .or_insert_with(|| config_difference(before, was_cell, &data, c.id))
+                    .entry((was, was_cell, ri, r.cell))
+                    .or_insert_with(|| config_difference(before, was_cell, &data, r.cell))
                     .clone();
                 if let Some(why) = why {
                     g.splits.push(Split { at: g.points.len(), why });
@@ -168,23 +258,12 @@ impl Gatherer {
             } else if g.points.last().is_some() {
                 continue;
             }
-            g.points.push(Point { run: ri, cell: c.id, summary: PointSummary::from(&s.summary) });
+            g.points.push(Point { run: ri, cell: r.cell, summary: r.point });
             newest_here += 1;
         }
-        drop(cells);
         if newest_here > 0 {
             self.kept.insert(ri, (data, newest_here));
         }
-    }
-
-    /// A word's number, the same for the same word.
-    fn word(&mut self, w: &str) -> u32 {
-        if let Some(&n) = self.words.get(w) {
-            return n;
-        }
-        let n = self.words.len() as u32;
-        self.words.insert(w.to_string(), n);
-        n
     }
 
     /// Every series, in the order first measured, cut where its
@@ -199,9 +278,12 @@ impl Gatherer {
 
 /// Every series over `runs` (oldest first) from their own summaries.
 pub fn build(runs: &[HistoryRun]) -> Vec<Series> {
-    let mut g = Gatherer::default();
+    let (mut words, mut g) = (Words::default(), Gatherer::default());
     for (ri, run) in runs.iter().enumerate() {
-        g.add(ri, run.data.clone(), &run.summaries);
+        let mut m = words.cells(&run.data.cells);
+        words.add_rows(&mut m, &run.summaries);
+        g.learn(words.new_words());
+        g.add(ri, run.data.clone(), &m);
     }
     g.finish()
 }

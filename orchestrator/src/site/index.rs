@@ -77,6 +77,7 @@ pub fn render(playbooks: &[PlaybookLine], nights: &[NightLine]) -> String {
         let label = r.name.clone().unwrap_or_else(|| format!("run {}", r.id));
         let report = match n.written {
             Some(w) if w.report => a(&report_path(r.id), &label),
+            Some(w) if w.dropped => format!("{} (report not kept)", esc(&label)),
             _ if r.pruned.is_some() => format!("{} (pruned)", esc(&label)),
             _ => esc(&label),
         };
@@ -124,8 +125,9 @@ mod tests {
             state: "s".into(),
             report: true,
             compare: Some(Compared { baseline: 1, regressed: 2, improved: 0 }),
+            dropped: false,
         };
-        let plain = Written { state: "s".into(), report: true, compare: None };
+        let plain = Written { state: "s".into(), report: true, compare: None, dropped: false };
         let line = |run, written| NightLine {
             run,
             written,

@@ -5,7 +5,7 @@ use super::error::StoreError;
 use super::location::DbLocation;
 use super::postgres::Pg;
 use super::schema;
-use super::sql::Sql;
+use super::sql::{EachRow, Sql};
 use super::sqlite::Sqlite;
 use super::value::{Row, Val};
 
@@ -46,6 +46,13 @@ impl Sql for Db {
         match self {
             Db::Sqlite(db) => db.query_named(sql, params),
             Db::Postgres(db) => db.query_named(sql, params),
+        }
+    }
+
+    fn for_each(&mut self, sql: &str, params: &[Val], f: EachRow<'_>) -> Result<(), StoreError> {
+        match self {
+            Db::Sqlite(db) => db.for_each(sql, params, f),
+            Db::Postgres(db) => db.for_each(sql, params, f),
         }
     }
 

@@ -32,7 +32,7 @@ pub use error::StoreError;
 pub use leases::{Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
 pub use prune::{Reclaimed, Removed};
-pub use summaries::{summarise, SummaryRow};
+pub use summaries::{summarise, SummaryRef, SummaryRow};
 
 use crate::monitors::{summary, MetricKind};
 use crate::status::{CellStatus, HostStatus, RunStatus};
@@ -45,6 +45,24 @@ use sql::Sql;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The columns `cell_row` reads, in its order.
+/// Of a cell's steps, what history reads: its devices and `fresh` policy
+/// (`cells.outline`; the rest of a stored steps text is skipped unparsed).
+#[derive(serde::Deserialize)]
+struct Outline {
+    devices: Option<Json>,
+    fresh: Option<Json>,
+}
+
+fn outline_json(o: Outline) -> Json {
+    let kept = [("devices", o.devices), ("fresh", o.fresh)];
+    Json::Object(kept.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
+}
+
+/// A cell's outline, from its steps as stored.
+fn outline(steps: &Json) -> Json {
+    outline_json(Outline { devices: steps.get("devices").cloned(), fresh: steps.get("fresh").cloned() })
+}
+
 const CELL_COLUMNS: &str =
     "id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished, reps_done";
 
@@ -279,9 +297,10 @@ impl Store {
     }
 
     pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
+        let steps = c.steps_json();
         self.db().insert(
-            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps, reps_done)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8, 0)",
+            "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps, reps_done, outline)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8, 0, ?10)",
             &[
                 run.into(),
                 c.host.as_str().into(),
@@ -290,8 +309,9 @@ impl Store {
                 c.key.as_str().into(),
                 serde_json::to_string(&c.params).unwrap_or_default().into(),
                 c.repeat.into(),
-                c.steps_json().to_string().into(),
+                steps.to_string().into(),
                 CellStatus::Pending.as_str().into(),
+                outline(&steps).to_string().into(),
             ],
         )
     }
@@ -542,23 +562,23 @@ impl Store {
 
     /// A run's cells with only the devices and fresh policy of their steps
     /// (kilobytes of rendered steps a cell, which a year of `history` need
-    /// not hold): the rest is skipped as it is read, not parsed.
+    /// not hold): the cell's `outline`, or for a cell stored before it was
+    /// kept, its steps with the rest skipped as they are read, not parsed.
     pub fn cells_outline(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
-        #[derive(serde::Deserialize)]
-        struct Outline {
-            devices: Option<Json>,
-            fresh: Option<Json>,
-        }
         let columns = CELL_COLUMNS.replace(", steps,", ", NULL,");
-        let rows = self
-            .db()
-            .query(&format!("SELECT {columns}, steps FROM cells WHERE run_id = ?1 ORDER BY id"), &[run.into()])?;
+        let rows = self.db().query(
+            &format!(
+                "SELECT {columns}, outline, CASE WHEN outline IS NULL THEN steps END FROM cells \
+                 WHERE run_id = ?1 ORDER BY id"
+            ),
+            &[run.into()],
+        )?;
         rows.iter()
             .map(|r| {
                 let mut c = cell_row(r)?;
-                c.steps = r.opt_text(14).and_then(|t| serde_json::from_str::<Outline>(&t).ok()).map(|o| {
-                    let kept = [("devices", o.devices), ("fresh", o.fresh)];
-                    Json::Object(kept.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
+                c.steps = r.opt_text(14).or_else(|| r.opt_text(15)).and_then(|t| {
+                    let o = serde_json::from_str::<Outline>(&t).ok()?;
+                    Some(outline_json(o))
                 });
                 Ok(c)
             })

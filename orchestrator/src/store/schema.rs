@@ -192,6 +192,9 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
         ack_note TEXT
     );
     CREATE INDEX change_alerts_by_playbook ON change_alerts (playbook);",
+    // 11: a cell's devices and `fresh` policy apart from its rendered steps
+    // (a kilobyte a cell): what history reads of a year of cells.
+    "ALTER TABLE cells ADD COLUMN outline TEXT;",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -362,6 +365,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
         ack_note TEXT
     );
     CREATE INDEX change_alerts_by_playbook ON change_alerts (playbook);",
+    "ALTER TABLE cells ADD COLUMN outline TEXT;",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

@@ -3,8 +3,8 @@
 //! processes at once, migrated with `PRAGMA user_version`.
 
 use super::error::StoreError;
-use super::sql::Sql;
-use super::value::{Row, Val};
+use super::sql::{EachRow, Sql};
+use super::value::{Row, Val, ValRef};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use std::path::Path;
 
@@ -99,6 +99,17 @@ impl Sql for Sqlite {
         Ok((names, rows.collect::<Result<_, _>>()?))
     }
 
+    fn for_each(&mut self, sql: &str, params: &[Val], f: EachRow<'_>) -> Result<(), StoreError> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        let n = st.column_count();
+        let mut rows = st.query(rusqlite::params_from_iter(params.iter().map(to_sqlite)))?;
+        while let Some(r) = rows.next()? {
+            let values = (0..n).map(|i| r.get_ref(i).map(borrowed)).collect::<Result<Vec<_>, _>>()?;
+            f(&values)?;
+        }
+        Ok(())
+    }
+
     /// The rowid: SQLite numbers rows as they are inserted, for free.
     fn hosts_order(&self) -> &'static str {
         "rowid"
@@ -123,6 +134,17 @@ fn to_sqlite(v: &Val) -> rusqlite::types::Value {
         Val::Int(i) => S::Integer(*i),
         Val::Real(f) => S::Real(*f),
         Val::Text(t) => S::Text(t.clone()),
+    }
+}
+
+/// As `from_sqlite`, borrowed (text that is not UTF-8 reads as NULL).
+fn borrowed(v: rusqlite::types::ValueRef<'_>) -> ValRef<'_> {
+    use rusqlite::types::ValueRef as R;
+    match v {
+        R::Null | R::Blob(_) => ValRef::Null,
+        R::Integer(i) => ValRef::Int(i),
+        R::Real(f) => ValRef::Real(f),
+        R::Text(t) => std::str::from_utf8(t).map_or(ValRef::Null, ValRef::Text),
     }
 }
 

@@ -25,6 +25,19 @@ pub struct SummaryRow {
     pub summary: Summary,
 }
 
+/// Of a stored summary, what a history's point is made of, read in place.
+pub struct SummaryRef<'a> {
+    pub cell_id: i64,
+    pub step: &'a str,
+    pub metric: &'a str,
+    pub unit: &'a str,
+    pub better: &'a str,
+    pub n: usize,
+    pub mean: f64,
+    pub sd: f64,
+    pub ci95: Option<(f64, f64)>,
+}
+
 /// The samples' summaries, a row per (cell, step, metric, kind) in the
 /// order first stored; values that are not finite are left out, as
 /// `Summary::of` would be thrown by them.
@@ -96,6 +109,39 @@ impl Store {
         })
     }
 
+    /// A run's summaries of one kind, each handed to `f` as it is read,
+    /// its strings borrowed (a year of them is most of what `history`
+    /// reads); whether there was any.
+    pub fn each_summary(
+        &self,
+        run: i64,
+        kind: MetricKind,
+        mut f: impl FnMut(SummaryRef<'_>),
+    ) -> Result<bool, StoreError> {
+        let mut any = false;
+        self.db().for_each(
+            "SELECT cell_id, step, metric, unit, better, n, mean, sd, ci_lo, ci_hi FROM summaries \
+             WHERE run_id = ?1 AND kind = ?2 ORDER BY id",
+            &[run.into(), kind.as_str().into()],
+            &mut |v| {
+                any = true;
+                f(SummaryRef {
+                    cell_id: v[0].int(),
+                    step: v[1].text(),
+                    metric: v[2].text(),
+                    unit: v[3].text(),
+                    better: v[4].text(),
+                    n: v[5].int() as usize,
+                    mean: v[6].real(),
+                    sd: v[7].real(),
+                    ci95: v[8].opt_real().zip(v[9].opt_real()),
+                });
+                Ok(())
+            },
+        )?;
+        Ok(any)
+    }
+
     /// A run's summaries in the order written (of one kind, or all); none
     /// for a run that has not finished (or finished before summaries were kept).
     pub fn summaries(&self, run: i64, kind: Option<MetricKind>) -> Result<Vec<SummaryRow>, StoreError> {
@@ -111,18 +157,18 @@ impl Store {
                 .query(&format!("SELECT {columns} FROM summaries WHERE run_id = ?1 ORDER BY id"), &[run.into()])?,
         };
         rows.into_iter()
-            .map(|r| {
+            .map(|mut r| {
                 let kind = r.text(7);
                 let kind = MetricKind::from_stored(Some(&kind)).ok_or(StoreError::UnknownStatus(kind))?;
                 let ci95 = r.opt_real(14).zip(r.opt_real(15));
                 Ok(SummaryRow {
                     cell_id: r.int(0),
                     step_index: r.int(1),
-                    step: r.text(2),
-                    workload: r.text(3),
-                    metric: r.text(4),
-                    unit: r.text(5),
-                    better: r.text(6),
+                    step: r.take_text(2),
+                    workload: r.take_text(3),
+                    metric: r.take_text(4),
+                    unit: r.take_text(5),
+                    better: r.take_text(6),
                     kind,
                     summary: Summary {
                         n: r.int(8) as usize,

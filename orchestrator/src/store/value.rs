@@ -81,6 +81,53 @@ impl Val {
     }
 }
 
+/// A value of a row read in place (`Sql::for_each`): text borrowed from
+/// the database's buffer, not copied.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValRef<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+impl From<ValRef<'_>> for Val {
+    fn from(v: ValRef<'_>) -> Val {
+        match v {
+            ValRef::Null => Val::Null,
+            ValRef::Int(i) => Val::Int(i),
+            ValRef::Real(f) => Val::Real(f),
+            ValRef::Text(s) => Val::Text(s.to_string()),
+        }
+    }
+}
+
+impl ValRef<'_> {
+    pub fn int(self) -> i64 {
+        match self {
+            ValRef::Int(v) => v,
+            ValRef::Real(v) => v as i64,
+            _ => 0,
+        }
+    }
+    pub fn opt_real(self) -> Option<f64> {
+        match self {
+            ValRef::Real(v) => Some(v),
+            ValRef::Int(v) => Some(v as f64),
+            _ => None,
+        }
+    }
+    pub fn real(self) -> f64 {
+        self.opt_real().unwrap_or(f64::NAN)
+    }
+    pub fn text(&self) -> &str {
+        match self {
+            ValRef::Text(s) => s,
+            _ => "",
+        }
+    }
+}
+
 /// A result row, read by position.
 pub struct Row(pub Vec<Val>);
 
@@ -113,6 +160,14 @@ impl Row {
         match self.0.get(i)? {
             Val::Text(s) => Some(s.clone()),
             _ => None,
+        }
+    }
+    /// A TEXT column moved out of the row (empty for NULL): for a reader
+    /// that owns the row, one allocation a string rather than two.
+    pub fn take_text(&mut self, i: usize) -> String {
+        match self.0.get_mut(i) {
+            Some(Val::Text(s)) => std::mem::take(s),
+            _ => String::new(),
         }
     }
     /// A TEXT column holding JSON.
