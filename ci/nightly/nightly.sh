@@ -48,13 +48,15 @@ usage: ${0##*/} -i INVENTORY --db DB -p PLAYBOOK [-p PLAYBOOK]... [options]
       --threshold PCT     changes under PCT percent are no regression (default: 5)
       --alpha A           significance level against the baseline (default: 0.01: a
                           night compares many metrics, and each test may err)
-      --history ARGS      more arguments for 'benchrig history' (e.g. "--max-pvalue 0.01")
+      --history ARGS      more arguments for 'benchrig history' (e.g. "--max-pvalue 0.01";
+                          --window, --max-pvalue, --min-points, --max-cv go to the site too)
       --prune-older-than D  prune runs older than D (default: 90d; "never": no prune)
       --keep-last N       prune none of a playbook's newest N runs (default: 30)
       --alert             report each new regression once (benchrig history --alert)
       --webhook URL       post new regressions here as JSON (repeatable; implies --alert)
       --site DIR          write the results' static site into DIR (benchrig site)
       --site-url URL      where DIR is served: the check's and the status's link
+      --site-keep N       the site keeps the pages of each playbook's newest N runs (default: 30)
       --github-check      post a check run on \$GITHUB_SHA of \$GITHUB_REPOSITORY with
                           \$GITHUB_TOKEN (checks: write) at \$GITHUB_API_URL
                           (default https://api.github.com)
@@ -81,7 +83,7 @@ say() { echo "nightly: $*" >&2; }
 inventories=() playbooks=() extra=() limit=()
 db="" out=nightly-out prefix=nightly date=$(date -u +%F) wait=3h threshold=5 alpha=0.01 history_args="" build=false
 prune_older=90d keep_last=30
-alert=() site="" site_url="" github_check=false gitlab_status=false
+alert=() site="" site_url="" site_keep=30 github_check=false gitlab_status=false
 benchrig=${BENCHRIG:-benchrig}
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -103,6 +105,7 @@ while [[ $# -gt 0 ]]; do
         --webhook) alert=(--alert "${alert[@]:1}" --webhook "$2"); shift 2 ;;
         --site) site=$2; shift 2 ;;
         --site-url) site_url=$2; shift 2 ;;
+        --site-keep) site_keep=$2; shift 2 ;;
         --github-check) github_check=true; shift ;;
         --gitlab-status) gitlab_status=true; shift ;;
         --benchrig) benchrig=$2; shift 2 ;;
@@ -126,6 +129,17 @@ br() { "$benchrig" "$@" --db "$db"; }
 status_of() { br runs 2>/dev/null | awk -v n="$1" '$2 == n { s = $NF } END { print s }'; }
 
 read -r -a more_history <<<"$history_args"
+# Of those, what `benchrig site` takes too (how changes are found; not
+# which runs or metrics): the rest is history's alone.
+site_history=()
+for ((i = 0; i < ${#more_history[@]}; i++)); do
+    case ${more_history[$i]} in
+        --window=* | --max-pvalue=* | --min-change=* | --min-points=* | --max-cv=*)
+            site_history+=("${more_history[$i]}") ;;
+        --window | --max-pvalue | --min-change | --min-points | --max-cv)
+            site_history+=("${more_history[$i]}" "${more_history[$((i + 1))]:-}"); i=$((i + 1)) ;;
+    esac
+done
 summary=$out/summary.md
 echo "# benchrig nightly $date" >"$summary"
 for pb in "${playbooks[@]}"; do
@@ -180,7 +194,8 @@ for pb in "${playbooks[@]}"; do
 done
 if [[ -n $site ]]; then
     # Before the prune: every run gets its report while it has its samples.
-    br site -o "$site" --threshold "$threshold" --alpha "$alpha" --min-change "$threshold" "${more_history[@]}"
+    br site -o "$site" --keep-last "$site_keep" --threshold "$threshold" --alpha "$alpha" --min-change "$threshold" \
+        "${site_history[@]}"
     note $?
 fi
 if [[ $prune_older != never ]]; then

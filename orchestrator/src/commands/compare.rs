@@ -27,8 +27,8 @@ pub fn load(store: &Store, spec: &str) -> anyhow::Result<(i64, RunData)> {
 
 /// The newest run before `new` of the same playbook on the same hosts
 /// that ended ok and still has its samples: what a nightly job compares
-/// tonight with.
-pub fn automatic_baseline(store: &Store, new: i64) -> anyhow::Result<i64> {
+/// tonight with; none for a first night.
+pub fn automatic_baseline(store: &Store, new: i64) -> anyhow::Result<Option<i64>> {
     let runs = store.runs()?;
     let this = runs.iter().find(|r| r.id == new).ok_or_else(|| anyhow::anyhow!("no run {new}"))?;
     let hosts = |id: i64| -> anyhow::Result<Vec<String>> {
@@ -43,12 +43,17 @@ pub fn automatic_baseline(store: &Store, new: i64) -> anyhow::Result<i64> {
         .filter(|r| r.id < new && r.playbook == this.playbook && r.status == RunStatus::Ok && r.pruned.is_none())
     {
         if hosts(r.id)? == mine {
-            return Ok(r.id);
+            return Ok(Some(r.id));
         }
     }
-    anyhow::bail!(
-        "run {new} has no automatic baseline: no earlier run of {} on the same hosts ended ok; name one: `benchrig compare BASE {new}`",
-        this.playbook
+    Ok(None)
+}
+
+/// Why a run has no automatic baseline, and what to do.
+pub fn no_baseline(store: &Store, new: i64) -> anyhow::Error {
+    let playbook = store.resolve_run(&new.to_string()).map(|r| r.playbook).unwrap_or_default();
+    anyhow::anyhow!(
+        "run {new} has no automatic baseline: no earlier run of {playbook} on the same hosts ended ok; name one: `benchrig compare BASE {new}`"
     )
 }
 
@@ -64,7 +69,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let base_spec = match base_spec {
         Some(b) => b.to_string(),
         None => {
-            let id = automatic_baseline(&store, new_id)?;
+            let id = automatic_baseline(&store, new_id)?.ok_or_else(|| no_baseline(&store, new_id))?;
             eprintln!("baseline: run {id}, the newest earlier ok run of the same playbook on the same hosts");
             id.to_string()
         }

@@ -93,10 +93,11 @@ pub fn report(args: ReportArgs) -> anyhow::Result<i32> {
         ReportFormat::Junit => {
             // `auto`: the run's automatic baseline, if it has one (a first night has none).
             let base = match args.baseline.as_deref() {
-                Some("auto") => match crate::commands::compare::automatic_baseline(&store, r.id) {
-                    Ok(id) => Some(id.to_string()),
-                    Err(e) => {
-                        eprintln!("{e}: the JUnit report judges no regression");
+                Some("auto") => match crate::commands::compare::automatic_baseline(&store, r.id)? {
+                    Some(id) => Some(id.to_string()),
+                    None => {
+                        let why = crate::commands::compare::no_baseline(&store, r.id);
+                        eprintln!("{why}: the JUnit report judges no regression");
                         None
                     }
                 },

@@ -40,12 +40,7 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
     let mut dropped = 0;
     for (id, w) in manifest.runs.iter_mut().filter(|(id, w)| !kept.contains(id) && !w.dropped) {
         for page in [report_path(*id), compare_path(*id)] {
-            match std::fs::remove_file(dir.join(&page)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    anyhow::bail!("cannot remove {}: {e}", dir.join(&page).display())
-                }
-                _ => {}
-            }
+            remove(dir, &page)?;
         }
         (w.report, w.compare, w.dropped) = (false, None, true);
         dropped += 1;
@@ -54,8 +49,8 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
     for r in stale {
         let json = crate::report::json::build(&store, r.id)?;
         write(dir, &report_path(r.id), &crate::report::html::render(&json))?;
-        let compared = match super::compare::automatic_baseline(&store, r.id) {
-            Ok(base) => {
+        let compared = match super::compare::automatic_baseline(&store, r.id)? {
+            Some(base) => {
                 let (_, base_data) = super::compare::load(&store, &base.to_string())?;
                 let (_, new_data) = super::compare::load(&store, &r.id.to_string())?;
                 let rows = compare(&base_data, &new_data, opts);
@@ -68,7 +63,11 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
                     improved: count(Verdict::Improved),
                 })
             }
-            Err(_) => None,
+            None => {
+                // Written again without a baseline (its own was pruned, say): no stale comparison stays.
+                remove(dir, &compare_path(r.id))?;
+                None
+            }
         };
         manifest
             .runs
@@ -161,6 +160,16 @@ impl Links for SiteLinks<'_> {
     }
     fn compare(&self, run: &RunRow) -> Option<String> {
         self.0.runs.get(&run.id)?.compare.as_ref().map(|_| format!("../{}", compare_path(run.id)))
+    }
+}
+
+/// Remove `dir/rel`, if it is there.
+fn remove(dir: &Path, rel: &str) -> anyhow::Result<()> {
+    match std::fs::remove_file(dir.join(rel)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            anyhow::bail!("cannot remove {}: {e}", dir.join(rel).display())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -21,7 +21,10 @@ pub fn change_id(playbook: &str, series: &str, run_id: i64) -> String {
 }
 
 /// Give each change its id and stamps, from `stored` (every row of the
-/// runs' playbooks) or new.
+/// runs' playbooks) or new. A stored row is one change at most: pairs of
+/// a series' changes and its stored rows of the same direction within
+/// `DRIFT` points are taken nearest first (the exact run before a
+/// neighbour), so a new change beside an acknowledged one stays new.
 pub fn attach(runs: &[HistoryRun], all: &mut [Analysis], stored: &[AlertRow]) {
     let mut by_series: HashMap<(&str, &str), Vec<&AlertRow>> = HashMap::new();
     for r in stored {
@@ -30,14 +33,28 @@ pub fn attach(runs: &[HistoryRun], all: &mut [Analysis], stored: &[AlertRow]) {
     for a in all {
         let series = a.series.key.describe();
         let position = |run_id: i64| a.series.points.iter().position(|p| runs[p.run].row.id == run_id);
-        for c in &mut a.changes {
+        // (distance, change, row) for every pair close enough.
+        let mut pairs: Vec<(usize, usize, &AlertRow)> = Vec::new();
+        for (ci, c) in a.changes.iter().enumerate() {
+            let playbook = runs[a.series.points[c.at].run].row.playbook.as_str();
+            for &r in by_series.get(&(playbook, series.as_str())).into_iter().flatten() {
+                let near = position(r.run_id).map(|p| p.abs_diff(c.at)).filter(|d| *d <= DRIFT);
+                if let (Some(d), true) = (near, r.direction == c.direction.to_string()) {
+                    pairs.push((d, ci, r));
+                }
+            }
+        }
+        pairs.sort_by_key(|&(d, ci, _)| (d, ci));
+        let mut known: Vec<Option<&AlertRow>> = vec![None; a.changes.len()];
+        let mut taken: Vec<&str> = Vec::new();
+        for (_, ci, r) in pairs {
+            if known[ci].is_none() && !taken.contains(&r.id.as_str()) {
+                known[ci] = Some(r);
+                taken.push(&r.id);
+            }
+        }
+        for (c, known) in a.changes.iter_mut().zip(known) {
             let run = &runs[a.series.points[c.at].run].row;
-            let known = by_series.get(&(run.playbook.as_str(), series.as_str())).and_then(|rows| {
-                rows.iter().find(|r| {
-                    r.direction == c.direction.to_string()
-                        && position(r.run_id).is_some_and(|p| p.abs_diff(c.at) <= DRIFT)
-                })
-            });
             c.reported = match known {
                 Some(r) => Reported {
                     id: r.id.clone(),
@@ -136,6 +153,16 @@ mod tests {
             attach(&runs, &mut all, &[row]);
             assert_eq!(all[0].changes[0].reported, fresh, "{run_id} {direction}");
         }
+        // A stored row is one change: a second regression two points on,
+        // beside the stored one, is new.
+        let mut second = all[0].changes[0].clone();
+        second.at = 14;
+        all[0].changes.push(second);
+        let row = stored(&all, 13, "regression");
+        attach(&runs, &mut all, &[row]);
+        assert_eq!(all[0].changes[0].reported.id, "stored0001");
+        assert_eq!(all[0].changes[1].reported.id, change_id("pb.yml", &all[0].series.key.describe(), 15));
+        all[0].changes.pop();
         // Acknowledged without being reported: not reported either.
         let mut acked = stored(&all, 13, "regression");
         (acked.alerted, acked.acked) = (None, Some("2026-11-14T09:00:00Z".into()));

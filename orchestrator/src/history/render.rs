@@ -50,7 +50,8 @@ fn id_cell(c: &Change) -> String {
     let r = &c.reported;
     match (&r.acked, &r.acked_by, &r.ack_note) {
         (None, ..) => r.id.clone(),
-        (Some(_), Some(by), Some(note)) => format!("{} (acked by {by}: {note})", r.id),
+        // One line, whatever the note: a table's row, a markdown table's.
+        (Some(_), Some(by), Some(note)) => format!("{} (acked by {by}: {})", r.id, note.replace(['\n', '\r'], " ")),
         (Some(_), Some(by), None) => format!("{} (acked by {by})", r.id),
         (Some(_), None, _) => format!("{} (acked)", r.id),
     }

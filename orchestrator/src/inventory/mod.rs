@@ -110,17 +110,37 @@ enum Source {
 /// except that when every comma-separated part is an existing path, they
 /// are those paths (`-i a.yml,b.yml`, benchrig's own, as
 /// `BENCHRIG_INVENTORY` is written); anything else is a path, which
-/// `load` reports missing.
-fn expand_source(src: &Path) -> Vec<Source> {
+/// `load` reports missing. Paths are looked up from `base` (none: the
+/// working directory) and returned joined to it.
+fn classify(src: &Path, base: Option<&Path>) -> Vec<Source> {
+    let at = |p: &Path| base.map_or_else(|| p.to_path_buf(), |b| b.join(p));
     let text = src.to_string_lossy();
-    if src.exists() || !text.contains(',') {
-        return vec![Source::Path(src.to_path_buf())];
+    if at(src).exists() || !text.contains(',') {
+        return vec![Source::Path(at(src))];
     }
     let parts: Vec<&str> = text.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
-    if !parts.is_empty() && parts.iter().all(|p| Path::new(p).exists()) {
-        return parts.into_iter().map(|p| Source::Path(PathBuf::from(p))).collect();
+    if !parts.is_empty() && parts.iter().all(|p| at(Path::new(p)).exists()) {
+        return parts.into_iter().map(|p| Source::Path(at(Path::new(p)))).collect();
     }
     vec![Source::Hosts(text.into_owned())]
+}
+
+fn expand_source(src: &Path) -> Vec<Source> {
+    classify(src, None)
+}
+
+/// An `-i` value made to mean the same from any directory: its files
+/// joined to `base` (a config file's directory, or where a run started,
+/// for `--resume`), a list of hosts as it was given.
+pub fn anchored(src: &Path, base: &Path) -> PathBuf {
+    let parts: Vec<String> = classify(src, Some(base))
+        .into_iter()
+        .map(|s| match s {
+            Source::Path(p) => std::path::absolute(&p).unwrap_or(p).display().to_string(),
+            Source::Hosts(list) => list,
+        })
+        .collect();
+    PathBuf::from(parts.join(","))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -495,6 +515,13 @@ mod tests {
         let mixed = PathBuf::from(format!("{},nosuch.yml", a.display()));
         assert!(matches!(&expand_source(&mixed)[..], [Source::Hosts(_)]));
         assert_eq!(expand_source(Path::new("nosuch.yml")), [Source::Path("nosuch.yml".into())]);
+        // Anchored (a config file's directory, a resume's start): files
+        // joined to it, hosts as given, and read back the same.
+        let both_rel = PathBuf::from("a.yml,b.ini");
+        let anchored_both = anchored(&both_rel, dir.path());
+        assert_eq!(expand_source(&anchored_both), [Source::Path(a.clone()), Source::Path(b.clone())]);
+        assert_eq!(anchored(Path::new("web1,web2:22,"), dir.path()), PathBuf::from("web1,web2:22,"));
+        assert_eq!(anchored(Path::new("a.yml"), dir.path()), a);
         let inv = Inventory::load(&[both, PathBuf::from("h1:2200, web3:2222,")]).unwrap();
         assert_eq!(inv.hosts.keys().collect::<Vec<_>>(), ["h1", "h2", "web3"]);
         assert!(!inv.hosts["h1"].vars.contains_key("ansible_port"), "h1 was the file's: left as it was");

@@ -34,11 +34,13 @@ pub enum ResumeRefused {
 
 /// What a new run stores so that `--resume` can plan it again.
 pub fn options(inventory: &[PathBuf], tags: &TagFilter, playbook: &std::path::Path) -> Json {
-    // Absolute, so a resume from another directory reads the same files.
+    // Absolute, so a resume from another directory reads the same files
+    // (an inventory's files; a list of hosts stays as it was given).
     let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let here = std::env::current_dir().unwrap_or_default();
     json!({
         "playbook": absolute(playbook),
-        "inventory": inventory.iter().map(|p| absolute(p)).collect::<Vec<_>>(),
+        "inventory": inventory.iter().map(|p| crate::inventory::anchored(p, &here)).collect::<Vec<_>>(),
         "tags": tags.only,
         "skip_tags": tags.skip,
     })

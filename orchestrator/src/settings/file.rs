@@ -91,7 +91,10 @@ pub fn load(named: Option<&Path>, candidates: &[PathBuf], root: &Command) -> Res
         if v.setting.is_path() {
             for value in &mut v.values {
                 let is_url = value.starts_with("postgres://") || value.starts_with("postgresql://");
-                if !is_url && Path::new(value.as_str()).is_relative() {
+                if v.setting == Setting::Inventory {
+                    // Its files, not a list of hosts (`inventory = "web1,web2,"`).
+                    *value = crate::inventory::anchored(Path::new(value.as_str()), dir).display().to_string();
+                } else if !is_url && Path::new(value.as_str()).is_relative() {
                     *value = dir.join(&*value).display().to_string();
                 }
             }

@@ -20,12 +20,15 @@ pub fn compare_path(run: i64) -> String {
     format!("compare/{run}.html")
 }
 
-/// A playbook's history page: its stored path made a file name
-/// (`playbooks/quickstart.yml` → `history/playbooks-quickstart-yml.html`),
-/// so two playbooks of one name in two directories get two pages.
+/// A playbook's history page: its stored path made a file name, with six
+/// hex digits of its SHA-256 so that paths the slug would make one
+/// (`a/x.yml`, `a-x.yml`) get two pages:
+/// `playbooks/quickstart.yml` → `history/playbooks-quickstart-yml-XXXXXX.html`.
 pub fn history_path(playbook: &str) -> String {
+    use sha2::{Digest, Sha256};
     let slug: String = playbook.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
-    format!("history/{}.html", slug.trim_matches('-'))
+    let hash: String = Sha256::digest(playbook).iter().take(3).map(|b| format!("{b:02x}")).collect();
+    format!("history/{}-{hash}.html", slug.trim_matches('-'))
 }
 
 #[cfg(test)]
@@ -34,9 +37,12 @@ mod tests {
 
     #[test]
     fn pages_get_file_names_a_web_server_serves_as_they_are() {
-        assert_eq!(history_path("playbooks/quickstart.yml"), "history/playbooks-quickstart-yml.html");
-        assert_eq!(history_path("/home/a b/x.yml"), "history/home-a-b-x-yml.html");
+        let page = history_path("playbooks/quickstart.yml");
+        assert!(page.starts_with("history/playbooks-quickstart-yml-") && page.ends_with(".html"), "{page}");
+        assert_eq!(page.len(), "history/playbooks-quickstart-yml-123456.html".len());
+        assert!(history_path("/home/a b/x.yml").starts_with("history/home-a-b-x-yml-"));
         assert_ne!(history_path("a/x.yml"), history_path("b/x.yml"));
+        assert_ne!(history_path("a/x.yml"), history_path("a-x.yml"), "one slug, two pages");
         assert_eq!(report_path(12), "runs/12.html");
         assert_eq!(compare_path(12), "compare/12.html");
     }
