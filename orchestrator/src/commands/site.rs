@@ -110,14 +110,12 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
             let (hruns, analyses) = super::history::analysed(&store, &query)?;
             let links = SiteLinks(&manifest);
             pages += write(dir, &page, &crate::history::html::render(&hruns, &analyses, &links))? as usize;
-            for a in analyses.iter().filter(|a| a.unstable_cv.is_none()) {
-                for c in &a.changes {
-                    let counts = arrived.entry(hruns[a.series.points[c.at].run].row.id).or_default();
-                    match c.direction {
-                        Direction::Regression => (counts.0 += 1, line.regressions += 1),
-                        Direction::Improvement => (counts.1 += 1, line.improvements += 1),
-                    };
-                }
+            for (a, c) in crate::history::analyze::stable_changes(&analyses) {
+                let counts = arrived.entry(hruns[a.series.points[c.at].run].row.id).or_default();
+                match c.direction {
+                    Direction::Regression => (counts.0 += 1, line.regressions += 1),
+                    Direction::Improvement => (counts.1 += 1, line.improvements += 1),
+                };
             }
             line.open = alerts::regressions(&analyses).filter(|(_, c)| c.reported.acked.is_none()).count();
             line.unstable = analyses.iter().filter(|a| a.unstable_cv.is_some()).count();

@@ -88,10 +88,7 @@ pub fn row(runs: &[HistoryRun], a: &Analysis, c: &Change) -> AlertRow {
 
 /// The changes a gate and an alert judge: regressions in stable series.
 pub fn regressions(all: &[Analysis]) -> impl Iterator<Item = (&Analysis, &Change)> {
-    all.iter()
-        .filter(|a| a.unstable_cv.is_none())
-        .flat_map(|a| a.changes.iter().map(move |c| (a, c)))
-        .filter(|(_, c)| c.direction == Direction::Regression)
+    super::analyze::stable_changes(all).filter(|(_, c)| c.direction == Direction::Regression)
 }
 
 /// What `--alert` reports tonight: regressions nobody was told of yet and

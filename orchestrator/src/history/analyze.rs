@@ -78,6 +78,12 @@ pub struct Analysis {
     pub unstable_cv: Option<f64>,
 }
 
+/// Every change of a stable series, with its series: what history reports
+/// and judges (an unstable series' changes are never a regression).
+pub fn stable_changes(all: &[Analysis]) -> impl Iterator<Item = (&Analysis, &Change)> {
+    all.iter().filter(|a| a.unstable_cv.is_none()).flat_map(|a| a.changes.iter().map(move |c| (a, c)))
+}
+
 /// Whether a change in a metric where `better` is said is a regression.
 pub fn direction(better: &str, change_pct: f64) -> Direction {
     if (change_pct > 0.0) == (better == "lower") {

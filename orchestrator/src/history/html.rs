@@ -125,11 +125,7 @@ pub fn render(runs: &[HistoryRun], all: &[Analysis], links: &dyn Links) -> Strin
             let caption = format!("{} — {}{unstable}", a.series.key.describe(), when.join("; "));
             out += &page::figure(&caption, None, &[], &trend::large(&trend_of(runs, a)));
         }
-        let stable: Vec<(&Analysis, &super::analyze::Change)> = all
-            .iter()
-            .filter(|a| a.unstable_cv.is_none())
-            .flat_map(|a| a.changes.iter().map(move |c| (a, c)))
-            .collect();
+        let stable: Vec<_> = super::analyze::stable_changes(all).collect();
         if !stable.is_empty() {
             out += "<table><tr>";
             for h in HEADER.iter().chain(&["against its baseline"]) {

@@ -33,20 +33,17 @@ pub struct HistoryRun {
     /// `compare::explain_step`; no `samples`. Empty once `load` gathered
     /// the run, while `annotate` reads them for the runs around a change.
     pub data: RunData,
-    /// The results' summaries (`MetricKind::Benchmark` only), until they
-    /// are points of the series (`load` lets them go as it reads).
+    /// The results' summaries made from its samples (`MetricKind::Benchmark`
+    /// only; none for a run whose summaries are stored), until they are
+    /// points of the series (`load` lets them go as it reads).
     pub summaries: Vec<SummaryRow>,
 }
 
 impl HistoryRun {
-    /// A run from what the store keeps of it: its stored summaries (its
-    /// details come later, for the runs around a change: `annotate`),
-    /// or, for a run without them (still running, or finished before they
-    /// were kept), summaries made here from its samples, the same way.
-    fn new(row: RunRow, record: RunRecord, data: RunData, stored: Vec<SummaryRow>) -> HistoryRun {
-        if !stored.is_empty() {
-            return HistoryRun { row, record, data, summaries: stored };
-        }
+    /// A run with the summaries of its samples, made here the way a
+    /// finished run stores them (none for a run whose summaries are
+    /// stored: `load` read those in place, and `data` has no samples).
+    fn new(row: RunRow, record: RunRecord, data: RunData) -> HistoryRun {
         let summaries = summarise(&data.samples);
         let monitors = summarise(&data.monitors).into_iter().map(monitor_row).collect();
         HistoryRun { row, record, data: RunData { samples: Vec::new(), monitors, ..data }, summaries }
@@ -120,7 +117,7 @@ fn read(store: &Store, r: &RunRow, words: &mut series::Words) -> Result<(History
     };
     let data = RunData { hosts: store.hosts(r.id)?, cells, samples, monitors };
     // Summaries made here from the samples (none for a run that has them stored).
-    let mut run = HistoryRun::new(r.clone(), store.run_record(r.id)?, data, Vec::new());
+    let mut run = HistoryRun::new(r.clone(), store.run_record(r.id)?, data);
     words.add_rows(&mut measured, &std::mem::take(&mut run.summaries));
     Ok((run, measured))
 }
@@ -219,12 +216,7 @@ pub(crate) fn made_up(nights: &[(&str, Vec<f64>)]) -> Vec<HistoryRun> {
             let cell = CellRow { repeat: values.len() as i64, ..testing::cell_row(id, "h") };
             let samples =
                 values.iter().enumerate().map(|(r, v)| testing::sample_row(id, r as i64 + 1, "m", *v)).collect();
-            HistoryRun::new(
-                row,
-                record,
-                RunData { hosts, cells: vec![cell], samples, monitors: Vec::new() },
-                Vec::new(),
-            )
+            HistoryRun::new(row, record, RunData { hosts, cells: vec![cell], samples, monitors: Vec::new() })
         })
         .collect()
 }

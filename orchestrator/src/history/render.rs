@@ -2,7 +2,7 @@
 //! the changes first, then the splits and the unstable series, then a
 //! count) or as JSON (every series with its points).
 
-use super::analyze::{Analysis, Change, Direction};
+use super::analyze::{stable_changes, Analysis, Change, Direction};
 use super::HistoryRun;
 use crate::human::fmt_num;
 use serde_json::{json, Value as Json};
@@ -73,7 +73,7 @@ pub(super) fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<
         .iter()
         .filter_map(|a| Some(format!("{}: CV {:.1}% across runs", a.series.key.describe(), a.unstable_cv?)))
         .collect();
-    let changes: Vec<&Change> = all.iter().filter(|a| a.unstable_cv.is_none()).flat_map(|a| &a.changes).collect();
+    let changes: Vec<&Change> = stable_changes(all).map(|(_, c)| c).collect();
     let regressions = changes.iter().filter(|c| c.direction == Direction::Regression).count();
     let count = format!(
         "{} series over {} run(s): {} change(s), {regressions} regression(s); {} split(s); {} unstable",
@@ -86,15 +86,13 @@ pub(super) fn notes(runs: &[HistoryRun], all: &[Analysis]) -> (Vec<String>, Vec<
     (splits, unstable, count)
 }
 
-pub(super) fn stable_changes<'a>(runs: &'a [HistoryRun], all: &'a [Analysis]) -> Vec<Vec<String>> {
-    all.iter()
-        .filter(|a| a.unstable_cv.is_none())
-        .flat_map(|a| a.changes.iter().map(move |c| change_cells(runs, a, c)))
-        .collect()
+/// A row of cells per change of a stable series.
+fn change_rows(runs: &[HistoryRun], all: &[Analysis]) -> Vec<Vec<String>> {
+    stable_changes(all).map(|(a, c)| change_cells(runs, a, c)).collect()
 }
 
 pub fn table(runs: &[HistoryRun], all: &[Analysis]) -> String {
-    let rows = stable_changes(runs, all);
+    let rows = change_rows(runs, all);
     let mut out =
         if rows.is_empty() { "no change found\n".to_string() } else { crate::terminal_table::table(&HEADER, &rows) };
     let (splits, unstable, count) = notes(runs, all);
@@ -113,7 +111,7 @@ pub fn markdown(runs: &[HistoryRun], all: &[Analysis]) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
     let (splits, unstable, count) = notes(runs, all);
     let mut out = format!("**{}**\n\n", esc(&count));
-    let rows = stable_changes(runs, all);
+    let rows = change_rows(runs, all);
     if !rows.is_empty() {
         out += &format!("| {} |\n|{}\n", HEADER.join(" | "), "---|".repeat(HEADER.len()));
         for r in rows {
