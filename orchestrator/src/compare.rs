@@ -5,6 +5,7 @@
 //! configuration (kernel, memory and CPU limits, mkfs, device). Pure: the
 //! runs come in loaded.
 
+use crate::configuration::{CellConfig, HostConfig};
 use crate::human::describe_params;
 use crate::monitors::explain;
 use crate::monitors::summary::{self, MonitorMetric};
@@ -12,7 +13,6 @@ use crate::significance::{mann_whitney, welch};
 use crate::stats::{skewness, Summary};
 use crate::store::{CellRow, HostRow, SampleRow};
 use indexmap::IndexMap;
-use serde_json::Value as Json;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// One run, as the store gives it.
@@ -266,86 +266,17 @@ fn find_cell(cells: &[CellRow], id: i64) -> Option<&CellRow> {
     }
 }
 
-/// What differs between the configurations two cells ran on, if anything:
-/// the host's kernel, its memory limit, CPU quota or cpuset, the mkfs
-/// command or version, the device.
-pub fn config_difference<'a>(base: &'a RunData, bcell: i64, new: &'a RunData, ncell: i64) -> Option<String> {
-    // Borrowed, never cloned: history asks this for every pair of
-    // neighbouring points of every series, and a cell's steps and a host's
-    // facts are kilobytes of JSON.
-    let cell = |run: &'a RunData, id: i64| find_cell(&run.cells, id);
-    let (bc, nc) = (cell(base, bcell)?, cell(new, ncell)?);
-    let facts = |run: &'a RunData, host: &str| run.hosts.iter().find(|h| h.name == host)?.facts.as_ref();
-    let (bf, nf) = (facts(base, &bc.host), facts(new, &nc.host));
-    let kernel = |f: Option<&Json>| f?.pointer("/kernel/release")?.as_str().map(str::to_string);
-    // A limit as a person reads it, "none" when there is none; unknown
-    // (facts from before limits were recorded) when there are no limits.
-    let limit = |f: Option<&Json>, key: &str, show: fn(&Json) -> Option<String>| -> Option<String> {
-        let limits = f?.get("limits").filter(|l| l.is_object())?;
-        Some(limits.get(key).and_then(show).unwrap_or_else(|| "none".into()))
+/// What differs between the configurations two cells ran on, if anything
+/// (`configuration::difference`): kernel, limits, mkfs, device, system
+/// state, `tune:`.
+pub fn config_difference(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option<String> {
+    let of = |run: &RunData, id: i64| {
+        let c = find_cell(&run.cells, id)?;
+        let facts = run.hosts.iter().find(|h| h.name == c.host).and_then(|h| h.facts.as_ref());
+        Some((HostConfig::of(facts), CellConfig::of(c)))
     };
-    let memory = |v: &Json| v.as_u64().map(crate::human::mem);
-    let quota = |v: &Json| v.as_f64().map(|q| format!("{} CPU", crate::human::cpus(q)));
-    let cpuset = |v: &Json| v.as_str().map(str::to_string);
-    let checks: [(&str, Option<String>, Option<String>); 7] = [
-        ("kernel", kernel(bf), kernel(nf)),
-        ("memory limit", limit(bf, "memory_bytes", memory), limit(nf, "memory_bytes", memory)),
-        ("CPU quota", limit(bf, "cpu_quota", quota), limit(nf, "cpu_quota", quota)),
-        ("cpuset", limit(bf, "cpuset", cpuset), limit(nf, "cpuset", cpuset)),
-        ("mkfs", setup_value(bc, "mkfs_command"), setup_value(nc, "mkfs_command")),
-        ("mkfs version", setup_value(bc, "mkfs_version"), setup_value(nc, "mkfs_version")),
-        ("device", device_identity(bc), device_identity(nc)),
-    ];
-    checks
-        .into_iter()
-        .find_map(|(what, a, b)| match (a, b) {
-            (Some(a), Some(b)) if a != b => Some(format!("{what} differs: {a} → {b}")),
-            _ => None,
-        })
-        .or_else(|| crate::system_state::difference(bf, nf, &cell_scratch(bc)))
-        .or_else(|| tune_difference(bc, nc))
-}
-
-/// What a cell's `tune` step applied, by setting without its device or
-/// policy ("read_ahead_kb of loop3" is "read_ahead_kb": loop numbers change
-/// between labs' starts), each setting's values joined. Facts are read
-/// before a visit tunes anything, so this is the only record of it.
-fn tuned(c: &CellRow) -> std::collections::BTreeMap<String, String> {
-    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    let info = c.info.as_ref().and_then(Json::as_object);
-    let entries =
-        info.into_iter().flatten().filter(|(k, _)| k.starts_with("setup[")).filter_map(|(_, v)| v.get("tune"));
-    for t in entries.filter_map(Json::as_array).flatten() {
-        let (Some(setting), Some(applied)) = (t["setting"].as_str(), t["applied"].as_str()) else { continue };
-        let setting = setting.split(" of ").next().unwrap_or(setting).to_string();
-        let values = out.entry(setting).or_default();
-        if !values.iter().any(|v| v == applied) {
-            values.push(applied.to_string());
-        }
-    }
-    out.into_iter().map(|(k, v)| (k, v.join(","))).collect()
-}
-
-/// The first setting one cell's `tune:` set otherwise than the other's.
-fn tune_difference(b: &CellRow, n: &CellRow) -> Option<String> {
-    let (bt, nt) = (tuned(b), tuned(n));
-    let untuned = || "not tuned".to_string();
-    bt.keys().chain(nt.keys()).find_map(|k| {
-        let (x, y) = (bt.get(k).cloned().unwrap_or_else(untuned), nt.get(k).cloned().unwrap_or_else(untuned));
-        (x != y).then(|| format!("tune {k}: {x} → {y}"))
-    })
-}
-
-/// The scratch devices a cell's steps name on its own host (none for a
-/// cell stored before its devices were).
-fn cell_scratch(c: &CellRow) -> Vec<String> {
-    let devices = c.steps.as_ref().and_then(|s| s.get("devices")).and_then(Json::as_array);
-    devices
-        .into_iter()
-        .flatten()
-        .filter(|d| d.get("host").and_then(Json::as_str) == Some(c.host.as_str()))
-        .filter_map(|d| d.get("name")?.as_str().map(str::to_string))
-        .collect()
+    let ((bh, bc), (nh, nc)) = (of(base, bcell)?, of(new, ncell)?);
+    crate::configuration::difference((&bh, &bc), (&nh, &nc))
 }
 
 /// "fresh: cell → round" when the two cells' setups were made fresh
@@ -360,36 +291,11 @@ fn fresh_change(base: &RunData, bcell: i64, new: &RunData, ncell: i64) -> Option
     (b != n).then(|| format!("fresh: {b} → {n}"))
 }
 
-/// A value the cell's setup steps recorded (the first that has it).
-fn setup_value(c: &CellRow, key: &str) -> Option<String> {
-    let info = c.info.as_ref()?.as_object()?;
-    info.iter().filter(|(k, _)| k.starts_with("setup[")).find_map(|(_, v)| match v.get(key)? {
-        Json::String(s) => Some(s.clone()),
-        Json::Null => None,
-        other => Some(other.to_string()),
-    })
-}
-
-/// Which physical device a cell's filesystem was on: serial or WWN of the
-/// disk, else model and size, else a loop device's backing file.
-fn device_identity(c: &CellRow) -> Option<String> {
-    let info = c.info.as_ref()?.as_object()?;
-    let facts = info
-        .iter()
-        .filter(|(k, _)| k.starts_with("setup["))
-        .find_map(|(_, v)| v.get("disk_facts").or_else(|| v.get("device_facts")).filter(|f| !f.is_null()))?;
-    let text = |k: &str| facts.get(k).and_then(Json::as_str).map(str::to_string);
-    text("serial")
-        .or_else(|| text("wwn"))
-        .or_else(|| Some(format!("{} {}", text("model")?, facts.get("size_bytes")?)))
-        .or_else(|| text("backing_file"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::{RngExt, SeedableRng};
-    use serde_json::json;
+    use serde_json::{json, Value as Json};
 
     /// A run with one host, `cells` cells of one metric each, `n` samples
     /// drawn around `mean` with a 2% spread (Box-Muller from a seeded RNG).

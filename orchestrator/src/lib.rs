@@ -22,6 +22,7 @@ pub mod changepoint;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod configuration;
 pub mod diagnostic;
 pub mod estimate;
 pub mod exit_code;

@@ -16,8 +16,56 @@ use serde_json::Value as Json;
 /// mq-deadline → none on loop3"); queues only of the scratch devices
 /// `scratch` (the cell's).
 pub fn difference(base: Option<&Json>, new: Option<&Json>, scratch: &[String]) -> Option<String> {
-    let (base, new) = (base?, new?);
-    host_difference(base, new).or_else(|| scratch.iter().find_map(|name| queue_difference(base, new, name)))
+    SystemState::of(base?).difference(&SystemState::of(new?), scratch)
+}
+
+/// A host's system state as its facts recorded it, typed: what
+/// [`SystemState::difference`] compares (a year of `history` holds a few
+/// of these, not a year of facts).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SystemState {
+    /// None for facts from before tuning was recorded (or unreadable).
+    tuning: Option<HostTuning>,
+    /// Each scratch device's queues, by name (the first entry of a name;
+    /// none where that run recorded none).
+    queues: Vec<(String, Vec<QueueFacts>)>,
+}
+
+impl SystemState {
+    pub fn of(facts: &Json) -> SystemState {
+        let mut queues: Vec<(String, Vec<QueueFacts>)> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for entry in facts.get("scratch").and_then(Json::as_array).into_iter().flatten() {
+            let Some(name) = entry.get("name").and_then(Json::as_str) else { continue };
+            // The first entry of a name is the one read, queues or not.
+            if !seen.insert(name) {
+                continue;
+            }
+            let q = entry.get("queues").and_then(|q| serde_json::from_value::<Vec<QueueFacts>>(q.clone()).ok());
+            if let Some(q) = q.filter(|q| !q.is_empty()) {
+                queues.push((name.to_string(), q));
+            }
+        }
+        SystemState { tuning: tuning(facts), queues }
+    }
+
+    /// The first setting that differs from `new`'s (see [`difference`]).
+    pub fn difference(&self, new: &SystemState, scratch: &[String]) -> Option<String> {
+        let host = match (&self.tuning, &new.tuning) {
+            (Some(a), Some(b)) => host_difference(a, b),
+            _ => None,
+        };
+        host.or_else(|| {
+            scratch.iter().find_map(|name| {
+                let (a, b) = (self.queues_of(name)?, new.queues_of(name)?);
+                queue_difference(a, b, name)
+            })
+        })
+    }
+
+    fn queues_of(&self, name: &str) -> Option<&[QueueFacts]> {
+        self.queues.iter().find(|(n, _)| n == name).map(|(_, q)| q.as_slice())
+    }
 }
 
 fn tuning(f: &Json) -> Option<HostTuning> {
@@ -32,8 +80,7 @@ fn on_off(v: &Option<bool>) -> Option<&'static str> {
     v.map(|b| if b { "on" } else { "off" })
 }
 
-fn host_difference(base: &Json, new: &Json) -> Option<String> {
-    let (a, b) = (tuning(base)?, tuning(new)?);
+fn host_difference(a: &HostTuning, b: &HostTuning) -> Option<String> {
     let pairs: [(&str, String, String); 13] = [
         ("cpufreq driver", shown(&a.cpufreq_driver), shown(&b.cpufreq_driver)),
         ("governor", shown(&a.governor), shown(&b.governor)),
@@ -59,20 +106,12 @@ fn host_difference(base: &Json, new: &Json) -> Option<String> {
     })
 }
 
-/// Queues of scratch device `name`; `None` when that run did not record them.
-fn queues(f: &Json, name: &str) -> Option<Vec<QueueFacts>> {
-    let entry = f.get("scratch")?.as_array()?.iter().find(|s| s.get("name").and_then(Json::as_str) == Some(name))?;
-    let q: Vec<QueueFacts> = serde_json::from_value(entry.get("queues")?.clone()).ok()?;
-    (!q.is_empty()).then_some(q)
-}
-
-fn queue_difference(base: &Json, new: &Json, name: &str) -> Option<String> {
-    let (a, b) = (queues(base, name)?, queues(new, name)?);
-    if a.len() != b.len() || a.iter().zip(&b).any(|(x, y)| x.device != y.device) {
+fn queue_difference(a: &[QueueFacts], b: &[QueueFacts], name: &str) -> Option<String> {
+    if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.device != y.device) {
         let devs = |q: &[QueueFacts]| q.iter().map(|q| q.device.clone()).collect::<Vec<_>>().join("+");
-        return Some(format!("devices under {name} {} → {}", devs(&a), devs(&b)));
+        return Some(format!("devices under {name} {} → {}", devs(a), devs(b)));
     }
-    a.iter().zip(&b).find_map(|(x, y)| {
+    a.iter().zip(b).find_map(|(x, y)| {
         let on = &x.device;
         let wc = |q: &QueueFacts| q.write_cache.clone();
         let rot = |q: &QueueFacts| on_off(&q.rotational);

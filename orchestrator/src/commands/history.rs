@@ -27,7 +27,12 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
     match args.format {
         HistoryFormat::Table => out!("{}", render::table(&runs, &analyses))?,
         HistoryFormat::Md => out!("{}", render::markdown(&runs, &analyses))?,
-        HistoryFormat::Html => out!("{}", history::html::render(&runs, &analyses, &history::html::NoLinks))?,
+        // Written as it is, not through `out!`'s copy: a year's page is
+        // tens of megabytes.
+        HistoryFormat::Html => {
+            let page = history::html::render(&runs, &analyses, &history::html::NoLinks);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), crate::human::printable(&page).as_bytes())?
+        }
         HistoryFormat::Json => render::write_json(&runs, &analyses, std::io::stdout().lock())?,
     }
     // A webhook that failed is said after the history: what was found is

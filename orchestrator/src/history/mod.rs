@@ -20,7 +20,7 @@ pub mod trend;
 use crate::compare::RunData;
 use crate::monitors::MetricKind;
 use crate::store::{summarise, RunRecord, RunRow, SampleRow, Store, StoreError, SummaryRow};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One run of a history: what it is, its hosts and cells, and what it
 /// measured as summaries (a point per cell, step and metric), never its
@@ -30,8 +30,9 @@ pub struct HistoryRun {
     pub record: RunRecord,
     /// Its hosts and cells (each cell's steps but its devices and fresh
     /// policy left out), and a row per monitor summary (its mean) for
-    /// `compare::explain_step`; no `samples`. Empty once `load` gathered
-    /// the run, while `annotate` reads them for the runs around a change.
+    /// `compare::explain_step`; no `samples`. Empty after `load` (which
+    /// keeps only configurations), but while `annotate` reads them, of the
+    /// changed series' hosts only, for the runs around a change.
     pub data: RunData,
     /// The results' summaries made from its samples (`MetricKind::Benchmark`
     /// only; none for a run whose summaries are stored), until they are
@@ -72,66 +73,99 @@ fn monitor_row(s: SummaryRow) -> SampleRow {
 }
 
 /// The runs `select` picks, oldest first, and their series. Each run's
-/// summaries become points as it is read and its details (hosts' facts,
-/// cells) are let go once no series needs them for a split: a year of
-/// nights is held as a year of points, no more. `annotate` reads them
-/// again for the runs around the changes.
+/// summaries become points as it is read, and of its hosts and cells only
+/// their configurations are kept (`series::CellWords`), each distinct one
+/// once: a year of nights is held as a year of points, no more.
+/// `annotate` reads the details of the runs around the changes.
 pub fn load(store: &Store, runs: &[RunRow]) -> Result<(Vec<HistoryRun>, Vec<series::Series>), StoreError> {
     let mut gathered = series::Gatherer::default();
     let mut out = Vec::with_capacity(runs.len());
-    // Reading a night (the database's work and decoding its rows) and
-    // gathering the one before overlap: the reader runs a few nights ahead
-    // on a thread of its own, so a year takes about the longer of the two.
+    // The database's work and the decoding of its rows, a night's cells on
+    // one connection and its results on another, each on a thread of its
+    // own a few nights ahead, while this one gathers: a year takes about
+    // the longest of the three (a PostgreSQL server works both at once).
+    let other = store.another()?;
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        let reader = scope.spawn(move || -> Result<(), StoreError> {
-            let mut words = series::Words::default();
+        let (cells_tx, cells_rx) = std::sync::mpsc::sync_channel(4);
+        let (results_tx, results_rx) = std::sync::mpsc::sync_channel(4);
+        let cells_reader = scope.spawn(move || -> Result<(), StoreError> {
+            let mut words = series::CellWords::default();
             for r in runs {
-                let (run, measured) = read(store, r, &mut words)?;
-                if tx.send((run, measured, words.new_words())).is_err() {
+                let cells = read_cells(&other, r, &mut words)?;
+                if cells_tx.send((cells, words.learned())).is_err() {
                     break;
                 }
             }
             Ok(())
         });
-        for (ri, (mut run, measured, new_words)) in rx.into_iter().enumerate() {
-            gathered.learn(new_words);
-            gathered.add(ri, std::mem::take(&mut run.data), &measured);
+        let results_reader = scope.spawn(move || -> Result<(), StoreError> {
+            let mut words = series::ResultWords::default();
+            for r in runs {
+                let (run, results) = read_results(store, r, &mut words)?;
+                if results_tx.send((run, results, words.learned())).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        let nights = cells_rx.into_iter().zip(results_rx);
+        for (ri, ((cells, cell_words), (run, results, result_words))) in nights.enumerate() {
+            gathered.learn(cell_words, result_words);
+            gathered.add(ri, &cells, &results);
             out.push(run);
         }
-        reader.join().expect("the history's reader thread")
+        let cells = cells_reader.join().expect("the history's cells reader");
+        results_reader.join().expect("the history's results reader").and(cells)
     })?;
     Ok((out, gathered.finish()))
 }
 
-/// One run as `load` gathers it: its stored summaries (results only), read
-/// in place into numbers (`series::Words`), with its hosts and the outline
-/// of its cells; for a run without stored summaries, made from its samples.
-fn read(store: &Store, r: &RunRow, words: &mut series::Words) -> Result<(HistoryRun, series::Measured), StoreError> {
-    let cells = store.cells_outline(r.id)?;
-    let mut measured = words.cells(&cells);
-    let stored = store.each_summary(r.id, MetricKind::Benchmark, |s| words.add(&mut measured, s))?;
-    let (samples, monitors) = match stored {
-        true => (Vec::new(), Vec::new()),
-        false => (store.samples(r.id)?, store.monitor_samples(r.id)?),
+/// One run's hosts' and cells' configurations, as `load` gathers them.
+fn read_cells(store: &Store, r: &RunRow, words: &mut series::CellWords) -> Result<series::Cells, StoreError> {
+    let mut cells = words.start_run();
+    store.each_host_facts(r.id, |name, facts| words.host_facts(name, facts))?;
+    store.each_cell_text(r.id, |c| words.cell(&mut cells, c))?;
+    Ok(cells)
+}
+
+/// One run as `load` gathers it, with its stored summaries (results only)
+/// read in place into numbers (`series::ResultWords`); for a run without
+/// stored summaries, made from its samples. Its `data` is left empty.
+fn read_results(
+    store: &Store,
+    r: &RunRow,
+    words: &mut series::ResultWords,
+) -> Result<(HistoryRun, series::Results), StoreError> {
+    let mut results = series::Results::default();
+    let stored = store.each_summary(r.id, MetricKind::Benchmark, |s| words.add(&mut results, s))?;
+    let data = match stored {
+        true => RunData::default(),
+        false => RunData { samples: store.samples(r.id)?, ..RunData::default() },
     };
-    let data = RunData { hosts: store.hosts(r.id)?, cells, samples, monitors };
     // Summaries made here from the samples (none for a run that has them stored).
     let mut run = HistoryRun::new(r.clone(), store.run_record(r.id)?, data);
-    words.add_rows(&mut measured, &std::mem::take(&mut run.summaries));
-    Ok((run, measured))
+    words.add_rows(&mut results, &std::mem::take(&mut run.summaries));
+    run.data = RunData::default();
+    Ok((run, results))
 }
 
 /// Every change's notes (`analyze::annotate_change`), from the details of
-/// the runs on either side of it (hosts with their facts, cells, a row per
-/// monitor summary), read a night at a time in the order of the changes'
-/// runs and let go when no later change needs them.
+/// the runs on either side of it (the changed series' hosts with their
+/// facts, cells, a row per monitor summary: no other host's), read a
+/// night at a time in the order of the changes' runs and let go when no
+/// later change needs them.
 pub fn annotate(store: &Store, runs: &mut [HistoryRun], all: &mut [analyze::Analysis]) -> Result<(), StoreError> {
     // (this run, the run before, analysis, change), in the order of the runs.
     let mut todo: Vec<(usize, usize, usize, usize)> = Vec::new();
+    // A run → the hosts some change on either side of it is on.
+    let mut hosts: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
     for (ai, a) in all.iter().enumerate() {
         for (ci, c) in a.changes.iter().enumerate() {
-            todo.push((a.series.points[c.at].run, a.series.points[c.at - 1].run, ai, ci));
+            let (this, prev) = (a.series.points[c.at].run, a.series.points[c.at - 1].run);
+            todo.push((this, prev, ai, ci));
+            for i in [this, prev] {
+                hosts.entry(i).or_default().insert(a.series.key.host.clone());
+            }
         }
     }
     todo.sort_unstable();
@@ -144,7 +178,7 @@ pub fn annotate(store: &Store, runs: &mut [HistoryRun], all: &mut [analyze::Anal
     for (k, &(this, prev, ai, ci)) in todo.iter().enumerate() {
         for i in [prev, this] {
             if loaded.insert(i) {
-                runs[i].data = details(store, runs[i].row.id)?;
+                runs[i].data = details(store, runs[i].row.id, &hosts[&i])?;
             }
         }
         let a = &mut all[ai];
@@ -159,16 +193,21 @@ pub fn annotate(store: &Store, runs: &mut [HistoryRun], all: &mut [analyze::Anal
     Ok(())
 }
 
-/// A run's details for a change's notes.
-fn details(store: &Store, id: i64) -> Result<RunData, StoreError> {
-    let mut monitors = store.summaries(id, Some(MetricKind::Monitor))?;
+/// A run's details for the notes of changes on `hosts`: theirs only (a
+/// year's defaults find changes on a few hosts a night, of a hundred).
+fn details(store: &Store, id: i64, hosts: &BTreeSet<String>) -> Result<RunData, StoreError> {
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let cells = store.cells_outline(id, Some(&hosts))?;
+    let mut monitors = store.summaries_of(id, Some(MetricKind::Monitor), Some(&hosts))?;
     if monitors.is_empty() {
         // A run without stored summaries: made from its samples.
-        monitors = summarise(&store.monitor_samples(id)?);
+        let ids: BTreeSet<i64> = cells.iter().map(|c| c.id).collect();
+        let samples: Vec<_> = store.monitor_samples(id)?.into_iter().filter(|s| ids.contains(&s.cell_id)).collect();
+        monitors = summarise(&samples);
     }
     Ok(RunData {
-        hosts: store.hosts(id)?,
-        cells: store.cells_outline(id)?,
+        hosts: store.hosts_of(id, Some(&hosts))?,
+        cells,
         samples: Vec::new(),
         monitors: monitors.into_iter().map(monitor_row).collect(),
     })

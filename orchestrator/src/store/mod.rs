@@ -63,6 +63,24 @@ fn outline(steps: &Json) -> Json {
     outline_json(Outline { devices: steps.get("devices").cloned(), fresh: steps.get("fresh").cloned() })
 }
 
+/// A cell's devices and fresh policy from its outline or its steps as
+/// stored (the rest of steps skipped unparsed); none for text that is neither.
+pub fn outline_of(text: &str) -> Option<Json> {
+    serde_json::from_str::<Outline>(text).ok().map(outline_json)
+}
+
+/// A cell as `Store::each_cell_text` hands it: its texts as stored.
+pub struct CellText<'a> {
+    pub id: i64,
+    pub host: &'a str,
+    pub play: &'a str,
+    pub key: &'a str,
+    pub params: &'a str,
+    pub info: Option<&'a str>,
+    /// Its outline, or its steps for a cell stored before outlines were.
+    pub outline: Option<&'a str>,
+}
+
 const CELL_COLUMNS: &str =
     "id, host, play_index, play, key, params, repeat, status, reason, info, steps, started, finished, reps_done";
 
@@ -85,6 +103,16 @@ fn cell_row(r: &value::Row) -> Result<CellRow, StoreError> {
     })
 }
 
+/// " AND `column` IN (?2, …)" for the hosts named (nothing for none named)
+/// and the parameters: the run, then each host.
+pub(super) fn only(run: i64, column: &str, hosts: Option<&[&str]>) -> (String, Vec<value::Val>) {
+    let mut params = vec![run.into()];
+    let Some(hosts) = hosts else { return (String::new(), params) };
+    params.extend(hosts.iter().map(|&h| h.into()));
+    let marks: Vec<String> = (2..=params.len()).map(|i| format!("?{i}")).collect();
+    (format!(" AND {column} IN ({})", marks.join(", ")), params)
+}
+
 /// Column `i` of a row as a status type.
 fn status_of<S: std::str::FromStr>(r: &value::Row, i: usize) -> Result<S, StoreError> {
     let word = r.text(i);
@@ -98,6 +126,7 @@ pub fn now() -> String {
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Db>>,
+    at: DbLocation,
 }
 
 pub struct NewRun<'a> {
@@ -221,7 +250,14 @@ pub struct StepRef<'a> {
 impl Store {
     /// The database `at` names, brought to the current schema.
     pub fn open(at: &DbLocation) -> Result<Store, StoreError> {
-        Ok(Store { conn: Arc::new(Mutex::new(Db::open(at)?)) })
+        Ok(Store { conn: Arc::new(Mutex::new(Db::open(at)?)), at: at.clone() })
+    }
+
+    /// The same database over a connection of its own: for a thread that
+    /// reads beside this one (a clone shares the connection, and its
+    /// statements wait for each other's).
+    pub fn another(&self) -> Result<Store, StoreError> {
+        Store::open(&self.at)
     }
 
     fn db(&self) -> MutexGuard<'_, Db> {
@@ -539,12 +575,18 @@ impl Store {
     }
 
     pub fn hosts(&self, run: i64) -> Result<Vec<HostRow>, StoreError> {
+        self.hosts_of(run, None)
+    }
+
+    /// A run's hosts, or only those named.
+    pub fn hosts_of(&self, run: i64, hosts: Option<&[&str]>) -> Result<Vec<HostRow>, StoreError> {
         let mut db = self.db();
         // In the order they were added (inventory order).
         let order = db.hosts_order();
+        let (only, params) = only(run, "name", hosts);
         let rows = db.query(
-            &format!("SELECT name, status, reason, facts FROM hosts WHERE run_id = ?1 ORDER BY {order}"),
-            &[run.into()],
+            &format!("SELECT name, status, reason, facts FROM hosts WHERE run_id = ?1{only} ORDER BY {order}"),
+            &params,
         )?;
         rows.into_iter()
             .map(|r| {
@@ -564,25 +606,62 @@ impl Store {
     /// (kilobytes of rendered steps a cell, which a year of `history` need
     /// not hold): the cell's `outline`, or for a cell stored before it was
     /// kept, its steps with the rest skipped as they are read, not parsed.
-    pub fn cells_outline(&self, run: i64) -> Result<Vec<CellRow>, StoreError> {
+    /// Only of the hosts named, when they are.
+    pub fn cells_outline(&self, run: i64, hosts: Option<&[&str]>) -> Result<Vec<CellRow>, StoreError> {
         let columns = CELL_COLUMNS.replace(", steps,", ", NULL,");
+        let (only, params) = only(run, "host", hosts);
         let rows = self.db().query(
             &format!(
                 "SELECT {columns}, outline, CASE WHEN outline IS NULL THEN steps END FROM cells \
-                 WHERE run_id = ?1 ORDER BY id"
+                 WHERE run_id = ?1{only} ORDER BY id"
             ),
-            &[run.into()],
+            &params,
         )?;
         rows.iter()
             .map(|r| {
                 let mut c = cell_row(r)?;
-                c.steps = r.opt_text(14).or_else(|| r.opt_text(15)).and_then(|t| {
-                    let o = serde_json::from_str::<Outline>(&t).ok()?;
-                    Some(outline_json(o))
-                });
+                c.steps = r.opt_text(14).or_else(|| r.opt_text(15)).and_then(|t| outline_of(&t));
                 Ok(c)
             })
             .collect()
+    }
+
+    /// A run's cells as `history` reads them, each handed to `f` as it is
+    /// read, its texts borrowed (a year of cells, most of them as the night
+    /// before): `outline` is the cell's outline, or for a cell stored before
+    /// outlines were kept its steps ([`outline_of`] reads either).
+    pub fn each_cell_text(&self, run: i64, mut f: impl FnMut(CellText<'_>)) -> Result<(), StoreError> {
+        self.db().for_each(
+            "SELECT id, host, play, key, params, info, COALESCE(outline, steps) FROM cells WHERE run_id = ?1 ORDER BY id",
+            &[run.into()],
+            &mut |v| {
+                let opt = |i: usize| match v[i] {
+                    value::ValRef::Text(t) => Some(t),
+                    _ => None,
+                };
+                f(CellText {
+                    id: v[0].int(),
+                    host: v[1].text(),
+                    play: v[2].text(),
+                    key: v[3].text(),
+                    params: v[4].text(),
+                    info: opt(5),
+                    outline: opt(6),
+                });
+                Ok(())
+            },
+        )
+    }
+
+    /// A run's hosts' facts as stored (text, borrowed), each handed to `f`.
+    pub fn each_host_facts(&self, run: i64, mut f: impl FnMut(&str, Option<&str>)) -> Result<(), StoreError> {
+        self.db().for_each("SELECT name, facts FROM hosts WHERE run_id = ?1", &[run.into()], &mut |v| {
+            match v[1] {
+                value::ValRef::Text(facts) => f(v[0].text(), Some(facts)),
+                _ => f(v[0].text(), None),
+            }
+            Ok(())
+        })
     }
 
     /// The newest ok cell of every (host, play, cell key) that ran to its

@@ -195,6 +195,12 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
     // 11: a cell's devices and `fresh` policy apart from its rendered steps
     // (a kilobyte a cell): what history reads of a year of cells.
     "ALTER TABLE cells ADD COLUMN outline TEXT;",
+    // 12: a host's summaries without the rest of its run's (`history`'s
+    // notes read the monitors of a changed series' host, a few of a
+    // night's hundred), and a run's results without its monitors' (two
+    // thirds of its summaries), which `history` reads of a year of runs.
+    "CREATE INDEX summaries_by_cell ON summaries (cell_id);
+    CREATE INDEX summaries_results_by_run ON summaries (run_id) WHERE kind = 'benchmark';",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -366,6 +372,8 @@ pub const PG_MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX change_alerts_by_playbook ON change_alerts (playbook);",
     "ALTER TABLE cells ADD COLUMN outline TEXT;",
+    "CREATE INDEX summaries_by_cell ON summaries (cell_id);
+    CREATE INDEX summaries_results_by_run ON summaries (run_id) WHERE kind = 'benchmark';",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).

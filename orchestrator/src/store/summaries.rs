@@ -119,10 +119,15 @@ impl Store {
         mut f: impl FnMut(SummaryRef<'_>),
     ) -> Result<bool, StoreError> {
         let mut any = false;
+        // The kind as a word in the statement, not a parameter: so that
+        // both databases' planners see `summaries_results_by_run` applies.
         self.db().for_each(
-            "SELECT cell_id, step, metric, unit, better, n, mean, sd, ci_lo, ci_hi FROM summaries \
-             WHERE run_id = ?1 AND kind = ?2 ORDER BY id",
-            &[run.into(), kind.as_str().into()],
+            &format!(
+                "SELECT cell_id, step, metric, unit, better, n, mean, sd, ci_lo, ci_hi FROM summaries \
+                 WHERE run_id = ?1 AND kind = '{}' ORDER BY id",
+                kind.as_str()
+            ),
+            &[run.into()],
             &mut |v| {
                 any = true;
                 f(SummaryRef {
@@ -145,17 +150,30 @@ impl Store {
     /// A run's summaries in the order written (of one kind, or all); none
     /// for a run that has not finished (or finished before summaries were kept).
     pub fn summaries(&self, run: i64, kind: Option<MetricKind>) -> Result<Vec<SummaryRow>, StoreError> {
+        self.summaries_of(run, kind, None)
+    }
+
+    /// Only of the named hosts' cells, when they are named.
+    pub fn summaries_of(
+        &self,
+        run: i64,
+        kind: Option<MetricKind>,
+        hosts: Option<&[&str]>,
+    ) -> Result<Vec<SummaryRow>, StoreError> {
         let columns = "cell_id, step_index, step, workload, metric, unit, better, kind,
                        n, mean, sd, median, min, max, ci_lo, ci_hi, mad, cv";
-        let rows = match kind {
-            Some(k) => self.db().query(
-                &format!("SELECT {columns} FROM summaries WHERE run_id = ?1 AND kind = ?2 ORDER BY id"),
-                &[run.into(), k.as_str().into()],
-            )?,
-            None => self
-                .db()
-                .query(&format!("SELECT {columns} FROM summaries WHERE run_id = ?1 ORDER BY id"), &[run.into()])?,
+        let mut sql = format!("SELECT {columns} FROM summaries WHERE ");
+        let (only, mut params) = super::only(run, "host", hosts);
+        sql += &match hosts {
+            None => "run_id = ?1".to_string(),
+            // A host's by its cells (`summaries_by_cell`), not through its run's.
+            Some(_) => format!("cell_id IN (SELECT id FROM cells WHERE run_id = ?1{only})"),
         };
+        if let Some(k) = kind {
+            params.push(k.as_str().into());
+            sql += &format!(" AND kind = ?{}", params.len());
+        }
+        let rows = self.db().query(&(sql + " ORDER BY id"), &params)?;
         rows.into_iter()
             .map(|mut r| {
                 let kind = r.text(7);
@@ -220,6 +238,36 @@ mod tests {
             assert_eq!(stored.len(), 2);
             assert_eq!((stored[0].metric.as_str(), stored[0].summary.n), ("speed", 3));
             assert_eq!(stored[1].summary.ci95, None, "one sample has no interval");
+        }
+    }
+
+    #[test]
+    fn a_hosts_summaries_cells_and_row_are_its_own() {
+        for at in &places().urls {
+            let s = Store::open(at).unwrap();
+            let run = new_run(&s, None);
+            for (host, value) in [("h1", 1.0), ("h2", 2.0), ("h1", 3.0)] {
+                s.set_host(run, host, crate::status::HostStatus::Ok, None).unwrap();
+                let c = s.add_cell(run, &cell(&format!("0:v={value}"), host, 1)).unwrap();
+                let step = StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1, attempt: 1 };
+                let m = Metric { name: "speed".into(), value, unit: "MB/s".into(), better: Better::Higher };
+                s.add_samples(c, &step, &StepOutput { metrics: vec![m], ..Default::default() }).unwrap();
+            }
+            s.finish_run(run, crate::status::RunStatus::Ok).unwrap();
+            let means = |hosts: Option<&[&str]>| -> Vec<f64> {
+                let rows = s.summaries_of(run, Some(MetricKind::Benchmark), hosts).unwrap();
+                rows.iter().map(|r| r.summary.mean).collect()
+            };
+            assert_eq!(means(Some(&["h1"])), [1.0, 3.0], "{at}");
+            assert_eq!(means(Some(&["h2"])), [2.0], "{at}");
+            assert_eq!(means(Some(&["h2", "h1"])), [1.0, 2.0, 3.0], "{at}");
+            assert_eq!(means(None), [1.0, 2.0, 3.0], "{at}");
+            assert_eq!(s.summaries_of(run, Some(MetricKind::Monitor), Some(&["h1"])).unwrap(), [], "{at}");
+            let cells: Vec<String> = s.cells_outline(run, Some(&["h2"])).unwrap().into_iter().map(|c| c.key).collect();
+            assert_eq!(cells, ["0:v=2"], "{at}");
+            let hosts: Vec<String> = s.hosts_of(run, Some(&["h1"])).unwrap().into_iter().map(|h| h.name).collect();
+            assert_eq!(hosts, ["h1"], "{at}");
+            assert_eq!(s.hosts_of(run, None).unwrap().len(), 2, "{at}");
         }
     }
 }
