@@ -17,6 +17,7 @@ macro_rules! outln {
     }};
 }
 
+pub mod bisect;
 pub mod capacity;
 pub mod changepoint;
 pub mod cli;

@@ -63,6 +63,52 @@ pub enum RunStatus {
     Interrupted,
 }
 
+/// A bisect (`benchrig bisect`), as its record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr, Serialize, Deserialize)]
+#[strum(serialize_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum BisectStatus {
+    /// Going on, or stopped part way (`--resume` goes on).
+    Running,
+    /// The first bad revision, confirmed (bad again, its parent good again).
+    Found,
+    /// The first bad revision is one of several (the others skipped or undecided).
+    Ambiguous,
+    /// A first bad revision that did not measure bad, or whose parent did
+    /// not measure good, a second time.
+    Unconfirmed,
+    /// The bad endpoint is not worse than the good one.
+    NoRegression,
+    /// An endpoint failed to build or to measure.
+    Failed,
+}
+
+/// What a bisect made of one revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr, Serialize, Deserialize)]
+#[strum(serialize_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum BisectVerdict {
+    Good,
+    Bad,
+    /// Its build failed: not measured.
+    Skip,
+    /// Measured up to the most repetitions allowed, and still neither.
+    Undecided,
+}
+
+/// Why a bisect measured a revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr, Serialize, Deserialize)]
+#[strum(serialize_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum BisectPurpose {
+    /// The good or the bad endpoint, measured first as the reference.
+    Endpoint,
+    /// A revision between them.
+    Candidate,
+    /// The first bad revision or its parent, measured again at the end.
+    Confirm,
+}
+
 macro_rules! as_str {
     ($($t:ty),*) => {$(
         impl $t {
@@ -79,7 +125,7 @@ macro_rules! as_str {
         }
     )*};
 }
-as_str!(CellStatus, HostStatus, RunStatus);
+as_str!(CellStatus, HostStatus, RunStatus, BisectStatus, BisectVerdict, BisectPurpose);
 
 #[cfg(test)]
 mod tests {
@@ -106,5 +152,7 @@ mod tests {
         assert_eq!(RunStatus::Interrupted.as_str(), "interrupted");
         assert!("Ok".parse::<CellStatus>().is_err());
         assert_eq!(CellStatus::of_json(&serde_json::json!(null)), None);
+        assert_eq!(BisectStatus::NoRegression.as_str(), "no_regression");
+        assert_eq!("undecided".parse::<BisectVerdict>().unwrap(), BisectVerdict::Undecided);
     }
 }

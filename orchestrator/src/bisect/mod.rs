@@ -1,0 +1,15 @@
+//! `benchrig bisect`: which revision made a metric worse, decided by
+//! statistics. Its pure parts so far: `decide` compares two sets of
+//! samples by Chromium Pinpoint's rule (`thresholds` is Pinpoint's table);
+//! `judge` picks the series that regressed between the endpoints and
+//! calls a candidate good, bad or undecided against them; `search` picks
+//! the next revision (git bisect's halving, skips to a neighbour, never a
+//! guess); `revisions` lists the revisions from a git repository's
+//! first-parent line or a versions file. The command that drives runs
+//! through them is not written yet (issue 30).
+
+pub mod decide;
+pub mod judge;
+pub mod revisions;
+pub mod search;
+mod thresholds;
