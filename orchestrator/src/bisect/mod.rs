@@ -4,12 +4,19 @@
 //! `judge` picks the series that regressed between the endpoints and
 //! calls a candidate good, bad or undecided against them; `search` picks
 //! the next revision (git bisect's halving, skips to a neighbour, never a
-//! guess); `revisions` lists the revisions from a git repository's
-//! first-parent line or a versions file. The command that drives runs
-//! through them is not written yet (issue 30).
+//! guess); `course` is where a bisect stands and what it measures next
+//! (the endpoints first, a candidate until called, the culprit and its
+//! parent again at the end); `series` gathers a measure run's followed
+//! series; `recipe` is what a bisect was asked, stored as it is;
+//! `revisions` lists the revisions from a git repository's first-parent
+//! line or a versions file. The command that drives runs through them is
+//! not written yet (issue 30).
 
+pub mod course;
 pub mod decide;
 pub mod judge;
+pub mod recipe;
 pub mod revisions;
 pub mod search;
+pub mod series;
 mod thresholds;

@@ -1,0 +1,290 @@
+//! Where a bisect stands and what it does next, from what its steps
+//! measured: pure. First the endpoints (the reference is the lab's state
+//! today, not last week's night), more of them while no series is clearly
+//! a regression yet; then the search over the candidates, a candidate
+//! measured again until `judge` calls it or it has had the most
+//! repetitions; at the end the first bad revision and its parent measured
+//! once more, apart, and called again (KernelCI's guard): the answer is
+//! found only when the culprit is bad again and its parent good again.
+
+use super::judge::{self, call, overall, regression, Endpoints};
+use super::search::{self, Verdict};
+use super::series::Samples;
+use crate::bisect::decide::Outcome;
+use crate::history::series::SeriesKey;
+use crate::status::BisectPurpose;
+
+/// What the bisect knows: per revision (0 the good endpoint, the last the
+/// bad one), its pooled samples and whether its build failed, and the
+/// confirming steps' samples apart.
+#[derive(Clone, Debug, Default)]
+pub struct Course {
+    pub measured: Vec<Samples>,
+    pub skipped: Vec<bool>,
+    /// Revision → the samples of its confirming steps.
+    pub confirmed: std::collections::BTreeMap<usize, Samples>,
+    pub max_reps: usize,
+    pub threshold_pct: f64,
+}
+
+/// What to do next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Measure { revision: usize, purpose: BisectPurpose },
+    Done(Answer),
+}
+
+/// How a bisect ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// No followed series is worse at the bad endpoint by the threshold.
+    NoRegression,
+    /// The first bad revision, confirmed.
+    Found(usize),
+    /// The first bad revision is one of these (`search::Next::Among`).
+    Among(Vec<usize>),
+    /// The first bad revision the search found did not measure as it did
+    /// a second time (or its parent did not).
+    Unconfirmed { first_bad: usize, why: String },
+}
+
+impl Course {
+    /// A bisect over `revisions` revisions, nothing measured yet.
+    pub fn new(revisions: usize, max_reps: usize, threshold_pct: f64) -> Course {
+        Course {
+            measured: vec![Samples::new(); revisions],
+            skipped: vec![false; revisions],
+            confirmed: Default::default(),
+            max_reps,
+            threshold_pct,
+        }
+    }
+
+    fn last(&self) -> usize {
+        self.measured.len() - 1
+    }
+
+    /// The series that regressed between the endpoints, and whether more
+    /// repetitions of them could still show others.
+    pub fn signals(&self) -> (Vec<SeriesKey>, bool) {
+        let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
+        let mut signals = Vec::new();
+        let mut unknown = false;
+        for (key, g) in good {
+            let Some(b) = bad.get(key) else { continue };
+            let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
+            match regression(e, self.threshold_pct).map(|r| r.outcome) {
+                Some(Outcome::Different) => signals.push(key.clone()),
+                Some(Outcome::Unknown) => unknown |= g.values.len().min(b.values.len()) < self.max_reps,
+                _ => {}
+            }
+        }
+        (signals, unknown)
+    }
+
+    /// What `samples` are against the endpoints on `signals` (`None`: more
+    /// repetitions, while it has had fewer than the most).
+    pub fn call(&self, samples: &Samples, signals: &[SeriesKey]) -> Option<Verdict> {
+        let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
+        let reps = signals.iter().map(|k| samples.get(k).map_or(0, |s| s.values.len())).min().unwrap_or(0);
+        let at_most = reps >= self.max_reps;
+        overall(signals.iter().map(|k| {
+            let (g, b) = (&good[k], &bad[k]);
+            let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
+            match samples.get(k) {
+                Some(c) => call(e, &c.values, at_most).and_then(|c| c.verdict),
+                // A series the candidate did not measure says nothing of it.
+                None if at_most => Some(Verdict::Undecided),
+                None => None,
+            }
+        }))
+    }
+
+    /// Each revision's verdict so far (endpoints: none).
+    pub fn verdicts(&self, signals: &[SeriesKey]) -> Vec<Option<Verdict>> {
+        (0..self.measured.len())
+            .map(|i| match i {
+                _ if i == 0 || i == self.last() => None,
+                _ if self.skipped[i] => Some(Verdict::Skip),
+                _ if self.measured[i].is_empty() => None,
+                _ => self.call(&self.measured[i], signals),
+            })
+            .collect()
+    }
+
+    pub fn next(&self) -> Action {
+        let measure = |revision, purpose| Action::Measure { revision, purpose };
+        for end in [0, self.last()] {
+            if self.measured[end].is_empty() {
+                return measure(end, BisectPurpose::Endpoint);
+            }
+        }
+        let (signals, unknown) = self.signals();
+        if signals.is_empty() {
+            if !unknown {
+                return Action::Done(Answer::NoRegression);
+            }
+            // The endpoint with fewer samples, until the series decide.
+            let n = |i: usize| self.measured[i].values().map(|s| s.values.len()).min().unwrap_or(0);
+            let fewer = if n(self.last()) < n(0) { self.last() } else { 0 };
+            return measure(fewer, BisectPurpose::Endpoint);
+        }
+        let known = self.verdicts(&signals);
+        // A candidate measured and not called yet is measured again first.
+        if let Some(i) = (1..self.last()).find(|&i| !self.measured[i].is_empty() && known[i].is_none()) {
+            return measure(i, BisectPurpose::Candidate);
+        }
+        match search::next(&known) {
+            search::Next::Measure(i) => measure(i, BisectPurpose::Candidate),
+            search::Next::Among(among) => Action::Done(Answer::Among(among)),
+            search::Next::Found(first_bad) => self.confirm(first_bad, &signals),
+        }
+    }
+
+    /// The first bad revision and its parent, measured again apart: each
+    /// until called, then the answer.
+    fn confirm(&self, first_bad: usize, signals: &[SeriesKey]) -> Action {
+        let parent = first_bad - 1;
+        let mut calls = Vec::new();
+        for (i, want) in [(first_bad, Verdict::Bad), (parent, Verdict::Good)] {
+            let empty = Samples::new();
+            let again = self.confirmed.get(&i).unwrap_or(&empty);
+            match (again.is_empty(), self.call(again, signals)) {
+                (false, Some(v)) => calls.push((i, want, v)),
+                _ => return Action::Measure { revision: i, purpose: BisectPurpose::Confirm },
+            }
+        }
+        let wrong: Vec<String> = calls
+            .iter()
+            .filter(|(_, want, got)| want != got)
+            .map(|(i, want, got)| format!("revision {i} measured {got} again (it was {want})"))
+            .collect();
+        Action::Done(match wrong.is_empty() {
+            true => Answer::Found(first_bad),
+            false => Answer::Unconfirmed { first_bad, why: wrong.join("; ") },
+        })
+    }
+}
+
+/// The endpoints' figures per series, for a bisect that found no
+/// regression to say why: each series' regression test.
+pub fn endpoint_figures(c: &Course) -> Vec<(SeriesKey, judge::Regression)> {
+    let (good, bad) = (&c.measured[0], &c.measured[c.last()]);
+    good.iter()
+        .filter_map(|(k, g)| {
+            let b = bad.get(k)?;
+            let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
+            Some((k.clone(), regression(e, c.threshold_pct)?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::series::Sampled;
+    use super::*;
+    use benchrig_wire::args::Better;
+    use rand::{RngExt, SeedableRng};
+
+    /// The tool: 40 commits after the good one; commit 23 makes it
+    /// 4× slower, commit 30 a further 1%, commit 11 does not build. Each
+    /// measure run gives 5 repetitions of one series with a 2% spread.
+    struct Lab {
+        rng: rand::rngs::ChaCha8Rng,
+        /// (revision, purpose) of every step, in order.
+        steps: Vec<(usize, BisectPurpose)>,
+    }
+
+    impl Lab {
+        fn mean(rev: usize) -> f64 {
+            let slow = if rev >= 23 { 25.0 } else { 100.0 };
+            if rev >= 30 {
+                slow * 0.99
+            } else {
+                slow
+            }
+        }
+
+        fn run(&mut self, rev: usize) -> Samples {
+            let mut out = Samples::new();
+            let key = SeriesKey {
+                host: "hdd".into(),
+                play: "fsync".into(),
+                cell: "-".into(),
+                step: "write".into(),
+                metric: "throughput".into(),
+            };
+            let values = (0..5)
+                .map(|_| {
+                    let (u1, u2): (f64, f64) = (self.rng.random::<f64>().max(1e-12), self.rng.random());
+                    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                    Self::mean(rev) * (1.0 + 0.02 * z)
+                })
+                .collect();
+            out.insert(key, Sampled { unit: "MB/s".into(), better: Better::Higher, values });
+            out
+        }
+
+        /// Bisects revisions `from..=to` of the tool to its answer.
+        fn bisect(seed: u64, from: usize, to: usize) -> (Answer, Vec<(usize, BisectPurpose)>) {
+            let mut lab = Lab { rng: rand::rngs::ChaCha8Rng::seed_from_u64(seed), steps: Vec::new() };
+            let mut c = Course::new(to - from + 1, 40, 5.0);
+            for _ in 0..200 {
+                match c.next() {
+                    Action::Done(answer) => return (answer, lab.steps),
+                    Action::Measure { revision, purpose } => {
+                        lab.steps.push((from + revision, purpose));
+                        if from + revision == 11 {
+                            c.skipped[revision] = true;
+                            continue;
+                        }
+                        let got = lab.run(from + revision);
+                        let into = match purpose {
+                            BisectPurpose::Confirm => c.confirmed.entry(revision).or_default(),
+                            _ => &mut c.measured[revision],
+                        };
+                        for (k, s) in got {
+                            into.entry(k)
+                                .or_insert_with(|| Sampled { values: vec![], ..s.clone() })
+                                .values
+                                .extend(s.values);
+                        }
+                    }
+                }
+            }
+            panic!("no answer in 200 steps: {:?}", lab.steps);
+        }
+    }
+
+    #[test]
+    fn the_four_times_slower_commit_is_found_confirmed_in_few_candidates() {
+        for seed in 0..20 {
+            let (answer, steps) = Lab::bisect(seed, 0, 40);
+            assert_eq!(answer, Answer::Found(23), "seed {seed}: {steps:?}");
+            let mut candidates: Vec<usize> =
+                steps.iter().filter(|(_, p)| *p == BisectPurpose::Candidate).map(|(r, _)| *r).collect();
+            candidates.dedup();
+            // ⌈log2 40⌉ + 3 measured candidates at most.
+            assert!(candidates.len() <= 9, "seed {seed}: {candidates:?}");
+            let confirms: Vec<usize> =
+                steps.iter().filter(|(_, p)| *p == BisectPurpose::Confirm).map(|(r, _)| *r).collect();
+            assert!(confirms.contains(&23) && confirms.contains(&22), "seed {seed}: {steps:?}");
+        }
+    }
+
+    #[test]
+    fn a_range_without_the_slow_commit_has_no_regression_though_it_has_the_one_percent() {
+        let (answer, steps) = Lab::bisect(1, 24, 40);
+        assert_eq!(answer, Answer::NoRegression, "{steps:?}");
+        assert!(steps.iter().all(|(_, p)| *p == BisectPurpose::Endpoint));
+    }
+
+    #[test]
+    fn the_broken_build_is_skipped_where_the_search_visits_it() {
+        // 0..=23: the first middle is 11, which does not build; 12 is next.
+        let (answer, steps) = Lab::bisect(2, 0, 23);
+        assert_eq!(answer, Answer::Found(23), "{steps:?}");
+        assert_eq!(steps.iter().filter(|(r, _)| *r == 11).count(), 1, "tried once: {steps:?}");
+        assert_eq!(steps[2..4], [(11, BisectPurpose::Candidate), (12, BisectPurpose::Candidate)]);
+    }
+}
