@@ -88,6 +88,9 @@ cargo test --locked --workspace --test html_in_browser -- --ignored
 step "the nightly script on this machine: webhook, GitHub check run and GitLab status (a local receiver), the site"
 cargo test --locked --workspace --test nightly_script -- --ignored
 
+step "bisect on this machine: a git repository's 40 commits, the slow one found and confirmed, killed and resumed"
+cargo test --locked --workspace --test bisect_local -- --ignored
+
 step "inventory parity with ansible-inventory (the oracle .ci/run installs)"
 BENCHRIG_ANSIBLE_INVENTORY=${BENCHRIG_ANSIBLE_INVENTORY:-/var/tmp/benchrig-venv/bin/ansible-inventory} \
     cargo test --locked --workspace --test ansible_parity -- --ignored

@@ -23,6 +23,7 @@ const ALERTS: &str = "Alerts";
 const LOGGING: &str = "Logging";
 const CONFIG: &str = "Configuration";
 const CONNECTION: &str = "Connection";
+const BISECT: &str = "Bisect";
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
@@ -80,6 +81,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Each metric across the runs of a playbook: which run a change arrived with, how much, what else changed.
     History(HistoryArgs),
+    /// Which revision made a metric worse: build and measure revisions between a good and a bad one, decided by statistics.
+    Bisect(BisectArgs),
     /// Delete old runs' samples, monitor series and artifacts, keeping each run's summaries for history.
     Prune(PruneArgs),
     /// Mark a run as a baseline (`prune` keeps it whole), or unmark it.
@@ -554,6 +557,98 @@ pub struct HistoryArgs {
     /// How to print the history.
     #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
     pub format: HistoryFormat,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BisectArgs {
+    #[command(subcommand)]
+    pub action: Option<BisectAction>,
+    #[command(flatten)]
+    pub start: BisectStart,
+}
+
+#[derive(Args, Debug)]
+pub struct BisectStart {
+    /// A revision that measures well (a commit, a tag, or a version of --versions).
+    #[arg(long, required_unless_present = "resume", help_heading = BISECT)]
+    pub good: Option<String>,
+    /// A later revision that measures worse.
+    #[arg(long, required_unless_present = "resume", help_heading = BISECT)]
+    pub bad: Option<String>,
+    /// The git repository the revisions are in (read on this machine; first parents only).
+    #[arg(long, value_name = "PATH", conflicts_with = "versions", required_unless_present_any = ["versions", "resume"], help_heading = BISECT)]
+    pub repo: Option<PathBuf>,
+    /// A file of versions, one a line, oldest first (`#` comments), instead of --repo.
+    #[arg(long, value_name = "FILE", help_heading = BISECT)]
+    pub versions: Option<PathBuf>,
+    /// Run before each revision is measured, with `-e rev=REVISION`; a failed run skips the revision.
+    #[arg(long, value_name = "PLAYBOOK", help_heading = BISECT)]
+    pub build: Option<PathBuf>,
+    /// Run for each revision (again for more repetitions), with `-e rev=REVISION`.
+    #[arg(long, value_name = "PLAYBOOK", required_unless_present = "resume", help_heading = BISECT)]
+    pub measure: Option<PathBuf>,
+    /// The metrics followed (a glob: `write throughput`, `*time`). Repeatable.
+    #[arg(long, value_name = "GLOB", required_unless_present = "resume", help_heading = BISECT)]
+    pub metric: Vec<String>,
+    /// The most samples a series of one revision gets; past it, a revision still neither good nor bad is undecided.
+    #[arg(long, value_name = "N", default_value_t = 30, help_heading = BISECT)]
+    pub max_reps: usize,
+    /// A change smaller than this many percent is not a regression.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, help_heading = BISECT)]
+    pub threshold: f64,
+    /// A name for the bisect, usable wherever its id is.
+    #[arg(long, help_heading = DATABASE)]
+    pub name: Option<String>,
+    /// Go on with a bisect stopped part way (its id or name): the steps stored are not measured again.
+    #[arg(long, value_name = "BISECT", conflicts_with_all = ["good", "bad", "repo", "versions", "build", "measure", "metric", "name", "extra_vars", "limit"], help_heading = EXECUTION)]
+    pub resume: Option<String>,
+    /// Extra variables for both playbooks, beside `rev`: key=value, a YAML/JSON mapping, or @file. Repeatable.
+    #[arg(short = 'e', long = "extra-vars", help_heading = PLAYBOOK)]
+    pub extra_vars: Vec<String>,
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+    /// Wait this long (30s, 10m, 2h) for hosts another run holds, instead of exiting at once (exit code 5).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    pub wait_for_hosts: std::time::Duration,
+    /// How long the bisect's hold on a host lasts without a heartbeat.
+    #[arg(long, value_name = "DURATION", default_value = "2m", env = "BENCHRIG_LEASE_TERM", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    pub lease_term: std::time::Duration,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BisectAction {
+    /// A bisect's record: each step's revision, runs, verdict and figures, and its answer.
+    Show(BisectShowArgs),
+    /// Every bisect in the database.
+    List(BisectListArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BisectShowArgs {
+    /// The bisect's id or name.
+    pub bisect: String,
+    /// How to print it.
+    #[arg(long = "format", value_enum, default_value = "table", help_heading = OUTPUT)]
+    pub format: BisectFormat,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BisectFormat {
+    /// A step a line: revision, purpose, runs, verdict, the first followed series' mean and p-values.
+    Table,
+    /// The same as a Markdown table, with the answer's commit.
+    Md,
+    /// Everything: the recipe, the revisions, each step with every followed series' figures, the answer.
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct BisectListArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 #[derive(Subcommand, Debug)]

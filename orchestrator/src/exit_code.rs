@@ -76,8 +76,8 @@ pub const HELP: &str = "\
 Exit codes:
   0    ok: every cell ok, no regression found
   1    usage or configuration error (bad flag, playbook, inventory, database)
-  2    a cell failed (facts, ping, cleanup: a host failed)
-  3    compare --fail-on-regression found a regression
+  2    a cell failed (facts, ping, cleanup: a host failed; bisect: the culprit did not confirm)
+  3    compare --fail-on-regression found a regression (bisect: no regression in the range)
   4    a host was unreachable (wins over 2)
   5    run: another run holds a host (see --wait-for-hosts, benchrig lab)
   130  interrupted (Ctrl-C)

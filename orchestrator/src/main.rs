@@ -81,6 +81,7 @@ async fn dispatch(cmd: Command, progress: Progress, settings: &settings::ConfigF
         Command::Import(a) => commands::runs::import(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::History(a) => commands::history::run(a),
+        Command::Bisect(a) => commands::bisect::run(a, progress).await,
         Command::Prune(a) => commands::prune::run(a),
         Command::Mark(a) => commands::prune::mark(a),
         Command::Site(a) => commands::site::run(a),

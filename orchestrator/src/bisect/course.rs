@@ -20,9 +20,13 @@ use crate::status::BisectPurpose;
 #[derive(Clone, Debug, Default)]
 pub struct Course {
     pub measured: Vec<Samples>,
+    /// How many measure runs each revision's `measured` is of (a run may
+    /// bring none of the followed series: it still counts).
+    pub rounds: Vec<usize>,
     pub skipped: Vec<bool>,
-    /// Revision → the samples of its confirming steps.
+    /// Revision → the samples of its confirming steps, and their runs.
     pub confirmed: std::collections::BTreeMap<usize, Samples>,
+    pub confirm_rounds: std::collections::BTreeMap<usize, usize>,
     pub max_reps: usize,
     pub threshold_pct: f64,
 }
@@ -46,6 +50,9 @@ pub enum Answer {
     /// The first bad revision the search found did not measure as it did
     /// a second time (or its parent did not).
     Unconfirmed { first_bad: usize, why: String },
+    /// The endpoints measured no followed series in common: nothing to
+    /// compare (a metric glob that matches nothing, a step renamed).
+    NothingFollowed,
 }
 
 impl Course {
@@ -53,10 +60,26 @@ impl Course {
     pub fn new(revisions: usize, max_reps: usize, threshold_pct: f64) -> Course {
         Course {
             measured: vec![Samples::new(); revisions],
+            rounds: vec![0; revisions],
             skipped: vec![false; revisions],
             confirmed: Default::default(),
+            confirm_rounds: Default::default(),
             max_reps,
             threshold_pct,
+        }
+    }
+
+    /// Where a measure run of revision `i` for `purpose` goes, counted.
+    pub fn pool(&mut self, i: usize, purpose: BisectPurpose) -> &mut Samples {
+        match purpose {
+            BisectPurpose::Confirm => {
+                *self.confirm_rounds.entry(i).or_default() += 1;
+                self.confirmed.entry(i).or_default()
+            }
+            _ => {
+                self.rounds[i] += 1;
+                &mut self.measured[i]
+            }
         }
     }
 
@@ -64,37 +87,41 @@ impl Course {
         self.measured.len() - 1
     }
 
-    /// The series that regressed between the endpoints, and whether more
-    /// repetitions of them could still show others.
-    pub fn signals(&self) -> (Vec<SeriesKey>, bool) {
+    /// The series that regressed between the endpoints, and those that
+    /// may yet: undecided, with room for more repetitions.
+    pub fn signals(&self) -> (Vec<SeriesKey>, Vec<SeriesKey>) {
         let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
-        let mut signals = Vec::new();
-        let mut unknown = false;
+        let room = self.rounds[0].max(self.rounds[self.last()]) < self.max_reps;
+        let (mut signals, mut undecided) = (Vec::new(), Vec::new());
         for (key, g) in good {
             let Some(b) = bad.get(key) else { continue };
             let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
             match regression(e, self.threshold_pct).map(|r| r.outcome) {
                 Some(Outcome::Different) => signals.push(key.clone()),
-                Some(Outcome::Unknown) => unknown |= g.values.len().min(b.values.len()) < self.max_reps,
+                Some(Outcome::Unknown) if room && g.values.len().min(b.values.len()) < self.max_reps => {
+                    undecided.push(key.clone())
+                }
                 _ => {}
             }
         }
-        (signals, unknown)
+        (signals, undecided)
     }
 
-    /// What `samples` are against the endpoints on `signals` (`None`: more
-    /// repetitions, while it has had fewer than the most).
-    pub fn call(&self, samples: &Samples, signals: &[SeriesKey]) -> Option<Verdict> {
+    /// What `samples` (of `rounds` measure runs) are against the endpoints
+    /// on `signals`; `None`: more repetitions. A series with the most
+    /// samples, or after the most runs, is called or undecided; one a run
+    /// did not bring is undecided (more runs will not bring it).
+    pub fn call(&self, samples: &Samples, rounds: usize, signals: &[SeriesKey]) -> Option<Verdict> {
         let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
-        let reps = signals.iter().map(|k| samples.get(k).map_or(0, |s| s.values.len())).min().unwrap_or(0);
-        let at_most = reps >= self.max_reps;
         overall(signals.iter().map(|k| {
             let (g, b) = (&good[k], &bad[k]);
             let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
             match samples.get(k) {
-                Some(c) => call(e, &c.values, at_most).and_then(|c| c.verdict),
-                // A series the candidate did not measure says nothing of it.
-                None if at_most => Some(Verdict::Undecided),
+                Some(c) => {
+                    let at_most = c.values.len() >= self.max_reps || rounds >= self.max_reps;
+                    call(e, &c.values, at_most).and_then(|c| c.verdict)
+                }
+                None if rounds > 0 => Some(Verdict::Undecided),
                 None => None,
             }
         }))
@@ -106,8 +133,8 @@ impl Course {
             .map(|i| match i {
                 _ if i == 0 || i == self.last() => None,
                 _ if self.skipped[i] => Some(Verdict::Skip),
-                _ if self.measured[i].is_empty() => None,
-                _ => self.call(&self.measured[i], signals),
+                _ if self.rounds[i] == 0 => None,
+                _ => self.call(&self.measured[i], self.rounds[i], signals),
             })
             .collect()
     }
@@ -115,23 +142,27 @@ impl Course {
     pub fn next(&self) -> Action {
         let measure = |revision, purpose| Action::Measure { revision, purpose };
         for end in [0, self.last()] {
-            if self.measured[end].is_empty() {
+            if self.rounds[end] == 0 {
                 return measure(end, BisectPurpose::Endpoint);
             }
         }
-        let (signals, unknown) = self.signals();
+        let bad = &self.measured[self.last()];
+        if !self.measured[0].keys().any(|k| bad.contains_key(k)) {
+            return Action::Done(Answer::NothingFollowed);
+        }
+        let (signals, undecided) = self.signals();
         if signals.is_empty() {
-            if !unknown {
+            if undecided.is_empty() {
                 return Action::Done(Answer::NoRegression);
             }
-            // The endpoint with fewer samples, until the series decide.
-            let n = |i: usize| self.measured[i].values().map(|s| s.values.len()).min().unwrap_or(0);
+            // The endpoint with fewer samples of the undecided series.
+            let n = |i: usize| undecided.iter().map(|k| self.measured[i][k].values.len()).min().unwrap_or(0);
             let fewer = if n(self.last()) < n(0) { self.last() } else { 0 };
             return measure(fewer, BisectPurpose::Endpoint);
         }
         let known = self.verdicts(&signals);
         // A candidate measured and not called yet is measured again first.
-        if let Some(i) = (1..self.last()).find(|&i| !self.measured[i].is_empty() && known[i].is_none()) {
+        if let Some(i) = (1..self.last()).find(|&i| self.rounds[i] > 0 && known[i].is_none()) {
             return measure(i, BisectPurpose::Candidate);
         }
         match search::next(&known) {
@@ -149,8 +180,9 @@ impl Course {
         for (i, want) in [(first_bad, Verdict::Bad), (parent, Verdict::Good)] {
             let empty = Samples::new();
             let again = self.confirmed.get(&i).unwrap_or(&empty);
-            match (again.is_empty(), self.call(again, signals)) {
-                (false, Some(v)) => calls.push((i, want, v)),
+            let rounds = self.confirm_rounds.get(&i).copied().unwrap_or(0);
+            match (rounds, self.call(again, rounds, signals)) {
+                (1.., Some(v)) => calls.push((i, want, v)),
                 _ => return Action::Measure { revision: i, purpose: BisectPurpose::Confirm },
             }
         }
@@ -163,6 +195,52 @@ impl Course {
             true => Answer::Found(first_bad),
             false => Answer::Unconfirmed { first_bad, why: wrong.join("; ") },
         })
+    }
+}
+
+/// One followed series' figures at a step: its samples' n, mean and CI95,
+/// and each comparison with the endpoints (none for an endpoint).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Figures {
+    pub series: String,
+    pub n: usize,
+    pub mean: f64,
+    pub ci95: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_good: Option<crate::bisect::decide::Comparison>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_bad: Option<crate::bisect::decide::Comparison>,
+}
+
+impl Course {
+    /// `samples`' figures on each signal (each followed series for an
+    /// endpoint, before there are signals).
+    pub fn figures(&self, samples: &Samples, endpoint: bool) -> Vec<Figures> {
+        let (signals, _) = self.signals();
+        let keys: Vec<&SeriesKey> = match endpoint || signals.is_empty() {
+            true => samples.keys().collect(),
+            false => signals.iter().collect(),
+        };
+        let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
+        keys.into_iter()
+            .filter_map(|k| {
+                let c = samples.get(k)?;
+                let s = crate::stats::Summary::of(&c.values)?;
+                let called = (!endpoint).then(|| {
+                    let e = Endpoints { good: &good.get(k)?.values, bad: &bad.get(k)?.values, better: c.better };
+                    call(e, &c.values, false)
+                });
+                let called = called.flatten();
+                Some(Figures {
+                    series: k.describe(),
+                    n: s.n,
+                    mean: s.mean,
+                    ci95: s.ci95,
+                    vs_good: called.map(|c| c.vs_good),
+                    vs_bad: called.map(|c| c.vs_bad),
+                })
+            })
+            .collect()
     }
 }
 
@@ -239,10 +317,7 @@ mod tests {
                             continue;
                         }
                         let got = lab.run(from + revision);
-                        let into = match purpose {
-                            BisectPurpose::Confirm => c.confirmed.entry(revision).or_default(),
-                            _ => &mut c.measured[revision],
-                        };
+                        let into = c.pool(revision, purpose);
                         for (k, s) in got {
                             into.entry(k)
                                 .or_insert_with(|| Sampled { values: vec![], ..s.clone() })
@@ -277,6 +352,27 @@ mod tests {
         let (answer, steps) = Lab::bisect(1, 24, 40);
         assert_eq!(answer, Answer::NoRegression, "{steps:?}");
         assert!(steps.iter().all(|(_, p)| *p == BisectPurpose::Endpoint));
+    }
+
+    #[test]
+    fn runs_that_bring_nothing_end_the_bisect_instead_of_looping() {
+        // The endpoints measure no followed series (a glob matching nothing).
+        let mut c = Course::new(5, 10, 5.0);
+        for end in [0, 4] {
+            assert_eq!(c.next(), Action::Measure { revision: end, purpose: BisectPurpose::Endpoint });
+            c.pool(end, BisectPurpose::Endpoint);
+        }
+        assert_eq!(c.next(), Action::Done(Answer::NothingFollowed));
+        // A candidate whose run brought none of the signals is undecided
+        // after one run, not measured forever.
+        let mut lab = Lab { rng: rand::rngs::ChaCha8Rng::seed_from_u64(9), steps: Vec::new() };
+        let mut c = Course::new(3, 10, 5.0);
+        let (good, bad) = (lab.run(0), lab.run(30));
+        c.pool(0, BisectPurpose::Endpoint).extend(good);
+        c.pool(2, BisectPurpose::Endpoint).extend(bad);
+        assert_eq!(c.next(), Action::Measure { revision: 1, purpose: BisectPurpose::Candidate });
+        c.pool(1, BisectPurpose::Candidate);
+        assert_eq!(c.next(), Action::Done(Answer::Among(vec![1, 2])));
     }
 
     #[test]

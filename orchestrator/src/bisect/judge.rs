@@ -42,7 +42,12 @@ pub struct Regression {
 pub fn regression(e: Endpoints, threshold_pct: f64) -> Option<Regression> {
     let (g, b) = (median(e.good)?, median(e.bad)?);
     let comparison = compare(e.good, e.bad, b - g)?;
-    let change_pct = if g == 0.0 { 0.0 } else { (b / g - 1.0) * 100.0 };
+    // From nothing (a count of errors at 0), any change is all of it.
+    let change_pct = match g {
+        0.0 if b == 0.0 => 0.0,
+        0.0 => f64::INFINITY.copysign(b),
+        _ => (b / g - 1.0) * 100.0,
+    };
     let worse = match e.better {
         Better::Higher => change_pct < 0.0,
         Better::Lower => change_pct > 0.0,
@@ -145,6 +150,10 @@ mod tests {
         // Seconds: lower is better, so longer is worse.
         let r = regression(Endpoints { good: &slow, bad: &good, better: Better::Lower }, 5.0).unwrap();
         assert_eq!(r.outcome, Outcome::Different);
+        // Errors from none to some: a regression of them all.
+        let (none, some) = ([0.0; 8], [3.0, 4.0, 5.0, 3.0, 4.0, 5.0, 4.0, 4.0]);
+        let r = regression(Endpoints { good: &none, bad: &some, better: Better::Lower }, 5.0).unwrap();
+        assert_eq!((r.outcome, r.change_pct), (Outcome::Different, f64::INFINITY));
     }
 
     #[test]

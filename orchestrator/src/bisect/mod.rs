@@ -9,8 +9,7 @@
 //! parent again at the end); `series` gathers a measure run's followed
 //! series; `recipe` is what a bisect was asked, stored as it is;
 //! `revisions` lists the revisions from a git repository's first-parent
-//! line or a versions file. The command that drives runs through them is
-//! not written yet (issue 30).
+//! line or a versions file. `commands::bisect` drives the runs.
 
 pub mod course;
 pub mod decide;

@@ -52,34 +52,63 @@ pub enum RevisionsError {
 /// `repo`'s first-parent history from `good` to `bad`, both included.
 pub fn from_git(repo: &Path, good: &str, bad: &str) -> Result<Vec<Revision>, RevisionsError> {
     let (good, bad) = (resolve(repo, good)?, resolve(repo, bad)?);
-    // Oldest first, good's descendants on bad's first-parent line.
-    let log = git(repo, &["log", "--first-parent", "--reverse", "--format=%H%x1f%s%x1f%an <%ae>", &bad])?;
-    let line: Vec<Revision> = log
+    // Oldest first: the commits on bad's first-parent line that good does
+    // not reach; the first of them must have good as its first parent.
+    let after = commits(repo, &["--first-parent", "--reverse", &bad, &format!("^{good}")])?;
+    let first_parent = match after.first() {
+        Some(first) => Some(resolve(repo, &format!("{}^", first.id))?),
+        None => None,
+    };
+    if first_parent.as_deref() != Some(good.as_str()) {
+        return Err(RevisionsError::NotOnLine { repo: repo.into(), good, bad });
+    }
+    let mut line = commits(repo, &["-1", &good])?;
+    line.extend(after);
+    Ok(line)
+}
+
+/// `git log`'s commits with their subjects and authors.
+fn commits(repo: &Path, args: &[&str]) -> Result<Vec<Revision>, RevisionsError> {
+    let mut all = vec!["log", "--format=%H%x1f%s%x1f%an <%ae>"];
+    all.extend(args);
+    let log = git(repo, &all)?;
+    Ok(log
         .lines()
+        // A line that is no commit (what a user's git config adds) is left out.
+        .filter(|l| l.len() > 40 && l.as_bytes()[40] == 0x1f && l[..40].bytes().all(|b| b.is_ascii_hexdigit()))
         .map(|l| {
             let mut f = l.splitn(3, '\u{1f}');
             let id = f.next().unwrap_or_default().to_string();
             Revision { id, subject: f.next().map(str::to_string), author: f.next().map(str::to_string) }
         })
-        .collect();
-    let Some(at) = line.iter().position(|r| r.id == good) else {
-        return Err(RevisionsError::NotOnLine { repo: repo.into(), good, bad });
-    };
-    Ok(line[at..].to_vec())
+        .collect())
 }
 
 /// A revision as a full commit id.
 fn resolve(repo: &Path, rev: &str) -> Result<String, RevisionsError> {
-    Ok(git(repo, &["rev-parse", "--verify", "--end-of-options", &format!("{rev}^{{commit}}")])?.trim().to_string())
+    if rev.starts_with('-') {
+        let why = "a revision does not start with '-'".to_string();
+        return Err(RevisionsError::Git { repo: repo.into(), args: format!("rev-parse {rev}"), why });
+    }
+    Ok(git(repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")])?.trim().to_string())
 }
 
 fn git(repo: &Path, args: &[&str]) -> Result<String, RevisionsError> {
     let failed = |why: String| RevisionsError::Git { repo: repo.into(), args: args.join(" "), why };
-    let out = Command::new("git").arg("-C").arg(repo).args(args).output().map_err(|e| failed(e.to_string()))?;
+    // The user's config must not change what is read (signatures shown in
+    // the log, a pager, colour).
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "log.showSignature=false", "-c", "color.ui=false", "--no-pager"])
+        .args(args)
+        .output()
+        .map_err(|e| failed(e.to_string()))?;
     if !out.status.success() {
-        return Err(failed(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(failed(if why.is_empty() { "no such commit".into() } else { why }));
     }
-    String::from_utf8(out.stdout).map_err(|e| failed(e.to_string()))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The versions listed in `file` from `good` to `bad`, both included.
@@ -163,6 +192,11 @@ mod tests {
         assert_eq!(revs[0].id.len(), 40);
         assert!(matches!(from_git(repo, "v4", "v2"), Err(RevisionsError::NotOnLine { .. })));
         let e = from_git(repo, "nope", "v4").unwrap_err().to_string();
-        assert!(e.contains("`git rev-parse --verify --end-of-options nope^{commit}` failed"), "{e}");
+        assert!(e.ends_with("`git rev-parse --verify --quiet nope^{commit}` failed: no such commit"), "{e}");
+        assert!(matches!(from_git(repo, "v3", "v3"), Err(RevisionsError::NotOnLine { .. })));
+        let e = from_git(repo, "--all", "v4").unwrap_err().to_string();
+        assert!(e.contains("a revision does not start with '-'"), "{e}");
+        // Only what good does not reach: v1 is not listed.
+        assert_eq!(from_git(repo, "v1", "v2").unwrap().len(), 2);
     }
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns the process exit code.
 
+pub mod bisect;
 pub mod cleanup;
 pub mod compare;
 pub mod config;

@@ -29,6 +29,8 @@ const POLL: Duration = Duration::from_secs(2);
 pub struct Held {
     store: Store,
     pub holder: Holder,
+    /// The hosts asked for (quarantined ones among them).
+    pub hosts: Vec<String>,
     /// Hosts set aside by hand, with why: the run leaves them out.
     pub quarantined: Vec<(String, String)>,
     term: Duration,
@@ -44,9 +46,18 @@ pub struct Ask<'a> {
     pub wait: Duration,
     /// How long each lease holds without a heartbeat (`--lease-term`).
     pub term: Duration,
-    /// The run being resumed: its own leases, left by an orchestrator
+    /// What is being resumed: its own leases, left by an orchestrator
     /// that was killed, are waited out whatever `wait` says.
-    pub resuming: Option<i64>,
+    pub resuming: Option<Resumed<'a>>,
+}
+
+/// A run resumed, or a bisect (whose leases name the run it was in).
+#[derive(Clone, Copy)]
+pub struct Resumed<'a> {
+    /// As people read it: "run 7", "bisect 3".
+    pub what: &'a str,
+    /// Its runs: a lease held for one of them is its own.
+    pub runs: &'a [i64],
 }
 
 /// Take `ask.hosts` for this process, waiting up to `ask.wait` while
@@ -64,12 +75,12 @@ pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::R
             Taken::Held { quarantined } => break quarantined,
             Taken::Busy(busy) => {
                 // The database's clock is asked only for a resume's own leases.
-                if own_lapse.is_none() && ask.resuming.is_some() {
-                    if let Some(lapse) = own_leases_lapse(&busy, ask.resuming, store.unix_now()?) {
+                if let (None, Some(resumed)) = (own_lapse, ask.resuming) {
+                    if let Some(lapse) = own_leases_lapse(&busy, resumed.runs, store.unix_now()?) {
                         let at = Instant::now() + lapse + POLL;
                         progress.note(format!(
-                            "run {}'s own leases are still held ({}): its orchestrator was killed, or is still running; waiting {} s for them to lapse",
-                            ask.resuming.unwrap_or_default(),
+                            "{}'s own leases are still held ({}): its orchestrator was killed, or is still running; waiting {} s for them to lapse",
+                            resumed.what,
                             HostsBusy(busy.clone()).holders(),
                             lapse.as_secs()
                         ));
@@ -95,14 +106,14 @@ pub async fn hold(store: &Store, ask: &Ask<'_>, progress: Progress) -> anyhow::R
     let held: Vec<String> = ask.hosts.iter().filter(|h| !quarantined.iter().any(|(q, _)| q == *h)).cloned().collect();
     let (lost_tx, lost) = watch::channel(BTreeMap::new());
     let heartbeat = tokio::spawn(renew(store.clone(), holder.clone(), held, ask.term, progress, lost_tx));
-    Ok(Held { store: store.clone(), holder, quarantined, term: ask.term, heartbeat, lost })
+    let hosts = ask.hosts.to_vec();
+    Ok(Held { store: store.clone(), holder, hosts, quarantined, term: ask.term, heartbeat, lost })
 }
 
 /// When every lease in the way is the resumed run's own: how long until
 /// the last of them lapses, unless renewed (`now`: the database's time).
-fn own_leases_lapse(busy: &[crate::store::Lease], resuming: Option<i64>, now: i64) -> Option<Duration> {
-    let run = resuming?;
-    if busy.is_empty() || busy.iter().any(|l| l.run != Some(run)) {
+fn own_leases_lapse(busy: &[crate::store::Lease], runs: &[i64], now: i64) -> Option<Duration> {
+    if busy.is_empty() || busy.iter().any(|l| !l.run.is_some_and(|r| runs.contains(&r))) {
         return None;
     }
     let last = busy.iter().filter_map(|l| l.expires).max()?;
@@ -188,15 +199,17 @@ mod tests {
     #[test]
     fn only_the_resumed_runs_own_leases_are_waited_out() {
         let own = [lease(7, 30), lease(7, 50)];
-        let lapse = own_leases_lapse(&own, Some(7), NOW).unwrap();
+        let lapse = own_leases_lapse(&own, &[7], NOW).unwrap();
         assert_eq!(lapse.as_secs(), 50, "the last of them");
-        assert_eq!(own_leases_lapse(&own, None, NOW), None, "a new run waits as --wait-for-hosts says");
+        assert_eq!(own_leases_lapse(&own, &[], NOW), None, "a new run waits as --wait-for-hosts says");
         assert_eq!(
-            own_leases_lapse(&[lease(7, 30), lease(8, 30)], Some(7), NOW),
+            own_leases_lapse(&[lease(7, 30), lease(8, 30)], &[7], NOW),
             None,
             "another run's lease is in the way"
         );
-        assert_eq!(own_leases_lapse(&[lease(7, -5)], Some(7), NOW), Some(Duration::ZERO));
+        assert_eq!(own_leases_lapse(&[lease(7, -5)], &[7], NOW), Some(Duration::ZERO));
+        // A bisect's leases name the run it was in: any of its runs is its own.
+        assert_eq!(own_leases_lapse(&[lease(7, 30), lease(8, 40)], &[7, 8], NOW), Some(Duration::from_secs(40)));
     }
 
     #[test]

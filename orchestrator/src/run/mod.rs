@@ -58,6 +58,10 @@ pub struct RunOptions {
     pub lease_term: std::time::Duration,
     /// `-u`, `--private-key`, `-b`, `-K`: defaults under each host's variables.
     pub connection: crate::session::transport::ConnectionDefaults,
+    /// Leases its caller holds for longer than this run (a bisect holds its
+    /// hosts for its whole length): used, neither taken nor released. The
+    /// run's hosts must all be among them.
+    pub held: Option<Arc<leases::Held>>,
 }
 
 pub struct RunResult {
@@ -123,8 +127,21 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         return finished_already(&store, run);
     }
     // Before any host is touched: no other run may be measuring on them.
-    let ask = leases::Ask { hosts: &needed, wait: opts.wait_for_hosts, term: opts.lease_term, resuming: begun.resumed };
-    let held = leases::hold(&store, &ask, opts.progress).await?;
+    let held = match &opts.held {
+        Some(held) => {
+            if let Some(h) = needed.iter().find(|h| !held.hosts.contains(h)) {
+                anyhow::bail!("host {h} is not among the hosts this run's caller holds ({})", held.hosts.join(", "));
+            }
+            held.clone()
+        }
+        None => {
+            let what = begun.resumed.map(|r| format!("run {r}")).unwrap_or_default();
+            let runs: Vec<i64> = begun.resumed.into_iter().collect();
+            let resuming = begun.resumed.map(|_| leases::Resumed { what: &what, runs: &runs });
+            let ask = leases::Ask { hosts: &needed, wait: opts.wait_for_hosts, term: opts.lease_term, resuming };
+            Arc::new(leases::hold(&store, &ask, opts.progress).await?)
+        }
+    };
     let run = match (begun.resumed, &opts.plan) {
         (Some(run), _) => run,
         (None, RunPlan::Playbook { playbook, limit, tags, name, .. }) => {

@@ -8,6 +8,8 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("no run `{0}` in the database (see `benchrig runs`)")]
     NoSuchRun(String),
+    #[error("no bisect `{0}` in the database (see `benchrig bisect list`)")]
+    NoSuchBisect(String),
     /// `path` is the location as `DbLocation` shows it: a URL's password redacted.
     #[error("database {path} was written by a newer benchrig (schema {found}, this one knows {known})")]
     TooNew { path: String, found: i64, known: i64 },

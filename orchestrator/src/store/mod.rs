@@ -9,6 +9,7 @@
 
 mod alerts;
 mod attempts;
+mod bisects;
 mod db;
 mod error;
 mod leases;
@@ -28,6 +29,7 @@ mod value;
 
 pub use alerts::AlertRow;
 pub use attempts::{AttemptRow, RunRecord};
+pub use bisects::{BisectRow, BisectStepRow};
 pub use error::StoreError;
 pub use leases::{Holder, HostsBusy, Lease, Taken};
 pub use location::{redacted_url, DbLocation};
@@ -108,6 +110,10 @@ fn cell_row(r: &value::Row) -> Result<CellRow, StoreError> {
 pub(super) fn only(run: i64, column: &str, hosts: Option<&[&str]>) -> (String, Vec<value::Val>) {
     let mut params = vec![run.into()];
     let Some(hosts) = hosts else { return (String::new(), params) };
+    if hosts.is_empty() {
+        // `IN ()` is SQLite's, not PostgreSQL's.
+        return (" AND 1 = 0".into(), params);
+    }
     params.extend(hosts.iter().map(|&h| h.into()));
     let marks: Vec<String> = (2..=params.len()).map(|i| format!("?{i}")).collect();
     (format!(" AND {column} IN ({})", marks.join(", ")), params)

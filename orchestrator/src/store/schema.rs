@@ -201,6 +201,32 @@ pub const SQLITE_MIGRATIONS: &[&str] = &[
     // thirds of its summaries), which `history` reads of a year of runs.
     "CREATE INDEX summaries_by_cell ON summaries (cell_id);
     CREATE INDEX summaries_results_by_run ON summaries (run_id) WHERE kind = 'benchmark';",
+    // 13: bisects (`benchrig bisect`): what each was asked (its recipe,
+    // JSON as `bisect::Recipe` writes it), the revisions in order, where it
+    // stands; and a row per measured step (a revision's build and measure
+    // runs, and the verdict and figures after it), so that `--resume` goes
+    // on from the last step stored.
+    "CREATE TABLE bisects (
+        id INTEGER PRIMARY KEY,
+        name TEXT,
+        started TEXT NOT NULL,
+        finished TEXT,
+        status TEXT NOT NULL,
+        recipe TEXT NOT NULL,
+        revisions TEXT NOT NULL,
+        result TEXT
+    );
+    CREATE TABLE bisect_steps (
+        id INTEGER PRIMARY KEY,
+        bisect_id INTEGER NOT NULL REFERENCES bisects(id),
+        revision INTEGER NOT NULL,
+        purpose TEXT NOT NULL,
+        build_run INTEGER,
+        measure_run INTEGER,
+        verdict TEXT,
+        figures TEXT
+    );
+    CREATE INDEX bisect_steps_by_bisect ON bisect_steps (bisect_id);",
 ];
 
 /// The same schema in PostgreSQL's words, migration for migration (the tests
@@ -374,6 +400,27 @@ pub const PG_MIGRATIONS: &[&str] = &[
     "ALTER TABLE cells ADD COLUMN outline TEXT;",
     "CREATE INDEX summaries_by_cell ON summaries (cell_id);
     CREATE INDEX summaries_results_by_run ON summaries (run_id) WHERE kind = 'benchmark';",
+    "CREATE TABLE bisects (
+        id BIGSERIAL PRIMARY KEY,
+        name TEXT,
+        started TEXT NOT NULL,
+        finished TEXT,
+        status TEXT NOT NULL,
+        recipe TEXT NOT NULL,
+        revisions TEXT NOT NULL,
+        result TEXT
+    );
+    CREATE TABLE bisect_steps (
+        id BIGSERIAL PRIMARY KEY,
+        bisect_id BIGINT NOT NULL REFERENCES bisects(id),
+        revision BIGINT NOT NULL,
+        purpose TEXT NOT NULL,
+        build_run BIGINT,
+        measure_run BIGINT,
+        verdict TEXT,
+        figures TEXT
+    );
+    CREATE INDEX bisect_steps_by_bisect ON bisect_steps (bisect_id);",
 ];
 
 /// Columns one dialect has and the other does not: (table, column).
