@@ -20,6 +20,16 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A word as a POSIX shell reads it back: as it is when it needs no
+/// quoting, else in single quotes.
+pub fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b));
+    match plain {
+        true => w.to_string(),
+        false => format!("'{}'", w.replace('\'', "'\\''")),
+    }
+}
+
 /// A cell's parameters in one line: `fs=ext4 bs=4k`, or `-` for none.
 pub fn describe_params(params: &serde_json::Value) -> String {
     match params.as_object() {

@@ -55,6 +55,9 @@ pub struct Change {
     pub what_changed: Vec<String>,
     /// What this run's monitors say about the step, against the run before's.
     pub monitors: Option<String>,
+    /// A regression between two runs that recorded a revision (`-e rev=…`):
+    /// the `benchrig bisect` command line that finds which change made it.
+    pub bisect: Option<String>,
     /// Its id, and whether it was reported or acknowledged (`alerts::attach`).
     pub reported: Reported,
 }
@@ -135,6 +138,37 @@ pub fn annotate(runs: &[HistoryRun], all: &mut [Analysis]) {
 pub fn annotate_change(prev: &HistoryRun, this: &HistoryRun, k: &SeriesKey, c: &mut Change) {
     c.what_changed = what_changed(prev, this, &k.host);
     c.monitors = crate::compare::explain_step(&prev.data, &this.data, (&k.host, &k.play, &k.cell, &k.step));
+    c.bisect = (c.direction == Direction::Regression).then(|| bisect_command(prev, this, k)).flatten();
+}
+
+/// `benchrig bisect` between the revisions two runs recorded as their
+/// `rev` extra var (and their `repo`, when they name one), measuring with
+/// the playbook the runs ran, the series' metric on its host; none unless
+/// both recorded a revision, and different ones.
+fn bisect_command(prev: &HistoryRun, this: &HistoryRun, k: &SeriesKey) -> Option<String> {
+    let var = |r: &HistoryRun, name: &str| r.record.extra_vars.get(name)?.as_str().map(str::to_string);
+    let (good, bad) = (var(prev, "rev")?, var(this, "rev")?);
+    if good == bad {
+        return None;
+    }
+    let repo = var(this, "repo").unwrap_or_else(|| "PATH".into());
+    let words = [
+        "benchrig",
+        "bisect",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--repo",
+        &repo,
+        "--measure",
+        &this.record.playbook,
+        "--metric",
+        &k.metric,
+        "-l",
+        &k.host,
+    ];
+    Some(words.iter().map(|w| crate::human::shell_word(w)).collect::<Vec<_>>().join(" "))
 }
 
 fn analyze_one(series: Series, s: &Settings) -> Result<Analysis, ChangePointError> {
@@ -173,6 +207,7 @@ fn analyze_one(series: Series, s: &Settings) -> Result<Analysis, ChangePointErro
                 // Both `annotate`'s, once the runs around the changes are read again.
                 what_changed: Vec::new(),
                 monitors: None,
+                bisect: None,
                 reported: Default::default(),
             });
         }
@@ -276,6 +311,35 @@ mod tests {
         let mut all = analyze(series::build(&runs), s).unwrap();
         annotate(&runs, &mut all);
         (runs, all)
+    }
+
+    #[test]
+    fn a_regression_between_two_recorded_revisions_gets_its_bisect_command() {
+        let nights = steady_then(&[("6.1", 80.0), ("6.1", 80.4), ("6.1", 79.6)]);
+        let mut runs = made_up(&nights);
+        for (i, r) in runs.iter_mut().enumerate() {
+            r.record.extra_vars = serde_json::json!({"rev": format!("abc{i}"), "repo": "/src/my tool"});
+        }
+        let mut all = analyze(series::build(&runs), &Settings::default()).unwrap();
+        annotate(&runs, &mut all);
+        let c = &all[0].changes[0];
+        assert_eq!(c.direction, Direction::Regression);
+        let at = all[0].series.points[c.at].run;
+        assert_eq!(
+            c.bisect.as_deref(),
+            Some(
+                format!(
+                    "benchrig bisect --good abc{} --bad abc{at} --repo '/src/my tool' --measure pb.yml --metric m -l h",
+                    at - 1
+                )
+                .as_str()
+            )
+        );
+        // Without a recorded revision, no command.
+        let plain = made_up(&nights);
+        let mut all = analyze(series::build(&plain), &Settings::default()).unwrap();
+        annotate(&plain, &mut all);
+        assert_eq!(all[0].changes[0].bisect, None);
     }
 
     #[test]

@@ -104,7 +104,23 @@ pub fn table(runs: &[HistoryRun], all: &[Analysis]) -> String {
         out += "\nunstable (too noisy to tell a change; never a regression):\n";
         unstable.iter().for_each(|s| out += &format!("  {s}\n"));
     }
+    let bisects = bisect_lines(all);
+    if !bisects.is_empty() {
+        out += "\nwhich change made it (the runs recorded their revisions):\n";
+        bisects.iter().for_each(|s| out += &format!("  {s}\n"));
+    }
     out + &count + "\n"
+}
+
+/// Each regression's `benchrig bisect` command line, once each.
+fn bisect_lines(all: &[Analysis]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for (_, c) in stable_changes(all) {
+        if let Some(b) = c.bisect.as_ref().filter(|b| !lines.contains(b)) {
+            lines.push(b.clone());
+        }
+    }
+    lines
 }
 
 pub fn markdown(runs: &[HistoryRun], all: &[Analysis]) -> String {
@@ -124,6 +140,11 @@ pub fn markdown(runs: &[HistoryRun], all: &[Analysis]) -> String {
             lines.iter().for_each(|l| out += &format!("- {}\n", esc(l)));
         }
     }
+    let bisects = bisect_lines(all);
+    if !bisects.is_empty() {
+        out += "\n**Which change made it**\n\n";
+        bisects.iter().for_each(|l| out += &format!("    {l}\n"));
+    }
     out
 }
 
@@ -138,7 +159,7 @@ pub fn change_json(runs: &[HistoryRun], a: &Analysis, c: &Change) -> Json {
     json!({"id": c.reported.id, "run": run_ref(runs, a.series.points[c.at].run), "change_pct": c.change_pct,
            "ci_pct": c.ci_pct.map(|(lo, hi)| json!([lo, hi])), "pvalue": c.pvalue,
            "direction": c.direction, "mean_before": c.before.mean, "mean_after": c.after.mean,
-           "what_changed": c.what_changed, "monitors": c.monitors,
+           "what_changed": c.what_changed, "monitors": c.monitors, "bisect": c.bisect,
            "alerted": c.reported.alerted, "acked": c.reported.acked,
            "acked_by": c.reported.acked_by, "ack_note": c.reported.ack_note})
 }
