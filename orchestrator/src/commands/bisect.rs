@@ -48,26 +48,22 @@ impl Bisect {
         })
     }
 
-    /// The course as the stored steps left it, and the revision last built.
-    pub fn course(&self) -> anyhow::Result<(Course, Option<usize>)> {
+    /// The course as the stored steps left it.
+    pub fn course(&self) -> anyhow::Result<Course> {
         let metrics = self.metrics()?;
         let mut course = Course::new(self.revisions.len(), self.recipe.max_reps, self.recipe.threshold_pct);
-        let mut built = None;
         for step in self.store.bisect_steps(self.id)? {
             let i = step.revision as usize;
             if step.verdict == Some(BisectVerdict::Skip) {
                 course.skipped[i] = true;
                 continue;
             }
-            if step.build_run.is_some() {
-                built = Some(i);
-            }
             if let Some(run) = step.measure_run {
                 let into = course.pool(i, step.purpose);
                 gather(into, &self.store.cells(run)?, &self.store.samples(run)?, &metrics);
             }
         }
-        Ok((course, built))
+        Ok(course)
     }
 
     fn metrics(&self) -> anyhow::Result<globset::GlobSet> {
@@ -80,7 +76,11 @@ impl Bisect {
 
     /// The steps until the course is done, holding the hosts throughout.
     pub async fn go(&self, held: Arc<leases::Held>) -> anyhow::Result<(Answer, Course)> {
-        let (mut course, mut built) = self.course()?;
+        let mut course = self.course()?;
+        // The revision the hosts have built, as far as this process knows:
+        // none at the start (a killed bisect may have built one it never
+        // stored), so the first step builds.
+        let mut built: Option<usize> = None;
         let metrics = self.metrics()?;
         loop {
             let (revision, purpose) = match course.next() {
