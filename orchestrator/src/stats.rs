@@ -40,6 +40,11 @@ fn median_of_sorted(sorted: &[f64]) -> f64 {
     }
 }
 
+/// The median of `values`; none without any.
+pub fn median(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| median_of_sorted(&sorted(values)))
+}
+
 fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));

@@ -213,10 +213,9 @@ pub struct Figures {
 }
 
 impl Course {
-    /// `samples`' figures on each signal (each followed series for an
-    /// endpoint, before there are signals).
-    pub fn figures(&self, samples: &Samples, endpoint: bool) -> Vec<Figures> {
-        let (signals, _) = self.signals();
+    /// `samples`' figures on each of `signals` (each followed series for
+    /// an endpoint, before there are signals).
+    pub fn figures(&self, samples: &Samples, signals: &[SeriesKey], endpoint: bool) -> Vec<Figures> {
         let keys: Vec<&SeriesKey> = match endpoint || signals.is_empty() {
             true => samples.keys().collect(),
             false => signals.iter().collect(),

@@ -16,6 +16,7 @@
 
 use super::decide::{compare, Comparison, Outcome};
 use super::search::Verdict;
+use crate::stats::median;
 use benchrig_wire::args::Better;
 
 /// One series' samples at the endpoints.
@@ -105,16 +106,6 @@ pub fn overall(verdicts: impl IntoIterator<Item = Option<Verdict>>) -> Option<Ve
         _ if all_good => Some(Verdict::Good),
         _ => None,
     }
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 { s[m] } else { (s[m - 1] + s[m]) / 2.0 })
 }
 
 #[cfg(test)]

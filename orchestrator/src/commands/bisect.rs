@@ -142,7 +142,7 @@ impl Bisect {
                     _ => course.rounds[revision],
                 };
                 step.verdict = (!endpoint).then(|| course.call(samples, rounds, &signals)).flatten();
-                step.figures = Some(serde_json::to_string(&course.figures(samples, endpoint))?);
+                step.figures = Some(serde_json::to_string(&course.figures(samples, &signals, endpoint))?);
             }
             self.store.add_bisect_step(self.id, &step)?;
         }
