@@ -18,9 +18,12 @@ usage: ${0##*/} COMMAND [ARGS]
   down             remove everything the lab created (processes, mounts of lab
                    disks, loop devices, cgroups, netns, bridge, lab dir)
   status           per host: netns, sshd, ssh, disks; exit 1 if anything is missing
-  crash HOST       kill -9 every process in HOST's namespace ('up' revives it),
-                   and let go of a filesystem its agent left frozen, as a
-                   reboot would
+  crash HOST       kill -9 every process in HOST's namespace ('up' or 'boot'
+                   revives it), and let go of a filesystem its agent left
+                   frozen, as a reboot would
+  boot HOST        start a crashed HOST's sshd again, touching nothing else
+                   (unlike 'up', which sets every host's disks and cgroups
+                   again: a test on one host can run beside the others)
   ssh HOST [CMD]   ssh into a lab host with the lab key and known_hosts
   throttle HOST RBPS WBPS
                    set the read/write bytes/s limit of each of HOST's disks
@@ -973,6 +976,16 @@ cmd_crash() {
     release_orphans "$h"
 }
 
+cmd_boot() {
+    local h=$1
+    ns_exists "$h" || die "host $h is not up (no netns $(ns "$h")): run up"
+    write_host_files "$h"
+    if ! sshd_pid "$h" >/dev/null; then
+        launch_sshd "$h"
+        await_sshd "$h"
+    fi
+}
+
 cmd_ssh() {
     local h=$1
     shift
@@ -1067,11 +1080,12 @@ main() {
     [[ $# -gt 0 ]] && shift
     case $cmd in
         up|down|status) [[ $# -eq 0 ]] || { usage >&2; exit 2; } ;;&
-        up|down|status|crash|ssh) [[ $(id -u) -eq 0 ]] || die "must run as root" ;;&
+        up|down|status|crash|boot|ssh) [[ $(id -u) -eq 0 ]] || die "must run as root" ;;&
         up) cmd_up ;;
         down) cmd_down ;;
         status) cmd_status ;;
         crash) need_host "${1:-}"; [[ $# -eq 1 ]] || { usage >&2; exit 2; }; cmd_crash "$1" ;;
+        boot) need_host "${1:-}"; [[ $# -eq 1 ]] || { usage >&2; exit 2; }; cmd_boot "$1" ;;
         ssh) need_host "${1:-}"; cmd_ssh "$@" ;;
         throttle) need_host "${1:-}"; [[ $# -eq 3 ]] || { usage >&2; exit 2; }; cmd_throttle "$@" ;;
         -h|--help|help) usage ;;

@@ -643,6 +643,8 @@ pub enum BisectFormat {
     Md,
     /// Everything: the recipe, the revisions, each step with every followed series' figures, the answer.
     Json,
+    /// One self-contained page: the answer, a chart per followed series over the measured revisions, the steps.
+    Html,
 }
 
 #[derive(Args, Debug)]

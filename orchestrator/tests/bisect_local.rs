@@ -10,9 +10,8 @@
 
 mod common;
 
+use common::bisect::{candidates, print_steps, record, repository, steps};
 use common::{stderr, stdout, Bench};
-use serde_json::Value as Json;
-use std::path::Path;
 use std::process::Command;
 
 /// The tool at commit `i`: how long it takes (the measure is its time),
@@ -27,30 +26,11 @@ fn tool(i: usize) -> String {
     format!("#!/bin/bash\n# commit {i}\n{broken}sleep {secs}\n")
 }
 
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "user.name=A U Thor", "-c", "user.email=a@example.org"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// The repository (commits 0..=40, tagged c0..c40), the playbooks, the
 /// inventory and a versions file naming the same 41 as versions.
 fn setup(b: &Bench) -> std::path::PathBuf {
     let dir = b.dir.path();
-    let repo = dir.join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    for i in 0..=40 {
-        std::fs::write(repo.join("tool.sh"), tool(i)).unwrap();
-        git(&repo, &["add", "tool.sh"]);
-        git(&repo, &["commit", "-q", "-m", &format!("change {i}")]);
-        git(&repo, &["tag", &format!("c{i}")]);
-    }
+    let repo = repository(dir, tool);
     let bin = dir.join("bin");
     b.write("local.ini", "localhost ansible_connection=local\n");
     // The build installs the revision's tool where the measure runs it; a
@@ -82,30 +62,6 @@ fn bisect_args<'a>(source: &'a [&'a str], good: &'a str, bad: &'a str, name: &'a
     a
 }
 
-/// The bisect's record as `bisect show --format json` gives it.
-fn record(b: &Bench, name: &str) -> Json {
-    let out = b.run(&["bisect", "show", name, "--format", "json"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_str(&stdout(&out)).unwrap()
-}
-
-/// (subject, purpose, verdict) of every step.
-fn steps(r: &Json) -> Vec<(String, String, String)> {
-    let text = |v: &Json| v.as_str().unwrap_or("-").to_string();
-    r["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (text(&s["revision"]["subject"]), text(&s["purpose"]), text(&s["verdict"])))
-        .collect()
-}
-
-fn candidates(r: &Json) -> Vec<String> {
-    let mut c: Vec<String> = steps(r).into_iter().filter(|s| s.1 == "candidate").map(|s| s.0).collect();
-    c.dedup();
-    c
-}
-
 /// One test, its parts in turn: two bisects at once would share this
 /// machine's one host (and its CPU, which times the tool).
 #[test]
@@ -126,19 +82,7 @@ fn found_skipped_and_no_regression() {
     assert!(stdout(&out).contains("the first bad revision is"), "{}", stdout(&out));
     let r = record(&b, "whole");
     eprintln!("the bisect of 40 commits took {took:.1?}; its steps:");
-    for s in r["steps"].as_array().unwrap() {
-        let f = &s["figures"][0];
-        eprintln!(
-            "  {} {:<9} {:<9} mean {:.4} s (n {}) p vs good {:.2e} p vs bad {:.2e}",
-            s["revision"]["subject"].as_str().unwrap(),
-            s["purpose"].as_str().unwrap(),
-            s["verdict"].as_str().unwrap_or("-"),
-            f["mean"].as_f64().unwrap_or(f64::NAN),
-            f["n"],
-            f["vs_good"]["p"].as_f64().unwrap_or(f64::NAN),
-            f["vs_bad"]["p"].as_f64().unwrap_or(f64::NAN),
-        );
-    }
+    print_steps(&r);
     assert_eq!(r["status"], "found");
     assert_eq!(r["result"]["first_bad"]["subject"], "change 23");
     assert_eq!(r["result"]["first_bad"]["author"], "A U Thor <a@example.org>");
@@ -158,12 +102,24 @@ fn found_skipped_and_no_regression() {
         ]
     );
 
+    // The page: the answer, a chart of the one followed series, a row a step.
+    let page = stdout(&b.run(&["bisect", "show", "whole", "--format", "html"]));
+    assert!(page.contains("the first bad revision is ") && page.contains(" change 23 (A U Thor"), "{page}");
+    assert_eq!(page.matches("<figure>").count(), 1, "{page}");
+    assert_eq!(page.matches("<tr").count(), steps(&r).len() + 1, "{page}");
+    assert_eq!(page.matches("<tr class=\"bad\">").count(), steps(&r).iter().filter(|s| s.2 == "bad").count());
+
     // 24..40 has commit 30's 1% and not 23: no regression, exit 3.
     let out = b.run(&bisect_args(&git_source, "c24", "c40", "after"));
     assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
     let r = record(&b, "after");
     assert_eq!(r["status"], "no_regression");
     assert!(steps(&r).iter().all(|s| s.1 == "endpoint"), "{:?}", steps(&r));
+    // Said with the figures: the 1% of commit 30, under the 5% threshold.
+    let series = &r["result"]["series"][0];
+    let change = series["change_pct"].as_f64().unwrap();
+    assert!(change.abs() < 5.0, "{series}");
+    assert!(stdout(&out).contains(&format!("time: {change:+.1}% (p ")), "{}", stdout(&out));
 
     // The versions file, from c0 to c23: the same answer, and its first
     // middle is 11, which does not build: skipped, its neighbour next.

@@ -12,8 +12,9 @@ use crate::bisect::series::gather;
 use crate::cli::BisectFormat;
 use crate::exit_code;
 use crate::progress::Progress;
+use crate::report::bisect_html::{Point, Trace};
 use crate::run::{self, leases, RunOptions, RunPlan};
-use crate::status::{BisectPurpose, BisectStatus, BisectVerdict, RunStatus};
+use crate::status::{BisectPurpose, BisectStatus, BisectVerdict, HostStatus, RunStatus};
 use crate::store::{BisectStepRow, Store};
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ enum Ran {
     /// A cell failed: the revision cannot be built or measured.
     Failed(i64),
     /// Interrupted, or a host lost: the bisect stops, resumable.
-    Stopped(i32),
+    Stopped(Stopped),
 }
 
 /// Everything a bisect's steps need besides the course.
@@ -37,6 +38,8 @@ pub struct Bisect {
     pub connection: crate::session::transport::ConnectionDefaults,
     pub db: crate::store::DbLocation,
     pub lease_term: std::time::Duration,
+    /// True after a Ctrl-C: the running step stops, no other starts.
+    pub interrupted: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Bisect {
@@ -87,6 +90,10 @@ impl Bisect {
                 Action::Done(answer) => return Ok((answer, course)),
                 Action::Measure { revision, purpose } => (revision, purpose),
             };
+            if *self.interrupted.borrow() {
+                let stopped = Stopped { bisect: self.id, run: None, code: exit_code::INTERRUPTED, lost: vec![] };
+                return Err(stopped.into());
+            }
             let rev = &self.revisions[revision];
             self.progress.note(format!("bisect {}: {purpose} {} {}", self.id, rev.short(), subject(rev)));
             let mut step = BisectStepRow {
@@ -114,7 +121,7 @@ impl Bisect {
                         if revision == 0 { "good" } else { "bad" },
                         rev.short()
                     ),
-                    Ran::Stopped(code) => return Err(Stopped(code).into()),
+                    Ran::Stopped(stopped) => return Err(stopped.into()),
                 }
             }
             match self.run(&self.recipe.measure, rev, held.clone()).await? {
@@ -128,7 +135,7 @@ impl Bisect {
                     course.skipped[revision] = true;
                 }
                 Ran::Failed(run) => anyhow::bail!("revision {} failed to measure (run {run})", rev.short()),
-                Ran::Stopped(code) => return Err(Stopped(code).into()),
+                Ran::Stopped(stopped) => return Err(stopped.into()),
             }
             if step.verdict.is_none() {
                 let (signals, _) = course.signals();
@@ -166,19 +173,24 @@ impl Bisect {
             wait_for_hosts: std::time::Duration::ZERO,
             lease_term: self.lease_term,
             connection: self.connection.clone(),
-            held: Some(held),
+            within: Some(run::Within { held, interrupted: self.interrupted.clone() }),
         })
         .await?;
+        let stopped = |code| Stopped { bisect: self.id, run: Some(result.run), code, lost: vec![] };
         Ok(match result.status {
             RunStatus::Ok => Ran::Ok(result.run),
             RunStatus::Failed => Ran::Failed(result.run),
-            RunStatus::Unreachable => Ran::Stopped(exit_code::UNREACHABLE),
-            RunStatus::Interrupted | RunStatus::Running => Ran::Stopped(exit_code::INTERRUPTED),
+            RunStatus::Unreachable => {
+                let hosts = self.store.hosts(result.run)?;
+                let lost = hosts.into_iter().filter(|h| h.status == HostStatus::Unreachable).map(|h| h.name);
+                Ran::Stopped(Stopped { lost: lost.collect(), ..stopped(exit_code::UNREACHABLE) })
+            }
+            RunStatus::Interrupted | RunStatus::Running => Ran::Stopped(stopped(exit_code::INTERRUPTED)),
         })
     }
 
     /// The record's end and the exit code: 0 found, 3 no regression.
-    pub fn finish(&self, answer: &Answer) -> anyhow::Result<i32> {
+    pub fn finish(&self, answer: &Answer, course: &Course) -> anyhow::Result<i32> {
         let (status, code) = match answer {
             Answer::Found(_) => (BisectStatus::Found, exit_code::OK),
             Answer::Among(_) => (BisectStatus::Ambiguous, exit_code::OK),
@@ -194,7 +206,14 @@ impl Bisect {
             Answer::Unconfirmed { first_bad, why } => {
                 serde_json::json!({"unconfirmed": self.revisions[*first_bad], "why": why})
             }
-            Answer::NoRegression => serde_json::json!({"no_regression": true}),
+            // Said with the figures: each followed series' endpoints.
+            Answer::NoRegression => {
+                let series: Vec<serde_json::Value> = crate::bisect::course::endpoint_figures(course)
+                    .into_iter()
+                    .map(|(k, r)| serde_json::json!({"series": k.describe(), "change_pct": r.change_pct, "p": r.comparison.p, "outcome": r.outcome}))
+                    .collect();
+                serde_json::json!({"no_regression": true, "threshold_pct": self.recipe.threshold_pct, "series": series})
+            }
             Answer::NothingFollowed => serde_json::json!({
                 "error": "the endpoints measured no followed series in common: check --metric and the measure playbook"
             }),
@@ -204,10 +223,30 @@ impl Bisect {
     }
 }
 
-/// A bisect stopped part way (interrupted, a host lost): resumable.
+/// A bisect stopped part way (interrupted, a host lost): resumable, the
+/// step it was in measured again, none stored before.
 #[derive(Debug, thiserror::Error)]
-#[error("the bisect stopped part way (exit code {0}); `benchrig bisect --resume` goes on from its last step")]
-pub struct Stopped(pub i32);
+#[error(
+    "bisect {bisect} stopped part way: {}; `benchrig bisect --resume {bisect}` measures this step again{}",
+    match (run, lost.is_empty()) {
+        (Some(run), true) => format!("run {run} was interrupted"),
+        (Some(run), false) => format!("run {run} lost {}", lost.join(", ")),
+        (None, _) => "interrupted".to_string(),
+    },
+    match lost.len() {
+        0 => "",
+        1 => " once the host is back",
+        _ => " once the hosts are back",
+    }
+)]
+pub struct Stopped {
+    pub bisect: i64,
+    /// The step's run it stopped in (none: between runs).
+    pub run: Option<i64>,
+    /// The exit code: interrupted or a host unreachable.
+    pub code: i32,
+    pub lost: Vec<String>,
+}
 
 fn subject(rev: &Revision) -> &str {
     rev.subject.as_deref().unwrap_or("")
@@ -244,6 +283,7 @@ pub async fn run(args: crate::cli::BisectArgs, progress: Progress) -> anyhow::Re
     };
     let revisions: Vec<Revision> = serde_json::from_str(&store.bisect(&id.to_string())?.revisions)?;
     let hosts = hosts_of(&recipe)?;
+    let (interrupt, interrupted) = tokio::sync::watch::channel(false);
     let bisect = Bisect {
         store: store.clone(),
         id,
@@ -254,6 +294,7 @@ pub async fn run(args: crate::cli::BisectArgs, progress: Progress) -> anyhow::Re
         connection: super::connection_defaults(&a.hosts)?,
         db: a.hosts.db.db.clone(),
         lease_term: a.lease_term,
+        interrupted,
     };
     progress.note(format!(
         "bisect {id}: {} revisions from {} to {} on {}",
@@ -267,12 +308,28 @@ pub async fn run(args: crate::cli::BisectArgs, progress: Progress) -> anyhow::Re
     let resuming = a.resume.is_some().then_some(leases::Resumed { what: &what, runs: &runs });
     let ask = leases::Ask { hosts: &hosts, wait: a.wait_for_hosts, term: a.lease_term, resuming };
     let held = Arc::new(leases::hold(&store, &ask, progress).await?);
-    let answer = match bisect.go(held).await {
-        Ok((answer, _)) => answer,
+    // One Ctrl-C handler for the whole bisect (its runs install none).
+    let listener = {
+        let (store, holder) = (store.clone(), held.holder.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupted: stopping the running step and tearing down (Ctrl-C again to quit at once)");
+                let _ = interrupt.send(true);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    let _ = store.release_leases(&holder);
+                    std::process::exit(exit_code::INTERRUPTED);
+                }
+            }
+        })
+    };
+    let went = bisect.go(held).await;
+    listener.abort();
+    let (answer, course) = match went {
+        Ok(done) => done,
         Err(e) => match e.downcast_ref::<Stopped>() {
-            Some(Stopped(code)) => {
+            Some(stopped) => {
                 tracing::error!("{e}");
-                return Ok(*code);
+                return Ok(stopped.code);
             }
             None => {
                 store.finish_bisect(
@@ -284,7 +341,7 @@ pub async fn run(args: crate::cli::BisectArgs, progress: Progress) -> anyhow::Re
             }
         },
     };
-    let code = bisect.finish(&answer)?;
+    let code = bisect.finish(&answer, &course)?;
     show(&store, &id.to_string(), BisectFormat::Table)?;
     Ok(code)
 }
@@ -405,8 +462,8 @@ fn show(store: &Store, spec: &str, format: BisectFormat) -> anyhow::Result<i32> 
         outln!("{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(exit_code::OK);
     }
-    let md = format == BisectFormat::Md;
-    let header = ["STEP", "REVISION", "PURPOSE", "BUILD", "MEASURE", "VERDICT", "MEAN", "P GOOD", "P BAD", "SUBJECT"];
+    let header =
+        ["STEP", "REVISION", "AT", "PURPOSE", "BUILD", "MEASURE", "VERDICT", "MEAN", "P GOOD", "P BAD", "SUBJECT"];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (n, s) in steps.iter().enumerate() {
         let rev = &revisions[s.revision as usize];
@@ -422,6 +479,7 @@ fn show(store: &Store, spec: &str, format: BisectFormat) -> anyhow::Result<i32> 
         rows.push(vec![
             (n + 1).to_string(),
             rev.short().to_string(),
+            s.revision.to_string(),
             s.purpose.to_string(),
             run(s.build_run),
             run(s.measure_run),
@@ -432,29 +490,115 @@ fn show(store: &Store, spec: &str, format: BisectFormat) -> anyhow::Result<i32> 
             subject(rev).to_string(),
         ]);
     }
-    if md {
-        outln!("# bisect {}: {}\n", b.id, b.status)?;
-        outln!("| {} |", header.map(|h| h.to_lowercase()).join(" | "))?;
-        outln!("|{}", "---|".repeat(header.len()))?;
-        for r in &rows {
-            outln!("| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))?;
+    match format {
+        BisectFormat::Html => {
+            let all: Vec<(usize, Vec<Figures>)> = steps
+                .iter()
+                .filter(|s| s.purpose != BisectPurpose::Confirm)
+                .map(|s| (s.revision as usize, figures(s)))
+                .collect();
+            let traces = traces(&all);
+            let title =
+                format!("benchrig bisect {}{}", b.id, b.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default());
+            let page = crate::report::bisect_html::render(
+                &title,
+                &answer_line(&b, &revisions),
+                &asked(&b, &revisions),
+                &traces,
+                &header,
+                &rows,
+            );
+            out!("{page}")?;
+            return Ok(exit_code::OK);
         }
-        outln!("")?;
-    } else {
-        let widths: Vec<usize> = (0..header.len())
-            .map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
-            .collect();
-        let line = |cells: Vec<String>| {
-            let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-            padded.join("  ").trim_end().to_string()
-        };
-        outln!("{}", line(header.iter().map(|h| h.to_string()).collect()))?;
-        for r in rows {
-            outln!("{}", line(r))?;
+        BisectFormat::Md => {
+            outln!("# bisect {}: {}\n", b.id, b.status)?;
+            outln!("| {} |", header.map(|h| h.to_lowercase()).join(" | "))?;
+            outln!("|{}", "---|".repeat(header.len()))?;
+            for r in &rows {
+                outln!("| {} |", r.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))?;
+            }
+            outln!("")?;
+        }
+        _ => {
+            let widths: Vec<usize> = (0..header.len())
+                .map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
+                .collect();
+            let line = |cells: Vec<String>| {
+                let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+                padded.join("  ").trim_end().to_string()
+            };
+            outln!("{}", line(header.iter().map(|h| h.to_string()).collect()))?;
+            for r in rows {
+                outln!("{}", line(r))?;
+            }
         }
     }
     outln!("{}", answer_line(&b, &revisions))?;
     Ok(exit_code::OK)
+}
+
+/// Each followed series over the measured revisions (by their place in
+/// the range), from `steps` (revision, figures; later steps of a revision
+/// hold more samples and win).
+fn traces(steps: &[(usize, Vec<Figures>)]) -> Vec<Trace> {
+    let mut by_series: Vec<(String, std::collections::BTreeMap<usize, &Figures>)> = Vec::new();
+    for (revision, figures) in steps {
+        for f in figures {
+            let at = match by_series.iter().position(|(s, _)| *s == f.series) {
+                Some(i) => i,
+                None => {
+                    by_series.push((f.series.clone(), Default::default()));
+                    by_series.len() - 1
+                }
+            };
+            by_series[at].1.insert(*revision, f);
+        }
+    }
+    by_series
+        .into_iter()
+        .map(|(series, points)| Trace {
+            series,
+            points: points
+                .into_iter()
+                .map(|(r, f)| Point { label: r.to_string(), mean: f.mean, ci95: f.ci95 })
+                .collect(),
+        })
+        .collect()
+}
+
+/// What a bisect was asked, a line each, as its recipe has it.
+fn asked(b: &crate::store::BisectRow, revisions: &[Revision]) -> Vec<String> {
+    let Ok(r) = serde_json::from_str::<Recipe>(&b.recipe) else { return vec![] };
+    let source = match &r.source {
+        Source::Git { repo } => format!("the git repository {} (first parents)", repo.display()),
+        Source::Versions { file } => format!("the versions of {}", file.display()),
+    };
+    let paths = |p: &[std::path::PathBuf]| p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let mut lines = vec![
+        format!("{} revisions from {} (good) to {} (bad) of {source}", revisions.len(), r.good, r.bad),
+        format!(
+            "measured by {} on {}{}",
+            r.measure.display(),
+            paths(&r.inventory),
+            r.limit.as_deref().map(|l| format!(" (-l {l})")).unwrap_or_default()
+        ),
+        format!(
+            "following {}; a change under {}% is none; at most {} samples a series",
+            r.metrics.join(", "),
+            r.threshold_pct,
+            r.max_reps
+        ),
+        format!(
+            "started {}{}",
+            crate::report::page::when(&b.started),
+            b.finished.as_deref().map(|f| format!(", finished {}", crate::report::page::when(f))).unwrap_or_default()
+        ),
+    ];
+    if let Some(build) = &r.build {
+        lines.insert(1, format!("built by {}", build.display()));
+    }
+    lines
 }
 
 /// The answer in a line: the first bad revision with its subject and
@@ -480,11 +624,30 @@ fn answer_line(b: &crate::store::BisectRow, revisions: &[Revision]) -> String {
             describe(&result["unconfirmed"]),
             result["why"].as_str().unwrap_or("")
         ),
-        BisectStatus::NoRegression => format!(
-            "{head}: {} is not worse than {} by the threshold on any followed series",
-            revisions.last().map_or("?", Revision::short),
-            revisions.first().map_or("?", Revision::short)
-        ),
+        BisectStatus::NoRegression => {
+            let figures: Vec<String> = result["series"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| {
+                    let f = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+                    format!(
+                        "\n  {}: {:+.1}% (p {:.2e}, {})",
+                        s["series"].as_str().unwrap_or("?"),
+                        f("change_pct"),
+                        f("p"),
+                        s["outcome"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            format!(
+                "{head}: {} is not worse than {} by {}% or more on any followed series (the bad endpoint's median against the good one's):{}",
+                revisions.last().map_or("?", Revision::short),
+                revisions.first().map_or("?", Revision::short),
+                result["threshold_pct"].as_f64().unwrap_or(f64::NAN),
+                figures.concat()
+            )
+        }
         BisectStatus::Failed => format!("{head}: {}", result["error"].as_str().unwrap_or("")),
         BisectStatus::Running => format!("{head} (stopped part way? `benchrig bisect --resume {}`)", b.id),
     }

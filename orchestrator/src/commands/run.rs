@@ -45,7 +45,7 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
         wait_for_hosts: args.wait_for_hosts,
         lease_term: args.lease_term,
         connection,
-        held: None,
+        within: None,
     })
     .await?;
     out!("{}", result.table)?;

@@ -3,6 +3,7 @@
 //! in `charts`), CSV (a row a
 //! sample) and JUnit (a test case a cell) from the store.
 
+pub mod bisect_html;
 pub mod cell_notes;
 pub mod charts;
 pub mod compare_html;

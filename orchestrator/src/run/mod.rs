@@ -58,10 +58,19 @@ pub struct RunOptions {
     pub lease_term: std::time::Duration,
     /// `-u`, `--private-key`, `-b`, `-K`: defaults under each host's variables.
     pub connection: crate::session::transport::ConnectionDefaults,
-    /// Leases its caller holds for longer than this run (a bisect holds its
-    /// hosts for its whole length): used, neither taken nor released. The
-    /// run's hosts must all be among them.
-    pub held: Option<Arc<leases::Held>>,
+    /// A run inside a longer command (a bisect's step), or none.
+    pub within: Option<Within>,
+}
+
+/// What a longer command that runs runs keeps for its whole length, so
+/// that no run takes and gives back either: its hosts' leases (used,
+/// neither taken nor released; the run's hosts must all be among them) and
+/// Ctrl-C (the run installs no handler of its own: one left behind by an
+/// earlier run would catch the signal meant for this one).
+pub struct Within {
+    pub held: Arc<leases::Held>,
+    /// True once the caller is interrupted: the run stops as at a Ctrl-C.
+    pub interrupted: watch::Receiver<bool>,
 }
 
 pub struct RunResult {
@@ -127,7 +136,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
         return finished_already(&store, run);
     }
     // Before any host is touched: no other run may be measuring on them.
-    let held = match &opts.held {
+    let held = match opts.within.as_ref().map(|w| &w.held) {
         Some(held) => {
             if let Some(h) = needed.iter().find(|h| !held.hosts.contains(h)) {
                 anyhow::bail!("host {h} is not among the hosts this run's caller holds ({})", held.hosts.join(", "));
@@ -179,20 +188,34 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     }
 
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    let progress = opts.progress;
-    let (leases_store, holder) = (store.clone(), held.holder.clone());
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: stopping the running steps and tearing down (Ctrl-C again to quit at once)");
-            let _ = cancel_tx.send(true);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                // The agents release their mounts when their channel closes;
-                // the hosts go back to the lab now rather than when the leases lapse.
-                let _ = leases_store.release_leases(&holder);
-                std::process::exit(exit_code::INTERRUPTED);
-            }
+    let interrupts = match &opts.within {
+        Some(w) => {
+            let mut caller = w.interrupted.clone();
+            tokio::spawn(async move {
+                if caller.wait_for(|i| *i).await.is_ok() {
+                    let _ = cancel_tx.send(true);
+                }
+            })
         }
-    });
+        None => {
+            let (leases_store, holder) = (store.clone(), held.holder.clone());
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!(
+                        "\ninterrupted: stopping the running steps and tearing down (Ctrl-C again to quit at once)"
+                    );
+                    let _ = cancel_tx.send(true);
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        // The agents release their mounts when their channel closes;
+                        // the hosts go back to the lab now rather than when the leases lapse.
+                        let _ = leases_store.release_leases(&holder);
+                        std::process::exit(exit_code::INTERRUPTED);
+                    }
+                }
+            })
+        }
+    };
+    let progress = opts.progress;
 
     // Looked up per host: indexes, not a scan of every host for each (the
     // first of each, as a scan finds it).
@@ -280,6 +303,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     store.finish_attempt(run, attempt, status)?;
     store.finish_run(run, status)?;
     watcher.abort();
+    interrupts.abort();
     drop(held);
     Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }

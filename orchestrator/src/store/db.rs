@@ -76,4 +76,11 @@ impl Sql for Db {
             Db::Postgres(db) => db.begin_exclusive(),
         }
     }
+
+    fn begin(&mut self) -> Result<(), StoreError> {
+        match self {
+            Db::Sqlite(db) => db.begin(),
+            Db::Postgres(db) => db.begin(),
+        }
+    }
 }

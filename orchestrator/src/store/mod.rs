@@ -766,6 +766,42 @@ mod tests {
         }
     }
 
+    /// A read-then-write transaction (a cell's info merged) beside another
+    /// connection's writes (a bisect's lease heartbeat, a second run on
+    /// the file): SQLite fails a deferred transaction whose snapshot went
+    /// stale at once, busy timeout or not ("database is locked"), so every
+    /// transaction takes the write lock at BEGIN.
+    #[test]
+    fn read_then_write_transactions_beside_another_writer_all_succeed() {
+        let places = places();
+        for url in &places.urls {
+            let s = Store::open(url).unwrap();
+            let run = new_run(&s, None);
+            let c = s.add_cell(run, &cell()).unwrap();
+            let other = s.another().unwrap();
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writer = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        other.set_host(run, "h1", HostStatus::Ok, None).unwrap();
+                        n += 1;
+                    }
+                    n
+                })
+            };
+            for i in 0..300 {
+                let mut info = serde_json::Map::new();
+                info.insert("i".into(), i.into());
+                s.add_cell_info(c, &format!("setup {i}"), &info)
+                    .unwrap_or_else(|e| panic!("{url:?}, merge {i}: {e:?}"));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert!(writer.join().unwrap() > 0, "the other connection wrote meanwhile");
+        }
+    }
+
     #[test]
     fn a_run_round_trips() {
         let places = places();

@@ -56,12 +56,17 @@ pub trait Sql {
     /// PostgreSQL's transaction-scoped advisory lock).
     fn begin_exclusive(&mut self) -> Result<(), StoreError>;
 
+    /// BEGIN a transaction that writes.
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.execute("BEGIN", &[]).map(|_| ())
+    }
+
     /// Run `f` in one transaction: all of it is stored, or none.
     fn transaction<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, StoreError>) -> Result<T, StoreError>
     where
         Self: Sized,
     {
-        self.execute("BEGIN", &[])?;
+        self.begin()?;
         self.commit_or_roll_back(f)
     }
 

@@ -125,6 +125,15 @@ impl Sql for Sqlite {
     fn begin_exclusive(&mut self) -> Result<(), StoreError> {
         self.execute("BEGIN IMMEDIATE", &[]).map(|_| ())
     }
+
+    /// Every transaction writes, so each takes the write lock at BEGIN:
+    /// a deferred one that read first fails at its first write, at once and
+    /// whatever the busy timeout, when another connection committed since
+    /// its read (SQLITE_BUSY_SNAPSHOT: "database is locked"; a bisect's
+    /// lease heartbeat beside its runs' stores, two runs on one file).
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.begin_exclusive()
+    }
 }
 
 fn to_sqlite(v: &Val) -> rusqlite::types::Value {

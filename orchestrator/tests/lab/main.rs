@@ -4,6 +4,7 @@
 //! Each test names the hosts it uses first (common/hosts.rs), so that tests
 //! on disjoint hosts run at once.
 
+mod bisect;
 #[path = "../common/mod.rs"]
 mod common;
 mod dead_agents;
