@@ -55,7 +55,19 @@ fn a_regression_is_posted_once_to_the_webhook_and_the_forge_and_the_site_shows_i
     // The slower night fails (its comparison with the night before). Its
     // history may call the step that night or, with one point after it,
     // only the next: either way it is posted once, as night 6's.
-    assert_eq!(night("2026-11-06", "80").status.code(), Some(3), "the slower night fails");
+    // What the night's gates said, for a failure's message (this check
+    // failed once in 20-odd runs, the cause not found yet).
+    let said = |date: &str| -> String {
+        ["compare.md", "compare.err", "history.md"]
+            .iter()
+            .map(|f| {
+                let path = out.join(format!("nightly-speed-{date}.{f}"));
+                format!("--- {f}\n{}", std::fs::read_to_string(path).unwrap_or_default())
+            })
+            .collect()
+    };
+    let sixth = night("2026-11-06", "80");
+    assert_eq!(sixth.status.code(), Some(3), "the slower night fails:\n{}", said("2026-11-06"));
     let sixth = api.taken();
     let check = sixth.iter().find(|r| r.line.contains("/check-runs ")).expect("a check run").json();
     assert_eq!(check["conclusion"], "failure");
