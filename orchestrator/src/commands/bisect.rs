@@ -90,10 +90,6 @@ impl Bisect {
                 Action::Done(answer) => return Ok((answer, course)),
                 Action::Measure { revision, purpose } => (revision, purpose),
             };
-            if *self.interrupted.borrow() {
-                let stopped = Stopped { bisect: self.id, run: None, code: exit_code::INTERRUPTED, lost: vec![] };
-                return Err(stopped.into());
-            }
             let rev = &self.revisions[revision];
             self.progress.note(format!("bisect {}: {purpose} {} {}", self.id, rev.short(), subject(rev)));
             let mut step = BisectStepRow {
@@ -157,6 +153,10 @@ impl Bisect {
 
     /// One run of `playbook` at revision `rev` on the held hosts.
     async fn run(&self, playbook: &std::path::Path, rev: &Revision, held: Arc<leases::Held>) -> anyhow::Result<Ran> {
+        // Interrupted since the last run: no run is begun for nothing.
+        if *self.interrupted.borrow() {
+            return Ok(Ran::Stopped(Stopped::interrupted(self.id)));
+        }
         let r = &self.recipe;
         let result = run::run(RunOptions {
             plan: RunPlan::Playbook {
@@ -181,7 +181,8 @@ impl Bisect {
             RunStatus::Ok => Ran::Ok(result.run),
             RunStatus::Failed => Ran::Failed(result.run),
             RunStatus::Unreachable => {
-                let hosts = self.store.hosts(result.run)?;
+                // Named where the store says; stopped (resumable) whatever it says.
+                let hosts = self.store.hosts(result.run).unwrap_or_default();
                 let lost = hosts.into_iter().filter(|h| h.status == HostStatus::Unreachable).map(|h| h.name);
                 Ran::Stopped(Stopped { lost: lost.collect(), ..stopped(exit_code::UNREACHABLE) })
             }
@@ -226,19 +227,7 @@ impl Bisect {
 /// A bisect stopped part way (interrupted, a host lost): resumable, the
 /// step it was in measured again, none stored before.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "bisect {bisect} stopped part way: {}; `benchrig bisect --resume {bisect}` measures this step again{}",
-    match (run, lost.is_empty()) {
-        (Some(run), true) => format!("run {run} was interrupted"),
-        (Some(run), false) => format!("run {run} lost {}", lost.join(", ")),
-        (None, _) => "interrupted".to_string(),
-    },
-    match lost.len() {
-        0 => "",
-        1 => " once the host is back",
-        _ => " once the hosts are back",
-    }
-)]
+#[error("bisect {bisect} stopped part way: {}; `benchrig bisect --resume {bisect}` measures this step again{}", self.what(), self.when())]
 pub struct Stopped {
     pub bisect: i64,
     /// The step's run it stopped in (none: between runs).
@@ -246,6 +235,29 @@ pub struct Stopped {
     /// The exit code: interrupted or a host unreachable.
     pub code: i32,
     pub lost: Vec<String>,
+}
+
+impl Stopped {
+    fn interrupted(bisect: i64) -> Stopped {
+        Stopped { bisect, run: None, code: exit_code::INTERRUPTED, lost: vec![] }
+    }
+
+    fn what(&self) -> String {
+        match (self.run, self.code == exit_code::UNREACHABLE) {
+            (Some(run), true) if self.lost.is_empty() => format!("run {run} lost a host part way"),
+            (Some(run), true) => format!("run {run} lost {}", self.lost.join(", ")),
+            (Some(run), false) => format!("run {run} was interrupted"),
+            (None, _) => "interrupted".to_string(),
+        }
+    }
+
+    fn when(&self) -> &'static str {
+        match (self.code == exit_code::UNREACHABLE, self.lost.len()) {
+            (false, _) => "",
+            (true, 1) => " once the host is back",
+            (true, _) => " once the hosts are back",
+        }
+    }
 }
 
 fn subject(rev: &Revision) -> &str {
@@ -640,13 +652,16 @@ fn answer_line(b: &crate::store::BisectRow, revisions: &[Revision]) -> String {
                     )
                 })
                 .collect();
-            format!(
-                "{head}: {} is not worse than {} by {}% or more on any followed series (the bad endpoint's median against the good one's):{}",
-                revisions.last().map_or("?", Revision::short),
-                revisions.first().map_or("?", Revision::short),
-                result["threshold_pct"].as_f64().unwrap_or(f64::NAN),
-                figures.concat()
-            )
+            let (bad, good) =
+                (revisions.last().map_or("?", Revision::short), revisions.first().map_or("?", Revision::short));
+            match result["threshold_pct"].as_f64() {
+                Some(pct) => format!(
+                    "{head}: {bad} is not worse than {good} by {pct}% or more on any followed series (the bad endpoint's median against the good one's):{}",
+                    figures.concat()
+                ),
+                // A record from before the figures were kept.
+                None => format!("{head}: {bad} is not worse than {good} by the threshold on any followed series"),
+            }
         }
         BisectStatus::Failed => format!("{head}: {}", result["error"].as_str().unwrap_or("")),
         BisectStatus::Running => format!("{head} (stopped part way? `benchrig bisect --resume {}`)", b.id),

@@ -188,14 +188,22 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     }
 
     let (cancel_tx, cancel_rx) = watch::channel(false);
+    // Inside a longer command, the caller's interrupt, forwarded until the
+    // run ends (on every path out of it); alone, the process's Ctrl-C, for
+    // as long as the process lasts (a second one quits at once).
     let interrupts = match &opts.within {
         Some(w) => {
             let mut caller = w.interrupted.clone();
-            tokio::spawn(async move {
-                if caller.wait_for(|i| *i).await.is_ok() {
+            Some(AbortOnDrop(tokio::spawn(async move {
+                let interrupted = caller.wait_for(|i| *i).await.is_ok();
+                if interrupted {
                     let _ = cancel_tx.send(true);
+                } else {
+                    // The caller went without a word: the run goes on (a
+                    // closed cancel channel would read as cancelled).
+                    std::future::pending::<()>().await;
                 }
-            })
+            })))
         }
         None => {
             let (leases_store, holder) = (store.clone(), held.holder.clone());
@@ -212,7 +220,8 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
                         std::process::exit(exit_code::INTERRUPTED);
                     }
                 }
-            })
+            });
+            None
         }
     };
     let progress = opts.progress;
@@ -262,13 +271,13 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     // lapsed) is not touched again: its session ends now, its step with it.
     let watcher = {
         let (ctx, mut lost) = (ctx.clone(), held.lost.clone());
-        tokio::spawn(async move {
+        AbortOnDrop(tokio::spawn(async move {
             let mut closed = std::collections::BTreeSet::new();
             while lost.changed().await.is_ok() {
                 let now = lost.borrow_and_update().clone();
                 ctx.close_lost(&now, &mut closed);
             }
-        })
+        }))
     };
 
     // Plays run in order, as in Ansible; within a play, hosts in parallel
@@ -302,8 +311,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     let (status, code) = policy::run_outcome(ctx.interrupted(), unreachable, failed);
     store.finish_attempt(run, attempt, status)?;
     store.finish_run(run, status)?;
-    watcher.abort();
-    interrupts.abort();
+    drop((watcher, interrupts));
     drop(held);
     Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }
@@ -319,6 +327,15 @@ fn finished_already(store: &Store, run: i64) -> anyhow::Result<RunResult> {
         store.finish_run(run, status)?;
     }
     Ok(RunResult { run, status, exit_code, table: crate::terminal_table::render(store, run)? })
+}
+
+/// A task that ends when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 pub(crate) async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: impl Iterator<Item = F>) {

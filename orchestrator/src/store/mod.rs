@@ -779,26 +779,32 @@ mod tests {
             let run = new_run(&s, None);
             let c = s.add_cell(run, &cell()).unwrap();
             let other = s.another().unwrap();
-            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+            let (stop, written) = (std::sync::Arc::new(AtomicBool::new(false)), std::sync::Arc::new(AtomicU64::new(0)));
             let writer = {
-                let stop = stop.clone();
+                let (stop, written) = (stop.clone(), written.clone());
                 std::thread::spawn(move || {
-                    let mut n = 0;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    while !stop.load(Ordering::Relaxed) {
                         other.set_host(run, "h1", HostStatus::Ok, None).unwrap();
-                        n += 1;
+                        written.fetch_add(1, Ordering::Relaxed);
                     }
-                    n
                 })
             };
+            // The merges begin once the other connection writes.
+            while written.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            let before = written.load(Ordering::Relaxed);
             for i in 0..300 {
                 let mut info = serde_json::Map::new();
                 info.insert("i".into(), i.into());
                 s.add_cell_info(c, &format!("setup {i}"), &info)
                     .unwrap_or_else(|e| panic!("{url:?}, merge {i}: {e:?}"));
             }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            assert!(writer.join().unwrap() > 0, "the other connection wrote meanwhile");
+            let during = written.load(Ordering::Relaxed) - before;
+            stop.store(true, Ordering::Relaxed);
+            writer.join().unwrap();
+            assert!(during > 0, "the other connection wrote while the merges ran");
         }
     }
 

@@ -159,6 +159,7 @@ fn bisect_through_sudo_finds_the_slow_commit_past_a_lost_host_and_a_ctrl_c() {
         .filter(|r| !in_steps.contains(&r.id) && r.status != RunStatus::Ok)
         .map(|r| (r.id, r.status))
         .collect();
+    eprintln!("runs stopped part way, their steps measured again: {stopped:?}");
     assert_eq!(stopped.len(), 2, "{stopped:?}");
     assert_eq!(stopped[0].1, RunStatus::Unreachable, "{stopped:?}");
     assert_eq!(stopped[1].1, RunStatus::Interrupted, "{stopped:?}");
