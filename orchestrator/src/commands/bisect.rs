@@ -419,18 +419,20 @@ fn hosts_of(r: &Recipe) -> anyhow::Result<Vec<String>> {
 
 /// `bisect list`: a line per bisect.
 fn list(store: &Store) -> anyhow::Result<i32> {
-    outln!("{:<4} {:<16} {:<20} {:<14} ANSWER", "ID", "NAME", "STARTED", "STATUS")?;
-    for b in store.bisects()? {
-        let answer = b.result.as_deref().unwrap_or("-");
-        let name = b.name.as_deref().unwrap_or("-");
-        outln!(
-            "{:<4} {:<16} {:<20} {:<14} {answer}",
-            b.id,
-            name,
-            crate::human::stamp_to_the_second(&b.started),
-            b.status
-        )?;
-    }
+    let rows: Vec<Vec<String>> = store
+        .bisects()?
+        .into_iter()
+        .map(|b| {
+            vec![
+                b.id.to_string(),
+                b.name.unwrap_or_else(|| "-".into()),
+                crate::human::stamp_to_the_second(&b.started),
+                b.status.to_string(),
+                b.result.unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    out!("{}", crate::terminal_table::table(&["ID", "NAME", "STARTED", "STATUS", "ANSWER"], &rows))?;
     Ok(exit_code::OK)
 }
 
@@ -532,19 +534,7 @@ fn show(store: &Store, spec: &str, format: BisectFormat) -> anyhow::Result<i32> 
             }
             outln!("")?;
         }
-        _ => {
-            let widths: Vec<usize> = (0..header.len())
-                .map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
-                .collect();
-            let line = |cells: Vec<String>| {
-                let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-                padded.join("  ").trim_end().to_string()
-            };
-            outln!("{}", line(header.iter().map(|h| h.to_string()).collect()))?;
-            for r in rows {
-                outln!("{}", line(r))?;
-            }
-        }
+        _ => out!("{}", crate::terminal_table::table(&header, &rows))?,
     }
     outln!("{}", answer_line(&b, &revisions))?;
     Ok(exit_code::OK)
@@ -554,23 +544,17 @@ fn show(store: &Store, spec: &str, format: BisectFormat) -> anyhow::Result<i32> 
 /// the range), from `steps` (revision, figures; later steps of a revision
 /// hold more samples and win).
 fn traces(steps: &[(usize, Vec<Figures>)]) -> Vec<Trace> {
-    let mut by_series: Vec<(String, std::collections::BTreeMap<usize, &Figures>)> = Vec::new();
+    // In the order the series first appear.
+    let mut by_series: indexmap::IndexMap<&str, std::collections::BTreeMap<usize, &Figures>> = Default::default();
     for (revision, figures) in steps {
         for f in figures {
-            let at = match by_series.iter().position(|(s, _)| *s == f.series) {
-                Some(i) => i,
-                None => {
-                    by_series.push((f.series.clone(), Default::default()));
-                    by_series.len() - 1
-                }
-            };
-            by_series[at].1.insert(*revision, f);
+            by_series.entry(&f.series).or_default().insert(*revision, f);
         }
     }
     by_series
         .into_iter()
         .map(|(series, points)| Trace {
-            series,
+            series: series.to_string(),
             points: points
                 .into_iter()
                 .map(|(r, f)| Point { label: r.to_string(), mean: f.mean, ci95: f.ci95 })
