@@ -794,17 +794,25 @@ mod tests {
             while written.load(Ordering::Relaxed) == 0 {
                 std::thread::yield_now();
             }
+            // At least 300 merges, and on until the other connection has
+            // written 50 times meanwhile: a pause after each lets it take
+            // the lock (SQLite's busy handler sleeps, and merges back to
+            // back would starve it).
             let before = written.load(Ordering::Relaxed);
-            for i in 0..300 {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let mut i = 0;
+            while i < 300 || (written.load(Ordering::Relaxed) - before < 50 && std::time::Instant::now() < deadline) {
                 let mut info = serde_json::Map::new();
                 info.insert("i".into(), i.into());
                 s.add_cell_info(c, &format!("setup {i}"), &info)
                     .unwrap_or_else(|e| panic!("{url:?}, merge {i}: {e:?}"));
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                i += 1;
             }
             let during = written.load(Ordering::Relaxed) - before;
             stop.store(true, Ordering::Relaxed);
             writer.join().unwrap();
-            assert!(during > 0, "the other connection wrote while the merges ran");
+            assert!(during >= 50, "{url:?}: the other connection wrote {during} times while {i} merges ran");
         }
     }
 
