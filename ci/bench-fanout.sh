@@ -9,7 +9,7 @@
 # alternated round by round and reported as medians:
 #   facts  deploy + facts: `benchrig facts`, `ansible -m setup`,
 #          `pyinfra fact` (arch, kernel, os), `ssh host uname -a`
-#   steps  10 trivial steps: a benchrig play of 10 `exec: true`, an Ansible
+#   steps  10 trivial steps: a benchrig play of 10 `exec: "true"`, an Ansible
 #          playbook of 10 `command: /bin/true` (pipelining, ControlPersist),
 #          a pyinfra deploy of 10 `server.shell("true")`, and one bare
 #          `ssh host true` to every host at once
@@ -40,7 +40,7 @@ read -r -a KEXES <<<"${KEX:-default curve25519}"
 ANSIBLE_MAX_N=${ANSIBLE_MAX_N:-64}
 VENV=${VENV:-/var/tmp/benchrig-venv}
 MAX=$(printf '%s\n' "${SIZES[@]}" | sort -n | tail -n1)
-((MAX <= 200)) || { log "bench-fanout: at most 200 hosts (one /24 beside the lab's addresses)"; exit 2; }
+((MAX <= 500)) || { log "bench-fanout: at most 500 hosts"; exit 2; }
 
 export BENCHRIG_LAB_DIR=/var/tmp/benchrig-fanout
 LAB=$BENCHRIG_LAB_DIR
@@ -55,6 +55,8 @@ if [[ -z ${BENCHRIG:-} ]]; then
 fi
 work=$(mktemp -d /var/tmp/benchrig-fanout-work.XXXXXX)
 export BENCHRIG_LAB_HOSTS=$work/hosts.table
+# Past 240 hosts the addresses leave 10.77.0.0/24: the bench's bridge is a /16.
+export BENCHRIG_LAB_NET_PREFIX=16
 cleanup() {
     ci/lab.sh down >/dev/null || log "bench-fanout: ci/lab.sh down failed"
     rm -rf "$work"
@@ -63,14 +65,14 @@ trap cleanup EXIT
 
 # ------------------------------------------------------------------ hosts
 host() { printf 'f%03d' "$1"; }
-ip_of() { echo "10.77.0.$((10 + $1))"; }
+ip_of() { echo "10.77.$(($1 / 200)).$((10 + $1 % 200))"; }
 {
     echo "# name ip arch cpu_quota mem size disks rot rbps wbps riops wiops"
     echo "$(host 1) $(ip_of 1) i686 12000 512M - - 0 0 0 0 0"
     for ((i = 2; i <= MAX; i++)); do echo "$(host "$i") $(ip_of "$i") native - - - - 0 0 0 0 0"; done
 } >"$BENCHRIG_LAB_HOSTS"
 log "bench-fanout: $MAX hosts up"
-ci/lab.sh up >/dev/null
+ci/lab.sh up >/dev/null 2>"$work/lab-up.log" || { tail -n 20 "$work/lab-up.log" >&2; exit 1; }
 
 # inventory N KEX: an Ansible-style YAML inventory of the first N hosts, read
 # by benchrig and ansible-core alike.
@@ -109,7 +111,8 @@ cat >"$work/steps.yml" <<'EOF'
   hosts: all
   benchmark:
 EOF
-for i in $(seq 10); do printf '    - name: "true %s"\n      exec: {command: ["true"]}\n' "$i" >>"$work/steps.yml"; done
+# A plain string, as a user writes it: it runs without a shell (nothing in it needs one).
+for i in $(seq 10); do printf '    - name: "true %s"\n      exec: {command: "true"}\n' "$i" >>"$work/steps.yml"; done
 {
     echo "- hosts: all"
     echo "  gather_facts: false"
@@ -185,13 +188,14 @@ run() {
         ssh)
             local cmd=true
             [[ $what == facts ]] && cmd="uname -a"
-            local opts=(-F /dev/null -i "$LAB/id_ed25519" -o "UserKnownHostsFile=$LAB/known_hosts" -o BatchMode=yes -l root)
+            local opts=(-n -F /dev/null -i "$LAB/id_ed25519" -o "UserKnownHostsFile=$LAB/known_hosts" -o BatchMode=yes -l root)
             [[ $kex == curve25519 ]] && opts+=(-o KexAlgorithms=curve25519-sha256)
             printf '%s\n' "${opts[@]}" >"$work/ssh.opts"
+            for ((i = 1; i <= n; i++)); do ip_of "$i"; done >"$work/ips-$n"
             cat >"$work/fanout.sh" <<EOF
 #!/bin/bash
 mapfile -t o <"$work/ssh.opts"
-for ((i = 1; i <= $n; i++)); do ssh "\${o[@]}" "10.77.0.\$((10 + i))" $cmd >/dev/null & done
+while read -r ip; do ssh "\${o[@]}" "\$ip" $cmd >/dev/null & done <"$work/ips-$n"
 rc=0; for j in \$(jobs -p); do wait "\$j" || rc=1; done; exit \$rc
 EOF
             timed bash "$work/fanout.sh" ;;

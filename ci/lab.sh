@@ -102,7 +102,8 @@ fi
 LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
 BRIDGE=brlab0
 BRIDGE_IP=10.77.0.1
-NET_PREFIX=24
+# The bench's 250 hosts need more than a /24 (ci/bench-fanout.sh sets 16).
+NET_PREFIX=${BENCHRIG_LAB_NET_PREFIX:-24}
 NS_PREFIX=brlab-
 VETH_PREFIX=vbr-
 CG_ROOT=/sys/fs/cgroup

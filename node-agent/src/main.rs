@@ -1,9 +1,9 @@
 use benchrig_agent::outbox::Outbox;
-use benchrig_agent::{self_sha256, session, sysfs::SysView};
+use benchrig_agent::{named_sha256, self_sha256, session, sysfs::SysView};
 use std::fs::File;
 use std::io::BufWriter;
 
-const USAGE: &str = "usage: benchrig-agent [serve | --version | --sha256]
+const USAGE: &str = "usage: benchrig-agent [serve [--verified] | --version | --sha256]
 
 Speaks benchrig's framed protocol on stdin/stdout. It is started by
 `benchrig` over SSH (or as a child for local hosts), not by hand.";
@@ -11,7 +11,7 @@ Speaks benchrig's framed protocol on stdin/stdout. It is started by
 fn main() {
     let arg = std::env::args().nth(1);
     match arg.as_deref() {
-        None | Some("serve") => serve(),
+        None | Some("serve") => serve(std::env::args().nth(2).as_deref() == Some("--verified")),
         Some("--version") => {
             println!("benchrig-agent {} (protocol {})", benchrig_wire::VERSION, benchrig_wire::PROTOCOL_VERSION)
         }
@@ -24,7 +24,9 @@ fn main() {
     }
 }
 
-fn serve() {
+/// `verified`: the start script has checked this file's content against
+/// the sha256 its name carries (`benchrig_agent::named_sha256`).
+fn serve(verified: bool) {
     // The agent's life is tied to its channel, not to a terminal: a Ctrl-C
     // meant for the orchestrator (or a hangup) must not kill it before it
     // has released its mounts. It ends when the channel closes.
@@ -33,7 +35,12 @@ fn serve() {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
     }
-    let sha = self_sha256().unwrap_or_else(|e| fail(&format!("cannot hash /proc/self/exe: {e}")));
+    // Hashing ourselves again would cost as much as the script's check did.
+    let sha = verified
+        .then(named_sha256)
+        .flatten()
+        .map_or_else(self_sha256, Ok)
+        .unwrap_or_else(|e| fail(&format!("cannot hash /proc/self/exe: {e}")));
     // Frames get a private descriptor; fd 1 becomes stderr, so a stray print
     // or a child that inherits stdout can never corrupt the channel.
     let proto = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)

@@ -486,7 +486,8 @@ fn higher() -> Better {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ExecArgs {
-    /// A string run with `sh -c`, or an argv list run as is.
+    /// A string run with `sh -c` (as its words, without the shell, when it
+    /// holds nothing a shell would interpret), or an argv list run as is.
     pub command: CommandLine,
     /// Run in this scratch's mount point (none: the agent's work dir).
     #[serde(default)]

@@ -69,7 +69,10 @@ fn sources(metrics: &[ExecMetric]) -> Result<Vec<Source>, AgentError> {
 pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOutput, AgentError> {
     let sources = sources(&args.metrics)?;
     let (argv, shown): (Vec<String>, String) = match &args.command {
-        CommandLine::Shell(s) => (vec!["sh".into(), "-c".into(), s.clone()], s.clone()),
+        CommandLine::Shell(s) => match words_without_shell(s, &args.env) {
+            Some(words) => (words, s.clone()),
+            None => (vec!["sh".into(), "-c".into(), s.clone()], s.clone()),
+        },
         CommandLine::Argv(v) => (v.clone(), v.join(" ")),
     };
     let Some(prog) = argv.first() else { return Err(AgentError::bad_request("exec: the command is empty")) };
@@ -155,6 +158,35 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ExecArgs) -> Result<StepOut
         info.insert("leftovers_killed".into(), true.into());
     }
     Ok(out)
+}
+
+/// Characters a shell gives no meaning to beyond separating words: a string
+/// of only these (`fio --name=x --bs=4k`, `date +%s`) runs the same
+/// without `sh -c`, one process fewer for every step.
+fn plain(c: char) -> bool {
+    c.is_ascii_alphanumeric() || " \t-_./=:,+@%".contains(c)
+}
+
+/// Shell builtins and keywords, which run differently (or only) inside a
+/// shell; a command starting with one keeps its `sh -c`.
+const SHELL_WORDS: &[&str] = &[
+    ".", ":", "alias", "bg", "break", "case", "cd", "command", "continue", "do", "done", "elif", "else", "esac",
+    "eval", "exec", "exit", "export", "fc", "fg", "fi", "for", "function", "getopts", "hash", "if", "in", "jobs",
+    "kill", "local", "newgrp", "pwd", "read", "readonly", "return", "select", "set", "shift", "source", "then", "time",
+    "times", "trap", "type", "ulimit", "umask", "unalias", "unset", "until", "wait", "while",
+];
+
+/// `command` split into its words when `sh -c` would run exactly those as
+/// one program: nothing but plain characters, a first word that is no
+/// assignment and no shell word, and no `PATH` of the step's own (the shell
+/// would look the program up in it).
+fn words_without_shell(command: &str, env: &std::collections::BTreeMap<String, String>) -> Option<Vec<String>> {
+    if !command.chars().all(plain) || env.contains_key("PATH") {
+        return None;
+    }
+    let words: Vec<String> = command.split_ascii_whitespace().map(str::to_string).collect();
+    let first = words.first()?;
+    (!first.contains('=') && !SHELL_WORDS.contains(&first.as_str())).then_some(words)
 }
 
 fn describe(status: ExitStatus) -> String {
@@ -295,6 +327,51 @@ mod tests {
     use super::*;
     use benchrig_wire::args::Better;
     use benchrig_wire::messages::ErrorCode;
+
+    /// The split agrees with the shell's own (the oracle: `sh` splitting the
+    /// same text into `$@`); anything the shell would read otherwise keeps it.
+    #[test]
+    fn a_command_runs_without_a_shell_only_when_the_shell_would_split_it_alone() {
+        let none = std::collections::BTreeMap::new();
+        for plain in
+            ["true", "fio --name=x --bs=4k --size=1G", "date +%s", " /usr/bin/env  A=1\tprintenv A ", "a,b:c@d"]
+        {
+            let words = words_without_shell(plain, &none).unwrap_or_else(|| panic!("`{plain}` needs no shell"));
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("set -- {plain}; printf '%s\\0' \"$@\"")])
+                .output()
+                .unwrap();
+            let shell: Vec<String> =
+                String::from_utf8(out.stdout).unwrap().split_terminator('\0').map(str::to_string).collect();
+            assert_eq!(words, shell, "`{plain}`");
+        }
+        for shell in [
+            "",
+            "  ",
+            "echo $HOME",
+            "ls *.img",
+            "a && b",
+            "a | b",
+            "a > f",
+            "x=1 cmd",
+            "cd /tmp",
+            "exit 3",
+            "echo 'a b'",
+            "echo \"a\"",
+            "a; b",
+            "a\nb",
+            "~/bin/x",
+            "kill %1",
+            "exec foo",
+            "(a)",
+            "a # c",
+            "a\\ b",
+        ] {
+            assert_eq!(words_without_shell(shell, &none), None, "`{shell}` keeps its shell");
+        }
+        let path = std::collections::BTreeMap::from([("PATH".to_string(), "/opt/bin".to_string())]);
+        assert_eq!(words_without_shell("true", &path), None, "the step's PATH is the shell's to search");
+    }
 
     /// An excerpt of `fio --output-format=json` (fio 3.33, one job writing
     /// sequentially with libaio), cut down but shaped as fio prints it,

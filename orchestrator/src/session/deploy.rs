@@ -17,7 +17,7 @@ use crate::session::transport::{sh_quote, Become, RemoteProcess, Transport, Tran
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 /// (uname -m values, rust target) for every architecture we build an agent for.
 pub const ARCHES: &[(&[&str], &str)] = &[
@@ -312,6 +312,15 @@ const SH_FUNCTIONS: &str = "private() { [ ! -L \"$1\" ] && [ -O \"$1\" ] && \
 /// or not what its name says is left for the upload to replace; a dir that
 /// is not private is refused. The probe line names the primary dir when no
 /// agent is found.
+///
+/// Hashing the agent (1.7 MB) is most of what a start costs the host (7 ms
+/// of CPU for coreutils' `sha256sum` here, ten times that on a slow box),
+/// so a verified agent gets a stamp, `<agent>.ok`, and is hashed again only
+/// once its file is newer than the stamp: any write to it (a replaced or
+/// damaged agent) moves its mtime past the stamp's. Only the dir's owner,
+/// who could rewrite the agent anyway, can forge a stamp in a private dir.
+/// A verified agent is told so (`serve --verified`) and takes its sha256
+/// from its name instead of hashing itself a second time.
 fn start_script(builds: &AgentBuilds, dir: &str, fallback: Option<&str>) -> String {
     let mut arms = String::new();
     for build in builds.all() {
@@ -322,9 +331,11 @@ fn start_script(builds: &AgentBuilds, dir: &str, fallback: Option<&str>) -> Stri
     let serve = format!(
         "serve() {{ a=\"$1/benchrig-agent-$s\"; [ -n \"$s\" ] && [ -f \"$a\" ] || return 0; \
          private \"$1\" || {{ printf '{UNSAFE_TAG}\\t%s\\t%s\\n' \"$1\" \"$(why \"$1\")\"; exit 1; }}; \
-         private \"$a\" && [ -x \"$a\" ] || return 0; sha_is \"$a\" \"$s\"; r=$?; [ $r -eq 1 ] && return 0; \
-         [ $r -eq 0 ] && v=verified || v=unverified; \
-         printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\t%s\\n' \"$m\" \"$HOME\" \"$1\" \"$v\"; exec \"$a\" serve; }}; "
+         private \"$a\" && [ -x \"$a\" ] || return 0; \
+         if [ \"$a.ok\" -nt \"$a\" ]; then v=verified; else sha_is \"$a\" \"$s\"; r=$?; [ $r -eq 1 ] && return 0; \
+         if [ $r -eq 0 ]; then v=verified; {{ : > \"$a.ok\"; }} 2>/dev/null; else v=unverified; fi; fi; \
+         printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\t%s\\n' \"$m\" \"$HOME\" \"$1\" \"$v\"; \
+         if [ $v = verified ]; then exec \"$a\" serve --verified; fi; exec \"$a\" serve; }}; "
     );
     let mut script = format!(
         "{SH_FUNCTIONS}{serve}m=$(uname -m); d={}; s=; case \"$m\" in {arms}esac; serve \"$d\"; ",
@@ -394,14 +405,7 @@ fn password_line(b: Option<&Become>) -> Vec<u8> {
 /// Spawn the start script as the agent's user and read its first line:
 /// the probe, or why it could not start.
 async fn probe(t: &dyn Transport, script: &str, b: Option<&Become>) -> Result<(Probe, RemoteProcess), DeployError> {
-    let mut proc = t.spawn(&as_agent_user(script, b)).await?;
-    let password = password_line(b);
-    if !password.is_empty() {
-        proc.stdin
-            .write_all(&password)
-            .await
-            .map_err(|e| DeployError::Remote(format!("giving sudo its password failed: {e}")))?;
-    }
+    let mut proc = t.spawn(&as_agent_user(script, b), &password_line(b)).await?;
     let line = read_line(proc.stdout.as_mut())
         .await
         .map_err(|e| DeployError::Remote(format!("probing the host failed: {e}")))?;
@@ -538,7 +542,8 @@ async fn upload(
 /// Remove an agent whose content is not what its name says, so the next
 /// session uploads it again instead of failing the same way forever.
 pub async fn discard_agent(t: &dyn Transport, d: &Deployed, b: Option<&Become>) {
-    let script = as_agent_user(&format!("rm -f {}", sh_quote(&d.remote_path)), b);
+    let script =
+        as_agent_user(&format!("rm -f {} {}", sh_quote(&d.remote_path), sh_quote(&format!("{}.ok", d.remote_path))), b);
     let _ = t.exec(&script, Some(password_line(b))).await;
 }
 
@@ -677,9 +682,16 @@ mod tests {
         let (_, out, _) = sh_out(&script, b"");
         let p = first(&out).unwrap();
         assert!(p.running && p.verified, "{out}");
-        assert_eq!(out.lines().nth(1), Some("agent serve"), "{out}");
+        assert_eq!(out.lines().nth(1), Some("agent serve --verified"), "{out}");
+        let stamp = PathBuf::from(format!("{}.ok", agent.display()));
+        assert!(stamp.exists(), "a verified agent is stamped");
+        let (_, out, _) = sh_out(&script, b"");
+        assert!(
+            first(&out).unwrap().verified && out.lines().nth(1) == Some("agent serve --verified"),
+            "stamped: {out}"
+        );
 
-        // A wrapper under the agent's name: not run.
+        // A wrapper under the agent's name, written after the stamp: not run.
         put(&agent, "#!/bin/sh\necho payload\nexec true\n", 0o700);
         let (_, out, _) = sh_out(&script, b"");
         assert!(!first(&out).unwrap().running && !out.contains("payload"), "{out}");
@@ -715,7 +727,7 @@ mod tests {
         let (_, out, _) = sh_out(&script, b"");
         assert!(running(&out), "{out}");
         assert!(out.lines().next().unwrap().contains(spare.path().to_str().unwrap()), "{out}");
-        assert_eq!(out.lines().nth(1), Some("fallback serve"));
+        assert_eq!(out.lines().nth(1), Some("fallback serve --verified"));
     }
 
     /// The upload under a real `sh`: the agent lands under its

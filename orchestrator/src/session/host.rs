@@ -6,7 +6,7 @@ use crate::planner::scratch_devices;
 use crate::session::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
 use crate::session::deploy::{self, AgentBuilds, DeployError, Deployed};
 use crate::session::timeline::Timeline;
-use crate::session::transport::{self, ConnectionSpec, Transport, TransportError};
+use crate::session::transport::{self, ConnectionSpec, RemoteProcess, Transport, TransportError};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};
@@ -62,32 +62,48 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(1 << attempt.min(3))
 }
 
-async fn connect_retrying(
+/// Connect and start the agent; a host found unreachable (by the connection
+/// or by the start's first channel, which is what connects over SSH) is
+/// tried again `ansible_ssh_retries` times with backoff, unless `cancel`
+/// turns true meanwhile.
+async fn start_retrying(
     name: &str,
     spec: &ConnectionSpec,
+    builds: &AgentBuilds,
+    remote_dir: Option<&str>,
     mut cancel: Option<watch::Receiver<bool>>,
-) -> Result<Box<dyn Transport>, HostError> {
+) -> Result<(Box<dyn Transport>, Deployed, RemoteProcess), HostError> {
     let mut attempt = 0;
     loop {
-        match transport::connect(spec).await {
-            Ok(t) => return Ok(t),
-            Err(TransportError::Channel(m)) => return Err(HostError::Failed(m)),
-            Err(TransportError::Unreachable(m)) if attempt >= spec.retries => return Err(HostError::Unreachable(m)),
-            Err(TransportError::Unreachable(m)) => {
-                let wait = backoff(attempt);
-                attempt += 1;
-                tracing::warn!("{name}: {m}; trying again in {} s ({attempt} of {})", wait.as_secs(), spec.retries);
-                match cancel.as_mut() {
-                    Some(c) if *c.borrow() => return Err(HostError::Unreachable(m)),
-                    Some(c) => {
-                        tokio::select! {
-                            _ = tokio::time::sleep(wait) => {}
-                            _ = c.changed() => return Err(HostError::Unreachable(m)),
-                        }
-                    }
-                    None => tokio::time::sleep(wait).await,
+        let tried = match transport::connect(spec).await {
+            Ok(t) => match deploy::start(t.as_ref(), builds, remote_dir, spec.become_.as_ref()).await {
+                Ok((deployed, proc)) => return Ok((t, deployed, proc)),
+                Err(e) => {
+                    t.close().await;
+                    e
+                }
+            },
+            Err(e) => DeployError::Transport(e),
+        };
+        let m = match tried {
+            DeployError::Transport(TransportError::Unreachable(m)) => m,
+            other => return Err(other.into()),
+        };
+        if attempt >= spec.retries {
+            return Err(HostError::Unreachable(m));
+        }
+        let wait = backoff(attempt);
+        attempt += 1;
+        tracing::warn!("{name}: {m}; trying again in {} s ({attempt} of {})", wait.as_secs(), spec.retries);
+        match cancel.as_mut() {
+            Some(c) if *c.borrow() => return Err(HostError::Unreachable(m)),
+            Some(c) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = c.changed() => return Err(HostError::Unreachable(m)),
                 }
             }
+            None => tokio::time::sleep(wait).await,
         }
     }
 }
@@ -104,11 +120,9 @@ impl HostSession {
         let mut timeline = Timeline::start();
         let spec = ConnectionSpec::from_vars(name, vars).map_err(HostError::Failed)?;
         let scratch = scratch_devices(name, vars).map_err(HostError::Failed)?;
-        let transport = connect_retrying(name, &spec, cancel).await?;
-        timeline.mark("connect");
         let remote_dir = vars.get("benchrig_remote_dir").and_then(|v| v.as_str());
+        let (transport, deployed, proc) = start_retrying(name, &spec, builds, remote_dir, cancel).await?;
         let started = async {
-            let (deployed, proc) = deploy::start(transport.as_ref(), builds, remote_dir, spec.become_.as_ref()).await?;
             if let Some(d) = &deployed.noexec_dir {
                 tracing::warn!(
                     "{name}: {d} is on a filesystem mounted noexec; the agent runs from {} instead (benchrig_remote_dir chooses)",
@@ -121,7 +135,12 @@ impl HostSession {
                     deployed.remote_dir
                 );
             }
-            timeline.mark(if deployed.uploaded { "probe, upload, agent start" } else { "probe and agent start" });
+            // Over SSH the start's first channel is what connects.
+            timeline.mark(if deployed.uploaded {
+                "connect, probe, upload, agent start"
+            } else {
+                "connect, probe and agent start"
+            });
             tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
             let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256).await {
                 Ok(a) => a,

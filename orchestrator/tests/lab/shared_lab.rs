@@ -17,12 +17,17 @@ const LOGINS_AGENTS: &str = "/home/brlab-nopw/.cache/benchrig";
 /// What a planted wrapper leaves when it runs: the uid it ran as.
 const PWNED: &str = "/var/tmp/benchrig-lab/pwned";
 
+/// The agent binaries in `dir` (`benchrig-agent-<sha256>`; not the stamps
+/// their checks leave beside them, `<agent>.ok`).
 fn agents_in(dir: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
     entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("benchrig-agent-"))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.strip_prefix("benchrig-agent-").is_some_and(|sha| sha.len() == 64 && !sha.contains('.'))
+        })
         .collect()
 }
 

@@ -35,7 +35,7 @@ impl Transport for LocalTransport {
         Ok(ExecOutput { status: out.status.code(), stdout: out.stdout, stderr: out.stderr })
     }
 
-    async fn spawn(&self, script: &str) -> Result<RemoteProcess, TransportError> {
+    async fn spawn(&self, script: &str, first_input: &[u8]) -> Result<RemoteProcess, TransportError> {
         // Its own process group: a terminal's Ctrl-C reaches the orchestrator,
         // which then tears down through the agent. Not killed on drop: a
         // closed stdin makes it release what it set up and exit.
@@ -47,8 +47,10 @@ impl Transport for LocalTransport {
             .spawn()
             .map_err(|e| TransportError::Channel(format!("cannot start the agent: {e}")))?;
         let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let mut stdin = stdin.expect("piped");
+        super::write_first(&mut stdin, first_input).await?;
         Ok(RemoteProcess {
-            stdin: Box::new(stdin.expect("piped")),
+            stdin: Box::new(stdin),
             stdout: Box::new(stdout.expect("piped")),
             stderr: Box::new(stderr.expect("piped")),
             exit: Box::new(LocalExit(child)),

@@ -60,8 +60,11 @@ pub trait Transport: Send + Sync {
     /// Run a POSIX shell script to completion, optionally feeding it stdin.
     async fn exec(&self, script: &str, stdin: Option<Vec<u8>>) -> Result<ExecOutput, TransportError>;
 
-    /// Start a long-lived process from a shell script, with piped stdio.
-    async fn spawn(&self, script: &str) -> Result<RemoteProcess, TransportError>;
+    /// Start a long-lived process from a shell script, with piped stdio,
+    /// writing `first_input` to its stdin at once (sudo's password line:
+    /// over SSH the process counts as started only once it answers, and
+    /// its script may first wait for that line).
+    async fn spawn(&self, script: &str, first_input: &[u8]) -> Result<RemoteProcess, TransportError>;
 
     /// Release the connection (stops the ControlMaster).
     async fn close(self: Box<Self>);
@@ -73,6 +76,21 @@ pub async fn connect(spec: &ConnectionSpec) -> Result<Box<dyn Transport>, Transp
         ConnectionKind::Local => Ok(Box::new(local::LocalTransport)),
         ConnectionKind::Ssh => Ok(Box::new(ssh::SshTransport::connect(spec).await?)),
     }
+}
+
+/// Write a spawned process's first input (nothing when it is empty).
+async fn write_first<W: tokio::io::AsyncWrite + Unpin>(
+    stdin: &mut W,
+    first_input: &[u8],
+) -> Result<(), TransportError> {
+    use tokio::io::AsyncWriteExt;
+    if first_input.is_empty() {
+        return Ok(());
+    }
+    stdin
+        .write_all(first_input)
+        .await
+        .map_err(|e| TransportError::Channel(format!("writing to the process's stdin: {e}")))
 }
 
 /// Quote a string for a POSIX shell.

@@ -1,22 +1,43 @@
-//! SSH through OpenSSH: one ControlMaster per host, started by us so that
-//! every Ansible connection variable (including `ansible_ssh_common_args`)
-//! reaches `ssh` as Ansible would pass it; channels then go over the master's
-//! socket with openssh's native mux client. `~/.ssh/config` applies because
-//! this is the real `ssh`.
+//! SSH through OpenSSH, with every Ansible connection variable (including
+//! `ansible_ssh_common_args`) reaching `ssh` as Ansible would pass it, and
+//! `~/.ssh/config` applying because this is the real `ssh`.
+//!
+//! A host whose agent is already there needs one channel: the start script
+//! that probes and then becomes the agent. That channel is one plain `ssh`
+//! process, with no ControlMaster: a master costs a process that forks
+//! itself, a mux round trip and a second session on the host (measured in
+//! docs/perf.md: 0.6 s of 2.6 at 128 hosts). Only a host that needs more
+//! channels (an upload, then the start again) gets a master, on first
+//! need; those channels then go over its socket with openssh's native mux
+//! client.
 
 use super::{ConnectionSpec, ExecOutput, ProcessExit, RemoteProcess, Transport, TransportError};
 use async_trait::async_trait;
 use openssh::{Session, Stdio};
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::OnceCell;
+
+/// ssh's own exit status when it could not connect or lost the connection.
+const SSH_FAILED: i32 = 255;
 
 pub struct SshTransport {
+    /// Every option and the address: what both a plain `ssh` and the master take.
+    args: Vec<OsString>,
+    /// How long connecting may take before the host counts as unreachable.
+    deadline: Duration,
+    address: String,
+    master: OnceCell<Master>,
+    desc: String,
+}
+
+struct Master {
     session: Arc<Session>,
     // Holds the control socket directory; removed when the transport goes.
     _dir: tempfile::TempDir,
-    desc: String,
 }
 
 /// Unix socket paths are limited to 107 bytes: keep the control directory short.
@@ -30,58 +51,131 @@ fn control_dir() -> Result<tempfile::TempDir, TransportError> {
 }
 
 impl SshTransport {
+    /// Nothing is connected yet: the first channel connects.
     pub async fn connect(spec: &ConnectionSpec) -> Result<Self, TransportError> {
-        let dir = control_dir()?;
-        let ctl = dir.path().join("m");
-        let log = dir.path().join("log");
-        let mut cmd = tokio::process::Command::new("ssh");
-        cmd.arg("-E").arg(&log).arg("-S").arg(&ctl);
-        // The master outlives a dropped orchestrator by at most 30 s without clients.
-        cmd.args(["-M", "-f", "-N", "-o", "ControlPersist=30", "-o", "BatchMode=yes"]);
-        cmd.args(["-o", &format!("ConnectTimeout={}", spec.connect_timeout_s)]);
-        cmd.args(["-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4"]);
+        let mut args: Vec<OsString> = ["-o", "BatchMode=yes"].iter().map(OsString::from).collect();
+        args.extend(["-o".into(), format!("ConnectTimeout={}", spec.connect_timeout_s).into()]);
+        for o in ["-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4"] {
+            args.push(o.into());
+        }
         if !spec.host_key_checking {
-            cmd.args(["-o", "StrictHostKeyChecking=no"]);
+            args.extend(["-o".into(), "StrictHostKeyChecking=no".into()]);
         }
         if let Some(p) = spec.port {
-            cmd.arg("-p").arg(p.to_string());
+            args.extend(["-p".into(), p.to_string().into()]);
         }
         if let Some(u) = &spec.user {
-            cmd.arg("-l").arg(u);
+            args.extend(["-l".into(), u.into()]);
         }
         if let Some(k) = &spec.private_key {
-            cmd.arg("-i").arg(expand_tilde(k));
+            args.extend(["-i".into(), expand_tilde(k).into()]);
         }
-        cmd.args(&spec.ssh_args);
-        cmd.arg(&spec.address);
-        cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
-        cmd.kill_on_drop(true);
-        let deadline = Duration::from_secs(spec.connect_timeout_s + 20);
-        let out = tokio::time::timeout(deadline, cmd.output())
-            .await
-            .map_err(|_| {
-                TransportError::Unreachable(format!("ssh to {} timed out after {}s", spec.address, deadline.as_secs()))
-            })?
-            .map_err(|e| TransportError::Unreachable(format!("cannot run ssh: {e}")))?;
-        if !out.status.success() {
-            let logged = std::fs::read_to_string(&log).unwrap_or_default();
-            let reason = logged
-                .lines()
-                .chain(String::from_utf8_lossy(&out.stderr).lines())
-                .map(str::trim)
-                .rfind(|l| !l.is_empty())
-                .unwrap_or("ssh failed")
-                .to_string();
-            return Err(TransportError::Unreachable(format!("ssh {}: {reason}", spec.address)));
-        }
-        let session = Session::resume_mux(ctl.into_boxed_path(), Some(log.into_boxed_path()));
+        args.extend(spec.ssh_args.iter().map(OsString::from));
+        args.push(spec.address.clone().into());
         let desc = format!(
             "ssh {}{}{}",
             spec.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default(),
             spec.address,
             spec.port.map(|p| format!(":{p}")).unwrap_or_default()
         );
-        Ok(SshTransport { session: Arc::new(session), _dir: dir, desc })
+        Ok(SshTransport {
+            args,
+            deadline: Duration::from_secs(spec.connect_timeout_s + 20),
+            address: spec.address.clone(),
+            master: OnceCell::new(),
+            desc,
+        })
+    }
+
+    fn timed_out(&self) -> TransportError {
+        TransportError::Unreachable(format!("ssh to {} timed out after {}s", self.address, self.deadline.as_secs()))
+    }
+
+    /// The master, started on first need.
+    async fn master(&self) -> Result<&Master, TransportError> {
+        self.master.get_or_try_init(|| self.start_master()).await
+    }
+
+    async fn start_master(&self) -> Result<Master, TransportError> {
+        let dir = control_dir()?;
+        let ctl = dir.path().join("m");
+        let log = dir.path().join("log");
+        let mut cmd = tokio::process::Command::new("ssh");
+        cmd.arg("-E").arg(&log).arg("-S").arg(&ctl);
+        // The master outlives a dropped orchestrator by at most 30 s without clients.
+        cmd.args(["-M", "-f", "-N", "-o", "ControlPersist=30"]);
+        cmd.args(&self.args);
+        cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+        cmd.kill_on_drop(true);
+        let out = tokio::time::timeout(self.deadline, cmd.output())
+            .await
+            .map_err(|_| self.timed_out())?
+            .map_err(|e| TransportError::Unreachable(format!("cannot run ssh: {e}")))?;
+        if !out.status.success() {
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            let said = format!("{logged}\n{}", String::from_utf8_lossy(&out.stderr));
+            return Err(self.unreachable(&said));
+        }
+        let session = Session::resume_mux(ctl.into_boxed_path(), Some(log.into_boxed_path()));
+        Ok(Master { session: Arc::new(session), _dir: dir })
+    }
+
+    /// Unreachable, with ssh's last word on why.
+    fn unreachable(&self, said: &str) -> TransportError {
+        let reason = said.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("ssh failed");
+        TransportError::Unreachable(format!("ssh {}: {reason}", self.address))
+    }
+
+    /// One plain `ssh` running `script`, returned once its first byte of
+    /// output came (connected), or as unreachable when ssh gave up first.
+    async fn spawn_plain(&self, script: &str, first_input: &[u8]) -> Result<RemoteProcess, TransportError> {
+        let mut cmd = tokio::process::Command::new("ssh");
+        cmd.args(&self.args).arg(script);
+        // Its own process group: a Ctrl-C at the terminal is the
+        // orchestrator's to handle (stop the step, let the agent release its
+        // mounts), not a signal that cuts the channel under it.
+        cmd.process_group(0);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| TransportError::Unreachable(format!("cannot run ssh: {e}")))?;
+        let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(TransportError::Channel("ssh: no stdio".into()));
+        };
+        super::write_first(&mut stdin, first_input).await?;
+        let mut stdout = BufReader::new(stdout);
+        // Peek, not read: what the script prints first is the caller's.
+        let first = tokio::time::timeout(self.deadline, stdout.fill_buf()).await;
+        let connected = matches!(&first, Ok(Ok(b)) if !b.is_empty());
+        if !connected {
+            // Nothing came: the script printed nothing (its caller sees that)
+            // or ssh never got through (unreachable, as a master's failure is).
+            if first.is_err() {
+                let _ = child.kill().await;
+                return Err(self.timed_out());
+            }
+            let mut said = Vec::new();
+            let _ = tokio::io::AsyncReadExt::read_to_end(&mut stderr, &mut said).await;
+            let status = child.wait().await.ok().and_then(|s| s.code());
+            if status == Some(SSH_FAILED) {
+                return Err(self.unreachable(&String::from_utf8_lossy(&said)));
+            }
+            let stderr: Box<dyn tokio::io::AsyncRead + Send + Unpin> = Box::new(std::io::Cursor::new(said));
+            return Ok(RemoteProcess {
+                stdin: Box::new(stdin),
+                stdout: Box::new(stdout),
+                stderr,
+                exit: Box::new(Exited(status)),
+            });
+        }
+        Ok(RemoteProcess {
+            stdin: Box::new(stdin),
+            stdout: Box::new(stdout),
+            stderr: Box::new(stderr),
+            exit: Box::new(PlainExit(child)),
+        })
     }
 }
 
@@ -103,7 +197,8 @@ impl Transport for SshTransport {
     }
 
     async fn exec(&self, script: &str, stdin: Option<Vec<u8>>) -> Result<ExecOutput, TransportError> {
-        let mut cmd = self.session.raw_command(script);
+        let session = &self.master().await?.session;
+        let mut cmd = session.raw_command(script);
         cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -116,11 +211,13 @@ impl Transport for SshTransport {
         Ok(ExecOutput { status: out.status.code(), stdout: out.stdout, stderr: out.stderr })
     }
 
-    async fn spawn(&self, script: &str) -> Result<RemoteProcess, TransportError> {
-        let mut cmd = Session::to_raw_command(self.session.clone(), script);
+    async fn spawn(&self, script: &str, first_input: &[u8]) -> Result<RemoteProcess, TransportError> {
+        let Some(master) = self.master.get() else { return self.spawn_plain(script, first_input).await };
+        let mut cmd = Session::to_raw_command(master.session.clone(), script);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().await.map_err(channel_err)?;
-        let stdin = child.stdin().take().ok_or_else(|| TransportError::Channel("no stdin".into()))?;
+        let mut stdin = child.stdin().take().ok_or_else(|| TransportError::Channel("no stdin".into()))?;
+        super::write_first(&mut stdin, first_input).await?;
         let stdout = child.stdout().take().ok_or_else(|| TransportError::Channel("no stdout".into()))?;
         let stderr = child.stderr().take().ok_or_else(|| TransportError::Channel("no stderr".into()))?;
         Ok(RemoteProcess {
@@ -132,7 +229,8 @@ impl Transport for SshTransport {
     }
 
     async fn close(self: Box<Self>) {
-        let SshTransport { session, _dir, .. } = *self;
+        let SshTransport { master, .. } = *self;
+        let Some(Master { session, _dir }) = master.into_inner() else { return };
         match Arc::try_unwrap(session) {
             Ok(s) => {
                 let _ = s.close().await;
@@ -152,5 +250,26 @@ struct SshExit(openssh::Child<Arc<Session>>);
 impl ProcessExit for SshExit {
     async fn wait(self: Box<Self>) -> Option<i32> {
         self.0.wait().await.ok().and_then(|s| s.code())
+    }
+}
+
+/// A plain `ssh` carrying the channel: its status is the remote command's
+/// (or 255 when the connection failed).
+struct PlainExit(tokio::process::Child);
+
+#[async_trait]
+impl ProcessExit for PlainExit {
+    async fn wait(mut self: Box<Self>) -> Option<i32> {
+        self.0.wait().await.ok().and_then(|s| s.code())
+    }
+}
+
+/// A process already reaped.
+struct Exited(Option<i32>);
+
+#[async_trait]
+impl ProcessExit for Exited {
+    async fn wait(self: Box<Self>) -> Option<i32> {
+        self.0
     }
 }
