@@ -144,7 +144,8 @@ impl SshTransport {
         else {
             return Err(TransportError::Channel("ssh: no stdio".into()));
         };
-        super::write_first(&mut stdin, first_input).await?;
+        // A failed write (ssh already gone) is judged with what ssh said below.
+        let wrote = super::write_first(&mut stdin, first_input).await;
         let mut stdout = BufReader::new(stdout);
         // Peek, not read: what the script prints first is the caller's.
         let first = tokio::time::timeout(self.deadline, stdout.fill_buf()).await;
@@ -162,6 +163,7 @@ impl SshTransport {
             if status == Some(SSH_FAILED) {
                 return Err(self.unreachable(&String::from_utf8_lossy(&said)));
             }
+            wrote?;
             let stderr: Box<dyn tokio::io::AsyncRead + Send + Unpin> = Box::new(std::io::Cursor::new(said));
             return Ok(RemoteProcess {
                 stdin: Box::new(stdin),
@@ -170,6 +172,7 @@ impl SshTransport {
                 exit: Box::new(Exited(status)),
             });
         }
+        wrote?;
         Ok(RemoteProcess {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
