@@ -246,6 +246,19 @@ fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
             }
         }
     }
+    // busybox's `[ -nt ]` keeps the agent's check from being redone: the
+    // start that verified it left its stamp.
+    assert!(lab(&["ssh", "tiny", "'ls /root/.cache/benchrig'"]).contains(".ok"), "no stamp beside the agent");
+
+    // Host keys unchecked and forgotten, as many inventories have it: ssh's
+    // own "Permanently added …" goes to its log, not into the agent's stderr.
+    let direct = sh("ssh -F /dev/null -i /var/tmp/benchrig-lab/id_ed25519 -o StrictHostKeyChecking=no \
+                     -o UserKnownHostsFile=/dev/null -o BatchMode=yes root@10.77.0.33 true 2>&1");
+    assert!(direct.contains("Permanently added"), "ssh itself says it here: {direct}");
+    let vars = r#"{"ansible_host_key_checking": false, "ansible_ssh_common_args": "-o UserKnownHostsFile=/dev/null"}"#;
+    let out = b.run(&["facts", "-i", &inv, "-l", "tiny", "-e", vars]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Permanently added"), "{}", stderr(&out));
 }
 
 /// `/dev/disk/by-*` names for a loop disk's parts (this machine has no

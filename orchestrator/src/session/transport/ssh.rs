@@ -32,12 +32,14 @@ pub struct SshTransport {
     address: String,
     master: OnceCell<Master>,
     desc: String,
+    /// ssh's own messages (`-E`), read when it fails: a warning such as
+    /// "Permanently added … to the list of known hosts" is not the agent's
+    /// stderr. Holds the master's control socket too; removed with the transport.
+    dir: tempfile::TempDir,
 }
 
 struct Master {
     session: Arc<Session>,
-    // Holds the control socket directory; removed when the transport goes.
-    _dir: tempfile::TempDir,
 }
 
 /// Unix socket paths are limited to 107 bytes: keep the control directory short.
@@ -79,6 +81,7 @@ impl SshTransport {
             spec.port.map(|p| format!(":{p}")).unwrap_or_default()
         );
         Ok(SshTransport {
+            dir: control_dir()?,
             args,
             deadline: Duration::from_secs(spec.connect_timeout_s + 20),
             address: spec.address.clone(),
@@ -91,15 +94,18 @@ impl SshTransport {
         TransportError::Unreachable(format!("ssh to {} timed out after {}s", self.address, self.deadline.as_secs()))
     }
 
+    fn log(&self) -> std::path::PathBuf {
+        self.dir.path().join("log")
+    }
+
     /// The master, started on first need.
     async fn master(&self) -> Result<&Master, TransportError> {
         self.master.get_or_try_init(|| self.start_master()).await
     }
 
     async fn start_master(&self) -> Result<Master, TransportError> {
-        let dir = control_dir()?;
-        let ctl = dir.path().join("m");
-        let log = dir.path().join("log");
+        let ctl = self.dir.path().join("m");
+        let log = self.log();
         let mut cmd = tokio::process::Command::new("ssh");
         cmd.arg("-E").arg(&log).arg("-S").arg(&ctl);
         // The master outlives a dropped orchestrator by at most 30 s without clients.
@@ -112,16 +118,16 @@ impl SshTransport {
             .map_err(|_| self.timed_out())?
             .map_err(|e| TransportError::Unreachable(format!("cannot run ssh: {e}")))?;
         if !out.status.success() {
-            let logged = std::fs::read_to_string(&log).unwrap_or_default();
-            let said = format!("{logged}\n{}", String::from_utf8_lossy(&out.stderr));
-            return Err(self.unreachable(&said));
+            return Err(self.unreachable(&out.stderr));
         }
         let session = Session::resume_mux(ctl.into_boxed_path(), Some(log.into_boxed_path()));
-        Ok(Master { session: Arc::new(session), _dir: dir })
+        Ok(Master { session: Arc::new(session) })
     }
 
     /// Unreachable, with ssh's last word on why.
-    fn unreachable(&self, said: &str) -> TransportError {
+    fn unreachable(&self, stderr: &[u8]) -> TransportError {
+        let logged = std::fs::read_to_string(self.log()).unwrap_or_default();
+        let said = format!("{logged}\n{}", String::from_utf8_lossy(stderr));
         let reason = said.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("ssh failed");
         TransportError::Unreachable(format!("ssh {}: {reason}", self.address))
     }
@@ -130,7 +136,7 @@ impl SshTransport {
     /// output came (connected), or as unreachable when ssh gave up first.
     async fn spawn_plain(&self, script: &str, first_input: &[u8]) -> Result<RemoteProcess, TransportError> {
         let mut cmd = tokio::process::Command::new("ssh");
-        cmd.args(&self.args).arg(script);
+        cmd.arg("-E").arg(self.log()).args(&self.args).arg(script);
         // Its own process group: a Ctrl-C at the terminal is the
         // orchestrator's to handle (stop the step, let the agent release its
         // mounts), not a signal that cuts the channel under it.
@@ -161,7 +167,7 @@ impl SshTransport {
             let _ = tokio::io::AsyncReadExt::read_to_end(&mut stderr, &mut said).await;
             let status = child.wait().await.ok().and_then(|s| s.code());
             if status == Some(SSH_FAILED) {
-                return Err(self.unreachable(&String::from_utf8_lossy(&said)));
+                return Err(self.unreachable(&said));
             }
             wrote?;
             let stderr: Box<dyn tokio::io::AsyncRead + Send + Unpin> = Box::new(std::io::Cursor::new(said));
@@ -232,8 +238,9 @@ impl Transport for SshTransport {
     }
 
     async fn close(self: Box<Self>) {
-        let SshTransport { master, .. } = *self;
-        let Some(Master { session, _dir }) = master.into_inner() else { return };
+        // The dir (the socket, the log) goes only after the master has.
+        let SshTransport { master, dir: _dir, .. } = *self;
+        let Some(Master { session }) = master.into_inner() else { return };
         match Arc::try_unwrap(session) {
             Ok(s) => {
                 let _ = s.close().await;
