@@ -78,7 +78,11 @@ fn facts_from_arm1_show_aarch64_the_machines_kernel_and_its_disk_and_it_runs_the
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("benchrig-agent-"))
         .collect();
-    assert_eq!(pushed, [format!("benchrig-agent-{sha}")]);
+    // The agent, and the stamp its verified start left beside it.
+    assert_eq!(pushed.len(), 2, "{pushed:?}");
+    for name in [format!("benchrig-agent-{sha}"), format!("benchrig-agent-{sha}.ok")] {
+        assert!(pushed.contains(&name), "{name} not in {pushed:?}");
+    }
 
     // Its scratch disk: the 1 GiB loop device over the run dir's image.
     let img = format!("{ARM_ROOT}/disks/d0.img");

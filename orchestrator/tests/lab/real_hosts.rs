@@ -255,8 +255,15 @@ fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
     let direct = sh("ssh -F /dev/null -i /var/tmp/benchrig-lab/id_ed25519 -o StrictHostKeyChecking=no \
                      -o UserKnownHostsFile=/dev/null -o BatchMode=yes root@10.77.0.33 true 2>&1");
     assert!(direct.contains("Permanently added"), "ssh itself says it here: {direct}");
-    let vars = r#"{"ansible_host_key_checking": false, "ansible_ssh_common_args": "-o UserKnownHostsFile=/dev/null"}"#;
-    let out = b.run(&["facts", "-i", &inv, "-l", "tiny", "-e", vars]);
+    let unchecked = b.write(
+        "unchecked.yml",
+        &std::fs::read_to_string(&inv).unwrap().replace(
+            "ansible_ssh_common_args: \"-o UserKnownHostsFile=/var/tmp/benchrig-lab/known_hosts\"",
+            "ansible_ssh_common_args: \"-o UserKnownHostsFile=/dev/null\"\n    ansible_host_key_checking: false",
+        ),
+    );
+    assert!(std::fs::read_to_string(&unchecked).unwrap().contains("host_key_checking: false"));
+    let out = b.run(&["facts", "-i", unchecked.to_str().unwrap(), "-l", "tiny"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("Permanently added"), "{}", stderr(&out));
 }
