@@ -6,7 +6,8 @@
 //! that probes and then becomes the agent. That channel is one plain `ssh`
 //! process, with no ControlMaster: a master costs a process that forks
 //! itself, a mux round trip and a second session on the host (measured in
-//! docs/perf.md: 0.6 s of 2.6 at 128 hosts). Only a host that needs more
+//! docs/perf.md: with the `ssh` command line, 2.63 s against 1.91 s for
+//! one plain `ssh` to 128 hosts). Only a host that needs more
 //! channels (an upload, then the start again) gets a master, on first
 //! need; those channels then go over its socket with openssh's native mux
 //! client.
