@@ -660,11 +660,20 @@ fn agents_in(netns: &str) -> Vec<String> {
     let ns = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
     let want = ns(netns);
     assert!(want.is_some(), "no network namespace {netns}");
-    sh("pgrep -a -f 'benchrig-agent-[0-9a-f]{64} serve' || true")
+    let listed: Vec<String> = sh("pgrep -a -f 'benchrig-agent-[0-9a-f]{64} serve' || true")
         .lines()
         .filter(|l| l.split_whitespace().next().is_some_and(|pid| ns(&format!("/proc/{pid}/ns/net")) == want))
         .map(str::to_string)
-        .collect()
+        .collect();
+    // A child the agent has forked shows the agent's command line until it
+    // execs (its mkfs, mount or step): not a second agent.
+    let pid_of = |l: &str| l.split_whitespace().next().unwrap_or("").to_string();
+    let pids: Vec<String> = listed.iter().map(|l| pid_of(l)).collect();
+    let parent_of = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(1)).unwrap_or("").to_string()
+    };
+    listed.into_iter().filter(|l| !pids.contains(&parent_of(&pid_of(l)))).collect()
 }
 
 #[test]
