@@ -30,11 +30,7 @@ fn serve(verified: bool) {
     // The agent's life is tied to its channel, not to a terminal: a Ctrl-C
     // meant for the orchestrator (or a hangup) must not kill it before it
     // has released its mounts. It ends when the channel closes.
-    // SAFETY: setting a signal to SIG_IGN installs no handler code.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
+    benchrig_agent::supervisor::outlive_interrupts();
     // Hashing ourselves again would cost as much as the script's check did.
     let sha = verified
         .then(named_sha256)

@@ -4,8 +4,9 @@
 //! The child never sees the agent's stdout (the protocol channel): stdin is
 //! /dev/null and stdout goes where the caller says ([`StdoutTo`]). It runs
 //! in its own process group, so a timeout or a cancel kills everything it
-//! started, and with SIGINT and SIGHUP back at their defaults (the agent
-//! ignores them, and ignored signals are inherited). Its stderr is drained
+//! started, and with SIGINT and SIGHUP at their defaults (the agent
+//! catches them with a handler that does nothing, and exec resets caught
+//! signals; ignored ones it would pass on). Its stderr is drained
 //! by a thread from the start, so a chatty child never blocks on a full
 //! pipe, and its end is kept for the failure message ([`last_line`]).
 //!
@@ -75,25 +76,87 @@ pub fn command(program: &Path) -> Command {
     command
 }
 
+/// SIGINT and SIGHUP no longer end the agent, and its children still get
+/// them. A handler that does nothing, not SIG_IGN: exec resets a caught
+/// signal to its default and keeps an ignored one ignored, so children
+/// need no code between fork and exec (`pre_exec`) to get SIGINT back, and
+/// std can start them with posix_spawn (vfork) instead of a fork that
+/// copies the agent's page tables for every step.
+pub fn outlive_interrupts() {
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: the handler touches nothing. SA_RESTART resumes the reads and
+    // waits a signal interrupts, which SIG_IGN never interrupted.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as *const () as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGHUP, &action, std::ptr::null_mut());
+    }
+}
+
 /// The last non-empty line of a child's output, trimmed: what a person
 /// needs from a failure.
 pub fn last_line(text: &str) -> Option<&str> {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty())
 }
 
-/// A spawned child: its process group, the threads draining its output,
-/// and a waiter that reports its exit without reaping it. Dropped before it
-/// was waited for (a panic, say), it kills the group and reaps the child.
+/// A spawned child: its process group, the thread draining its output,
+/// and a watch on its exit that does not reap it. Dropped before it was
+/// waited for (a panic, say), it kills the group and reaps the child.
 pub struct Supervised {
     child: Child,
     pgid: Pid,
     captured: Arc<Mutex<Captured>>,
-    /// One message per drained pipe as it closes.
+    /// One message once every drained pipe is closed.
     drained: mpsc::Receiver<()>,
-    pipes: usize,
-    exited: mpsc::Receiver<()>,
+    exit: ExitWatch,
     /// Reaped, or given up on (`wait`): either way Drop must not wait for it.
     reaped: bool,
+}
+
+/// How the wait learns that the child exited, without reaping it: the
+/// zombie keeps its pid (and process group id) from being reused while we
+/// may still kill it.
+enum ExitWatch {
+    /// Linux 5.3 and later: the child's pidfd polls readable once it exits.
+    Pidfd(rustix::fd::OwnedFd),
+    /// Older kernels: a thread blocked in `waitid(WNOWAIT)` says so.
+    Thread(mpsc::Receiver<()>),
+}
+
+impl ExitWatch {
+    fn new(pid: Pid) -> ExitWatch {
+        match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
+            Ok(fd) => ExitWatch::Pidfd(fd),
+            Err(_) => ExitWatch::waiter(pid),
+        }
+    }
+
+    fn waiter(pid: Pid) -> ExitWatch {
+        let (exit_tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            use rustix::process::{waitid, WaitId, WaitIdOptions};
+            let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
+            let _ = exit_tx.send(());
+        });
+        ExitWatch::Thread(exited)
+    }
+
+    /// Whether the child exited, waiting `slice` at most.
+    fn exited_within(&self, slice: Duration) -> bool {
+        match self {
+            ExitWatch::Pidfd(fd) => {
+                use rustix::event::{poll, PollFd, PollFlags, Timespec};
+                let t = Timespec { tv_sec: slice.as_secs() as _, tv_nsec: slice.subsec_nanos() as _ };
+                let mut fds = [PollFd::new(fd, PollFlags::IN)];
+                // An interrupted poll is a slice with no news.
+                poll(&mut fds, Some(&t)).is_ok_and(|n| n > 0)
+            }
+            ExitWatch::Thread(exited) => !matches!(exited.recv_timeout(slice), Err(mpsc::RecvTimeoutError::Timeout)),
+        }
+    }
 }
 
 impl Supervised {
@@ -109,47 +172,31 @@ impl Supervised {
             StdoutTo::File(f) => Stdio::from(f),
         };
         command.stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped());
+        // SIGINT and SIGHUP come back to their defaults at exec (`outlive_interrupts`).
         command.process_group(0);
-        // SAFETY: between fork and exec only async-signal-safe calls: signal(2).
-        unsafe {
-            command.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGHUP, libc::SIG_DFL);
-                Ok(())
-            });
-        }
         let mut child = command.spawn()?;
         let pgid = Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
         let captured = Arc::new(Mutex::new(Captured::default()));
-        let (done_tx, drained) = mpsc::channel();
-        let mut pipes = 0;
+        let mut pipes: Vec<Drained> = Vec::new();
         if let Some(keep) = keep {
             let out_pipe = child.stdout.take().expect("stdout is piped");
-            drain(out_pipe, 64 << 10, captured.clone(), done_tx.clone(), move |c, chunk| {
+            pipes.push(Drained::new(out_pipe.into(), 64 << 10, move |c, chunk| {
                 c.stdout_total += chunk.len() as u64;
                 let room = keep.saturating_sub(c.stdout.len()).min(chunk.len());
                 c.stdout.extend_from_slice(&chunk[..room]);
-            });
-            pipes += 1;
+            }));
         }
         let err_pipe = child.stderr.take().expect("stderr is piped");
-        drain(err_pipe, 16 << 10, captured.clone(), done_tx, |c, chunk| {
+        pipes.push(Drained::new(err_pipe.into(), 16 << 10, |c, chunk| {
             c.stderr.extend_from_slice(chunk);
             if c.stderr.len() > 2 * STDERR_KEEP {
                 let cut = c.stderr.len() - STDERR_KEEP;
                 c.stderr.drain(..cut);
             }
-        });
-        pipes += 1;
-        // WNOWAIT leaves the child a zombie until `wait` below reaps it, so its
-        // pid (and process group id) cannot be reused while we may still kill it.
-        let (exit_tx, exited) = mpsc::channel();
-        std::thread::spawn(move || {
-            use rustix::process::{waitid, WaitId, WaitIdOptions};
-            let _ = waitid(WaitId::Pid(pgid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
-            let _ = exit_tx.send(());
-        });
-        Ok(Supervised { child, pgid, captured, drained, pipes, exited, reaped: false })
+        }));
+        let drained = drain(pipes, captured.clone());
+        let exit = ExitWatch::new(pgid);
+        Ok(Supervised { child, pgid, captured, drained, exit, reaped: false })
     }
 
     /// With [`StdoutTo::Pipe`]: the pipe to read (once).
@@ -175,9 +222,8 @@ impl Supervised {
             if let Some(t) = timeout {
                 slice = slice.min(t.saturating_sub(start.elapsed()));
             }
-            match self.exited.recv_timeout(slice) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            if self.exit.exited_within(slice) {
+                break;
             }
             if let Some(at) = killed_at {
                 if Instant::now().duration_since(at) < KILL_GRACE {
@@ -216,20 +262,12 @@ impl Supervised {
     /// The output, once the drained pipes are closed. Processes the child
     /// left running that still hold them get a grace period, then are killed.
     pub fn collect(self) -> Captured {
-        let mut closed = 0;
-        let deadline = Instant::now() + LEFTOVER_GRACE;
         let mut killed = false;
-        while closed < self.pipes {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.drained.recv_timeout(if killed { Duration::from_secs(5) } else { left }) {
-                Ok(()) => closed += 1,
-                Err(mpsc::RecvTimeoutError::Timeout) if !killed => {
-                    self.kill();
-                    killed = true;
-                }
-                // Held open by something outside the group: take what arrived.
-                Err(_) => break,
-            }
+        if let Err(mpsc::RecvTimeoutError::Timeout) = self.drained.recv_timeout(LEFTOVER_GRACE) {
+            self.kill();
+            killed = true;
+            // Held open by something outside the group: take what arrived.
+            let _ = self.drained.recv_timeout(Duration::from_secs(5));
         }
         let mut c = std::mem::take(&mut *self.captured.lock().unwrap_or_else(|e| e.into_inner()));
         c.leftovers_killed = killed;
@@ -245,25 +283,55 @@ impl Drop for Supervised {
     }
 }
 
-/// Read `pipe` to its end on a thread of its own, handing each chunk (at
-/// most `chunk` bytes) to `keep` under the lock, then say so on `done`.
-fn drain(
-    mut pipe: impl Read + Send + 'static,
-    chunk: usize,
-    captured: Arc<Mutex<Captured>>,
-    done: mpsc::Sender<()>,
-    keep: impl Fn(&mut Captured, &[u8]) + Send + 'static,
-) {
+/// What a drained pipe keeps of each chunk read from it.
+type Keep = Box<dyn Fn(&mut Captured, &[u8]) + Send>;
+
+/// A pipe a child writes, and what to keep of it.
+struct Drained {
+    pipe: File,
+    buf: Vec<u8>,
+    keep: Keep,
+}
+
+impl Drained {
+    fn new(pipe: rustix::fd::OwnedFd, chunk: usize, keep: impl Fn(&mut Captured, &[u8]) + Send + 'static) -> Drained {
+        Drained { pipe: File::from(pipe), buf: vec![0u8; chunk], keep: Box::new(keep) }
+    }
+}
+
+/// Read every pipe to its end on one thread (a step's stdout and stderr:
+/// one thread, not one each), handing each chunk to its `keep` under the
+/// lock; the receiver hears once all are closed.
+fn drain(mut pipes: Vec<Drained>, captured: Arc<Mutex<Captured>>) -> mpsc::Receiver<()> {
+    use rustix::event::{poll, PollFd, PollFlags};
+    let (done, drained) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut buf = vec![0u8; chunk];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
+        while !pipes.is_empty() {
+            let mut fds: Vec<PollFd> = pipes.iter().map(|d| PollFd::new(&d.pipe, PollFlags::IN)).collect();
+            match poll(&mut fds, None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
             }
-            keep(&mut captured.lock().unwrap_or_else(|e| e.into_inner()), &buf[..n]);
+            let mut ready = fds.iter().map(|f| !f.revents().is_empty()).collect::<Vec<_>>().into_iter();
+            drop(fds);
+            pipes.retain_mut(|d| {
+                if !ready.next().unwrap_or(false) {
+                    return true;
+                }
+                match d.pipe.read(&mut d.buf) {
+                    Ok(0) => false,
+                    Ok(n) => {
+                        (d.keep)(&mut captured.lock().unwrap_or_else(|e| e.into_inner()), &d.buf[..n]);
+                        true
+                    }
+                    Err(e) => e.kind() == io::ErrorKind::Interrupted,
+                }
+            });
         }
         let _ = done.send(());
     });
+    drained
 }
 
 #[cfg(test)]
@@ -289,6 +357,33 @@ mod tests {
         assert!(c.stderr.len() <= 2 * STDERR_KEEP);
         assert_eq!(last_line(&c.stderr_text()), Some("line 2999"));
         assert!(!c.leftovers_killed);
+    }
+
+    #[test]
+    fn a_child_of_an_agent_that_outlives_interrupts_is_ended_by_one() {
+        outlive_interrupts();
+        // A shell cannot take back a signal ignored when it started: were
+        // SIGINT passed on ignored, this would sleep its 5 s and exit 0.
+        let mut run = Supervised::spawn(&mut sh("kill -INT $$; sleep 5"), StdoutTo::Capture(0)).unwrap();
+        let (status, _) = run.wait(None, Some(Duration::from_secs(20))).unwrap();
+        // SAFETY: back to the default a test process has; no handler code.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_DFL) };
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGINT), "{status:?}");
+    }
+
+    #[test]
+    fn both_exit_watches_see_the_exit_and_leave_the_child_to_reap() {
+        for pidfd in [true, false] {
+            let mut child = sh("sleep 0.3").spawn().unwrap();
+            let pid = Pid::from_raw(child.id() as i32).unwrap();
+            let watch = if pidfd { ExitWatch::new(pid) } else { ExitWatch::waiter(pid) };
+            assert_eq!(matches!(watch, ExitWatch::Pidfd(_)), pidfd, "this kernel has pidfd_open");
+            assert!(!watch.exited_within(Duration::from_millis(50)), "pidfd {pidfd}: still running");
+            assert!(watch.exited_within(Duration::from_secs(10)), "pidfd {pidfd}: exited");
+            // Not reaped by the watch: the status is still ours to take.
+            assert!(child.wait().unwrap().success());
+        }
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! a device gone) leaves its series out (`pressure: None`, the device not
 //! listed, an empty `cpu`/`memory`/`vm` vector), and a read that fails
 //! later repeats the previous reading, so that entry shows no activity and
-//! the next one covers both intervals' counts. Each tick reads each file
-//! once into a buffer kept for the whole region. The thread waits on a
+//! the next one covers both intervals' counts. Each file stays open for
+//! the region, and each tick reads it once from its start into a buffer
+//! kept for the whole region. The thread waits on a
 //! channel, so stopping it (at the region's end, or when a cancelled step
 //! drops its Meter) takes no longer than one reading.
 
@@ -121,50 +122,72 @@ struct Snapshot {
 
 struct Reader {
     devices: Vec<String>,
-    diskstats: PathBuf,
-    stat: PathBuf,
-    meminfo: PathBuf,
-    vmstat: PathBuf,
-    pressure: [PathBuf; 3],
+    diskstats: ProcFile,
+    stat: ProcFile,
+    meminfo: ProcFile,
+    vmstat: ProcFile,
+    pressure: [ProcFile; 3],
     buf: String,
+}
+
+/// A /proc file kept open for the region and read again from its start
+/// at each tick: one seek instead of an open and a close (as top does).
+struct ProcFile {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl ProcFile {
+    fn new(path: PathBuf) -> ProcFile {
+        ProcFile { path, file: None }
+    }
+
+    /// Into `buf`; false if the file cannot be read (it is opened again next time).
+    fn load(&mut self, buf: &mut String) -> bool {
+        use std::io::{Seek, SeekFrom};
+        buf.clear();
+        if self.file.is_none() {
+            self.file = std::fs::File::open(&self.path).ok();
+        }
+        let Some(f) = self.file.as_mut() else { return false };
+        let ok = f.seek(SeekFrom::Start(0)).is_ok() && f.read_to_string(buf).is_ok();
+        if !ok {
+            self.file = None;
+        }
+        ok
+    }
 }
 
 impl Reader {
     fn new(proc_: &Path, devices: &[String]) -> Reader {
         Reader {
             devices: devices.to_vec(),
-            diskstats: proc_.join("diskstats"),
-            stat: proc_.join("stat"),
-            meminfo: proc_.join("meminfo"),
-            vmstat: proc_.join("vmstat"),
-            pressure: ["cpu", "io", "memory"].map(|f| proc_.join("pressure").join(f)),
+            diskstats: ProcFile::new(proc_.join("diskstats")),
+            stat: ProcFile::new(proc_.join("stat")),
+            meminfo: ProcFile::new(proc_.join("meminfo")),
+            vmstat: ProcFile::new(proc_.join("vmstat")),
+            pressure: ["cpu", "io", "memory"].map(|f| ProcFile::new(proc_.join("pressure").join(f))),
             buf: String::with_capacity(16 * 1024),
         }
-    }
-
-    /// Into the one buffer; false if the file cannot be read.
-    fn load(buf: &mut String, path: &Path) -> bool {
-        buf.clear();
-        std::fs::File::open(path).and_then(|mut f| f.read_to_string(buf)).is_ok()
     }
 
     /// What failed to read now keeps `prev`'s value (see the module doc).
     fn read(&mut self, prev: Option<&Snapshot>) -> Snapshot {
         let at = Instant::now();
         let mut disks = vec![None; self.devices.len()];
-        if !self.devices.is_empty() && Self::load(&mut self.buf, &self.diskstats) {
+        if !self.devices.is_empty() && self.diskstats.load(&mut self.buf) {
             diskstats::find(&self.buf, &self.devices, &mut disks);
         }
         if let Some(p) = prev {
             disks.iter_mut().zip(&p.disks).for_each(|(d, p)| *d = d.or(*p));
         }
-        let cpu = Self::load(&mut self.buf, &self.stat).then(|| CpuTimes::parse(&self.buf)).flatten();
-        let mem = Self::load(&mut self.buf, &self.meminfo).then(|| Memory::parse(&self.buf)).flatten();
-        let vm = Self::load(&mut self.buf, &self.vmstat).then(|| Vm::parse(&self.buf)).flatten();
+        let cpu = self.stat.load(&mut self.buf).then(|| CpuTimes::parse(&self.buf)).flatten();
+        let mem = self.meminfo.load(&mut self.buf).then(|| Memory::parse(&self.buf)).flatten();
+        let vm = self.vmstat.load(&mut self.buf).then(|| Vm::parse(&self.buf)).flatten();
         let mut psi = [Stall::default(); 3];
         let mut all = true;
-        for (s, path) in psi.iter_mut().zip(&self.pressure) {
-            match Self::load(&mut self.buf, path).then(|| Stall::parse(&self.buf)).flatten() {
+        for (s, file) in psi.iter_mut().zip(&mut self.pressure) {
+            match file.load(&mut self.buf).then(|| Stall::parse(&self.buf)).flatten() {
                 Some(v) => *s = v,
                 None => all = false,
             }
