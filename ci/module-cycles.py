@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fail when a crate's modules depend on each other in a cycle.
+"""Fail when a crate's modules depend on each other in a cycle, or a pure
+stage reaches I/O.
 
 usage: ci/module-cycles.py CRATE_SRC_DIR...   (exit 1 and list each cycle)
        ci/module-cycles.py --self-test
@@ -9,7 +10,9 @@ module its non-test code names by path: `crate::a::b::Item`,
 `super::x`, `self::x`, and each name in `use crate::a::{b, c}`. A parent
 naming its own children is containment, not dependency. Checked twice: file
 by file, and by top-level module (`run::*` as one), so neither two files nor
-two stages go round.
+two stages go round. And walls (`WALLS`): a stage that must stay pure
+(`plan`) reaches no module it must not, by any path, and its own code
+names no I/O (`std::fs`, `tokio`).
 
 Written here rather than taken from cargo-modules (which has `--acyclic`):
 that builds rust-analyzer, tens of minutes on the CI's two cores, for a
@@ -113,9 +116,46 @@ def by_stage(edges):
     return top
 
 
+# Stages that must stay pure, and what they must not reach: crate modules
+# (by any path through the crate) and, in their own code, other names.
+# ARCHITECTURE.md's "the planner does no I/O".
+WALLS = {
+    ('plan',): (['session', 'store', 'run'], [r'\btokio::', r'\bstd::fs\b', r'\buse std::\{[^}]*\bfs\b']),
+}
+
+
+def walls(mods, edges):
+    """Each breach of WALLS, as text."""
+    name = lambda m: '::'.join(m) or 'crate'
+    out = []
+    for stage, (banned, names) in WALLS.items():
+        inside = [m for m in mods if m[:len(stage)] == stage]
+        for m in inside:
+            for pattern in names:
+                if re.search(pattern, code_of(mods[m])):
+                    out.append(f'{name(m)} names {pattern} (`{name(stage)}` stays pure)')
+        # Breadth-first from the stage, remembering the way for the message.
+        way = {m: [m] for m in inside}
+        todo = list(inside)
+        while todo:
+            a = todo.pop(0)
+            for b in sorted(edges.get(a, ())):
+                if b not in way:
+                    way[b] = way[a] + [b]
+                    todo.append(b)
+        for b, path in sorted(way.items()):
+            if b[:1] and b[0] in banned:
+                out.append(f'{name(stage)} reaches {name(b)}: ' + ' -> '.join(name(m) for m in path))
+    return out
+
+
 def check(src):
-    edges = dependencies(modules(src))
+    mods = modules(src)
+    edges = dependencies(mods)
     found = [(kind, c) for kind, g in (('file', edges), ('stage', by_stage(edges))) for c in cycles(g)]
+    breaches = walls(mods, edges)
+    for b in breaches:
+        print(f'{src}: wall: {b}')
     name = lambda m: '::'.join(m) or 'crate'
     for kind, comp in found:
         print(f'{src}: {kind} cycle: ' + ', '.join(name(m) for m in comp))
@@ -124,15 +164,17 @@ def check(src):
             for b in sorted(g[a]):
                 if b in comp:
                     print(f'    {name(a)} -> {name(b)}')
-    return not found
+    return not found and not breaches
 
 
 def self_test():
+    def write(d, files):
+        for f, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, f)), exist_ok=True)
+            open(os.path.join(d, f), 'w').write(text)
+
     with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
-        def crate(files):
-            for f, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(d, f)), exist_ok=True)
-                open(os.path.join(d, f), 'w').write(text)
+        crate = lambda files: write(d, files)
         crate({'lib.rs': 'pub mod a;\npub mod b;\n', 'a/mod.rs': 'pub mod x;\nuse crate::b::Y;\n',
                'a/x.rs': 'use super::super::b;\n', 'b.rs': '// crate::a::X in a comment\npub struct Y;\n'})
         assert check(d), 'no cycle: a -> b only'
@@ -141,6 +183,20 @@ def self_test():
         crate({'b.rs': 'pub struct Y;\n', 'a/y.rs': 'use super::x;\n', 'a/x.rs': 'use super::y::Q;\n',
                'a/mod.rs': 'pub mod x;\npub mod y;\n'})
         assert not check(d), 'a::x <-> a::y is a file cycle'
+    with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+        crate = lambda files: write(d, files)
+        crate({'lib.rs': 'pub mod plan;\npub mod store;\npub mod human;\n', 'store.rs': 'use crate::human;\n',
+               'human.rs': '// std::fs in a comment\n', 'plan/mod.rs': 'mod cells;\nuse crate::human::x;\n',
+               'plan/cells.rs': 'use super::y;\nfn f() { let s = "std::fs"; }\n'})
+        assert check(d), 'plan reaching human only is within its wall'
+        crate({'human.rs': 'use crate::store::Db;\n', 'store.rs': 'pub struct Db;\n'})
+        assert not check(d), 'plan -> human -> store breaches the wall'
+        crate({'human.rs': '\n', 'plan/cells.rs': 'fn f() { std::fs::read("x"); }\n'})
+        assert not check(d), 'plan naming std::fs breaches the wall'
+        crate({'plan/cells.rs': 'use std::{fs, io};\n'})
+        assert not check(d), 'plan taking fs from std breaches the wall'
+        crate({'plan/cells.rs': 'async fn f() { tokio::spawn(g()); }\n'})
+        assert not check(d), 'plan naming tokio breaches the wall'
     print('module-cycles: self-test passed')
 
 

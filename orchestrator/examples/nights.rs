@@ -14,7 +14,7 @@
 //!
 //!     cargo run --release --example nights -- --db year.db --nights 365 --hosts 100
 
-use benchrig::planner::{self, HostInput};
+use benchrig::plan::{self, HostInput};
 use benchrig::playbook::TagFilter;
 use benchrig::store::{DbLocation, NewRun, StepRef, Store};
 use benchrig_wire::facts::Facts;
@@ -106,7 +106,7 @@ fn main() -> anyhow::Result<()> {
                         extra_vars: &checked.extra,
                         facts: Some(&facts),
                     };
-                    let Ok(cells) = planner::plan_play(play, pi, &input, &checked.templates) else { continue };
+                    let Ok(cells) = plan::plan_play(play, pi, &input, &checked.templates) else { continue };
                     for (ci, cell) in cells.iter().enumerate() {
                         let id = store.add_cell(run, cell)?;
                         let mkfs = if night >= at(MKFS_UPDATE) { "1.47.1" } else { "1.47.0" };

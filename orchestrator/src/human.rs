@@ -30,11 +30,19 @@ pub fn shell_word(w: &str) -> String {
     }
 }
 
+/// A parameter value as people read it: strings bare, everything else as JSON.
+pub fn scalar_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A cell's parameters in one line: `fs=ext4 bs=4k`, or `-` for none.
 pub fn describe_params(params: &serde_json::Value) -> String {
     match params.as_object() {
         Some(m) if !m.is_empty() => {
-            m.iter().map(|(k, v)| format!("{k}={}", crate::matrix::scalar_text(v))).collect::<Vec<_>>().join(" ")
+            m.iter().map(|(k, v)| format!("{k}={}", scalar_text(v))).collect::<Vec<_>>().join(" ")
         }
         _ => "-".into(),
     }

@@ -18,7 +18,6 @@ macro_rules! outln {
 }
 
 pub mod bisect;
-pub mod capacity;
 pub mod changepoint;
 pub mod cli;
 pub mod commands;
@@ -31,9 +30,8 @@ pub mod extra_vars;
 pub mod history;
 pub mod human;
 pub mod inventory;
-pub mod matrix;
 pub mod monitors;
-pub mod planner;
+pub mod plan;
 pub mod playbook;
 pub mod profiles;
 pub mod progress;

@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 pub struct Templates {
     env: Environment<'static>,
     /// Variables every context sees unless it sets its own, converted for
-    /// minijinja once (`planner::templates`: the inventory's `groups`, the
+    /// minijinja once (`plan::templates`: the inventory's `groups`, the
     /// same on every host). In each context they were converted again at
     /// every render, which made planning quadratic in hosts.
     shared: serde_json::Map<String, Json>,

@@ -12,7 +12,8 @@
 //! fuzz_parsers --release` runs longer. See fuzz_corpus/README.md.
 
 use benchrig::inventory::{pattern, pyliteral, ranges, Inventory};
-use benchrig::{extra_vars, matrix, playbook, yaml};
+use benchrig::plan::matrix;
+use benchrig::{extra_vars, playbook, yaml};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config;
@@ -153,14 +154,14 @@ fn plan_on_localhost(pb: &playbook::Playbook) {
         )
         .unwrap()
     });
-    let t = benchrig::planner::templates(inv);
+    let t = benchrig::plan::templates(inv);
     let extra = benchrig::inventory::Vars::new();
     for (i, play) in pb.plays.iter().enumerate() {
         if !play.roles.is_empty() {
             continue;
         }
-        let input = benchrig::planner::HostInput { inventory: inv, host: "localhost", extra_vars: &extra, facts: None };
-        if let Err(e) = benchrig::planner::plan_play(play, i, &input, &t) {
+        let input = benchrig::plan::HostInput { inventory: inv, host: "localhost", extra_vars: &extra, facts: None };
+        if let Err(e) = benchrig::plan::plan_play(play, i, &input, &t) {
             let _ = e.to_string();
         }
     }

@@ -17,7 +17,7 @@ fn every_inventory_loads() {
             .unwrap_or_else(|e| panic!("{}: {e}", inv.display()));
         assert!(!i.hosts.is_empty(), "{}", inv.display());
         for h in i.hosts.keys() {
-            benchrig::planner::scratch_devices(h, &i.host_vars(h)).unwrap();
+            benchrig::plan::scratch_devices(h, &i.host_vars(h)).unwrap();
         }
     }
 }

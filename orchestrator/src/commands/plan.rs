@@ -7,7 +7,7 @@ use crate::diagnostic::ConfigError;
 use crate::estimate::{self, Estimates};
 use crate::exit_code;
 use crate::extra_vars;
-use crate::planner::{self, HostInput};
+use crate::plan::{self, HostInput};
 use crate::playbook::{Fresh, TagFilter};
 use crate::run::{self, check::needs_facts};
 use crate::store::Store;
@@ -93,18 +93,18 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     for (pi, play) in checked.playbook.plays.iter().enumerate() {
         let hosts = checked.hosts_of_play(pi);
         // A plain play per host; a role play over all its hosts at once.
-        let planned: Vec<(String, Result<Vec<planner::Cell>, ConfigError>)> = if play.roles.is_empty() {
+        let planned: Vec<(String, Result<Vec<plan::Cell>, ConfigError>)> = if play.roles.is_empty() {
             hosts
                 .iter()
                 .map(|h| {
                     let input =
                         HostInput { inventory: &checked.inventory, host: h, extra_vars: &extra, facts: facts_of(h) };
-                    (h.clone(), planner::plan_play(play, pi, &input, t))
+                    (h.clone(), plan::plan_play(play, pi, &input, t))
                 })
                 .collect()
         } else {
             let label = hosts.join(",");
-            vec![(label, planner::plan_role_play(play, pi, &checked.inventory, &hosts, &extra, &facts, t))]
+            vec![(label, plan::plan_role_play(play, pi, &checked.inventory, &hosts, &extra, &facts, t))]
         };
         for (host, result) in planned {
             match result {

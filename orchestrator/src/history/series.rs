@@ -135,7 +135,7 @@ impl Interner {
 /// night before's, and numbered anew only when what they say differs.
 pub struct CellWords {
     words: Interner,
-    /// A cell's key (its play and parameters, `planner::Cell::key`) → the
+    /// A cell's key (its play and parameters, `plan::Cell::key`) → the
     /// number of its parameters described.
     described: HashMap<String, u32>,
     /// Host configurations by number (0: no facts), and how many are handed.

@@ -73,7 +73,7 @@ fn table(cells: &[&Json]) -> String {
         for a in &axes {
             let v = &r.params[a.as_str()];
             out +=
-                &format!("<td>{}</td>", if v.is_null() { String::new() } else { esc(&crate::matrix::scalar_text(v)) });
+                &format!("<td>{}</td>", if v.is_null() { String::new() } else { esc(&crate::human::scalar_text(v)) });
         }
         out += &format!(
             "<td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td{class}>{}</td></tr>\n",

@@ -5,7 +5,7 @@
 //! reads like the experiment was planned, and a colour always means a
 //! value of a named axis, never just "the next bar".
 
-use crate::matrix::scalar_text;
+use crate::human::scalar_text;
 use benchrig_wire::units::ByteSize;
 use serde_json::Value as Json;
 

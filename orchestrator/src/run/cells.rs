@@ -10,7 +10,7 @@ use super::context::Slot;
 use super::policy;
 use super::resume;
 use super::schedule;
-use crate::planner::{self, Cell, HostInput};
+use crate::plan::{self, Cell, HostInput};
 use crate::playbook::CellOrder;
 use crate::status::CellStatus;
 use std::ops::RangeInclusive;
@@ -212,7 +212,7 @@ pub fn record_cells(ctx: &RunContext, host: &str, pi: usize, slot: &Slot, status
         return; // a role cell is recorded on the host that measures it
     }
     let input = HostInput { inventory: &ctx.checked.inventory, host, extra_vars: &ctx.extra, facts: slot.facts() };
-    for cell in planner::plan_play(play, pi, &input, &ctx.checked.templates).unwrap_or_default() {
+    for cell in plan::plan_play(play, pi, &input, &ctx.checked.templates).unwrap_or_default() {
         // What this attempt (or an earlier one) settled stays as it is.
         if let Some(Placed::New(id) | Placed::Resumed { id, .. }) = place(ctx, &cell, false) {
             let _ = ctx.store.set_cell_status(id, status, Some(reason));

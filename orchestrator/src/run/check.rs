@@ -5,7 +5,7 @@
 
 use crate::diagnostic::ConfigError;
 use crate::inventory::{Inventory, Vars};
-use crate::planner::{self, HostInput};
+use crate::plan::{self, HostInput};
 use crate::playbook::{self, Playbook, TagFilter};
 use crate::selection;
 use crate::session::transport::ConnectionSpec;
@@ -18,7 +18,7 @@ pub struct Checked {
     pub inventory: Inventory,
     /// Host → indexes of the plays it takes part in, in inventory order.
     pub hosts: IndexMap<String, Vec<usize>>,
-    /// Templates for this inventory (`planner::templates`): what every plan
+    /// Templates for this inventory (`plan::templates`): what every plan
     /// of the run renders with.
     pub templates: Templates,
     /// The run's extra variables: they win over a host's own, connection
@@ -92,13 +92,13 @@ pub fn check_playbook(
     }
     // Hosts run in inventory order whatever the play order.
     hosts.sort_by_cached_key(|h, _| inv.hosts.get_index_of(h));
-    let t = planner::templates(&inv);
+    let t = plan::templates(&inv);
     for (h, plays) in &hosts {
         let vars = inv.host_vars(h);
-        planner::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
+        plan::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
         for &pi in plays.iter().filter(|&&pi| pb.plays[pi].roles.is_empty()) {
             let input = HostInput { inventory: &inv, host: h, extra_vars: extra, facts: None };
-            if let Err(e) = planner::plan_play(&pb.plays[pi], pi, &input, &t) {
+            if let Err(e) = plan::plan_play(&pb.plays[pi], pi, &input, &t) {
                 if !needs_facts(&e) {
                     return Err(e.into());
                 }
@@ -118,7 +118,7 @@ pub fn check_playbook(
     }
     for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
         let hosts = checked.hosts_of_play(pi);
-        if let Err(e) = planner::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &checked.templates) {
+        if let Err(e) = plan::plan_role_play(play, pi, &checked.inventory, &hosts, extra, &[], &checked.templates) {
             if !needs_facts(&e) {
                 return Err(e.into());
             }

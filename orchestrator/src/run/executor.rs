@@ -7,7 +7,7 @@
 //! cells' visits on one setup (`fresh: round`) are `shared`'s.
 
 use super::policy;
-use crate::planner::{Cell, PlannedStep};
+use crate::plan::{Cell, PlannedStep};
 use crate::playbook::Fresh;
 use crate::progress::Progress;
 use crate::session::agent_client::{AgentClient, RequestError};

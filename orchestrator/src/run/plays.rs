@@ -11,7 +11,7 @@ use super::policy::{self, Down};
 use super::schedule;
 use super::shared::Member;
 use super::slots::settle;
-use crate::planner::{self, HostInput};
+use crate::plan::{self, HostInput};
 use crate::playbook::{self, CellOrder};
 use crate::session::agent_client::AgentClient;
 use crate::status::CellStatus;
@@ -75,7 +75,7 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
     let t = &ctx.checked.templates;
     let facts = slot.session.as_ref().map(|s| &s.facts);
     let input = HostInput { inventory: &ctx.checked.inventory, host: &host, extra_vars: &ctx.extra, facts };
-    let cells = match planner::plan_play(play, pi, &input, t) {
+    let cells = match plan::plan_play(play, pi, &input, t) {
         Ok(c) => c,
         Err(e) => {
             ctx.progress.line(&host, format!("play `{}` cannot be planned: {e}", play.name));
@@ -177,7 +177,7 @@ fn skip_what_cannot_run(
     ctx: &RunContext,
     host: &str,
     slot: &Slot,
-    cells: &[planner::Cell],
+    cells: &[plan::Cell],
     book: &mut CellBook,
     members: Vec<(usize, Opened)>,
 ) -> Vec<(usize, Opened)> {
@@ -212,7 +212,7 @@ pub async fn run_role_play(ctx: &Arc<RunContext>, pi: usize, hosts: &[String]) {
     let facts: Vec<(&str, &benchrig_wire::facts::Facts)> =
         guards.iter().filter_map(|(h, g)| Some((h.as_str(), g.facts()?))).collect();
     let t = &ctx.checked.templates;
-    let planned = planner::plan_role_play(play, pi, &ctx.checked.inventory, hosts, &ctx.extra, &facts, t);
+    let planned = plan::plan_role_play(play, pi, &ctx.checked.inventory, hosts, &ctx.extra, &facts, t);
     drop(facts);
     let cells = match planned {
         Ok(c) => c,

@@ -8,7 +8,7 @@
 use super::check::{check_playbook, Checked};
 use super::policy;
 use crate::inventory::Vars;
-use crate::planner::{self, Cell, HostInput};
+use crate::plan::{self, Cell, HostInput};
 use crate::playbook::{self, TagFilter};
 use crate::status::HostStatus;
 use crate::store::{CellRow, RunRecord, Store};
@@ -154,12 +154,12 @@ fn compare_plans(p: &Prepared, cells: &[CellRow]) -> Result<(), ResumeRefused> {
                 let input =
                     HostInput { inventory: &p.checked.inventory, host: h, extra_vars: &p.extra, facts: facts_of(h) };
                 // A plan that needs facts the run never got is checked once they are in.
-                all.extend(planner::plan_play(play, pi, &input, t).unwrap_or_default());
+                all.extend(plan::plan_play(play, pi, &input, t).unwrap_or_default());
             }
             all
         } else {
             let facts: Vec<(&str, &Facts)> = p.facts.iter().map(|(h, f)| (h.as_str(), f)).collect();
-            planner::plan_role_play(play, pi, &p.checked.inventory, &hosts, &p.extra, &facts, t).unwrap_or_default()
+            plan::plan_role_play(play, pi, &p.checked.inventory, &hosts, &p.extra, &facts, t).unwrap_or_default()
         };
         for cell in &planned {
             let stored = stored_cells.get(&(cell.host.as_str(), cell.key.as_str()));
@@ -172,7 +172,7 @@ fn compare_plans(p: &Prepared, cells: &[CellRow]) -> Result<(), ResumeRefused> {
         let planned_keys: HashSet<(&str, &str)> = planned.iter().map(|x| (x.host.as_str(), x.key.as_str())).collect();
         for c in cells.iter().filter(planned_here) {
             if !planned_keys.contains(&(c.host.as_str(), c.key.as_str())) && !planned.is_empty() {
-                let cell = crate::matrix::describe(&serde_json::from_value(c.params.clone()).unwrap_or_default());
+                let cell = crate::plan::matrix::describe(&serde_json::from_value(c.params.clone()).unwrap_or_default());
                 let what = "today's plan has no such cell".to_string();
                 return Err(ResumeRefused::Cell { run: p.record.id, host: c.host.clone(), cell, what });
             }
@@ -258,7 +258,7 @@ mod tests {
         .unwrap();
         let checked = check_playbook(pb, &[inv], None, &Vars::new(), &TagFilter::default()).unwrap();
         let input = HostInput { inventory: &checked.inventory, host: "a", extra_vars: &Vars::new(), facts: None };
-        planner::plan_play(&checked.playbook.plays[0], 0, &input, &checked.templates).unwrap().remove(0)
+        plan::plan_play(&checked.playbook.plays[0], 0, &input, &checked.templates).unwrap().remove(0)
     }
 
     fn stored(c: &Cell) -> CellRow {

@@ -23,7 +23,7 @@
 //!   cell that ran on that setup, as it would be of each one's own.
 
 use super::executor::{absorb, lost_host, CellOutcome, CellRunner};
-use crate::planner::Cell;
+use crate::plan::Cell;
 use std::ops::RangeInclusive;
 
 /// One visit of a group: its cell, the cell's id, whether this is the

@@ -2,7 +2,7 @@
 //! with the host's scratch devices, gather facts; and the clean way out.
 
 use crate::inventory::Vars;
-use crate::planner::scratch_devices;
+use crate::plan::scratch_devices;
 use crate::session::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
 use crate::session::deploy::{self, AgentBuilds, DeployError, Deployed};
 use crate::session::timeline::Timeline;

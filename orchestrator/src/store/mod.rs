@@ -338,7 +338,7 @@ impl Store {
         Ok(row.and_then(|r| r.opt_text(0)).and_then(|j| serde_json::from_str(&j).ok()))
     }
 
-    pub fn add_cell(&self, run: i64, c: &crate::planner::Cell) -> Result<i64, StoreError> {
+    pub fn add_cell(&self, run: i64, c: &crate::plan::Cell) -> Result<i64, StoreError> {
         let steps = c.steps_json();
         self.db().insert(
             "INSERT INTO cells (run_id, host, play_index, play, key, params, repeat, status, steps, reps_done, outline)
@@ -742,7 +742,7 @@ mod tests {
     use super::*;
     use benchrig_wire::steps::{Better, Metric, Usage};
 
-    fn cell() -> crate::planner::Cell {
+    fn cell() -> crate::plan::Cell {
         let mut c = super::testing::cell("0:fs=ext4", "h1", 2);
         c.params = [("fs".to_string(), serde_json::json!("ext4"))].into_iter().collect();
         c

@@ -84,15 +84,15 @@ pub fn run_row(id: i64, name: &str, playbook: &str, started: &str, status: crate
 }
 
 /// A cell with no steps: `repeat` repetitions of nothing, for bookkeeping tests.
-pub fn cell(key: &str, host: &str, repeat: u32) -> crate::planner::Cell {
-    crate::planner::Cell {
+pub fn cell(key: &str, host: &str, repeat: u32) -> crate::plan::Cell {
+    crate::plan::Cell {
         key: key.into(),
         host: host.into(),
         play_index: 0,
         play_name: "q".into(),
         params: Default::default(),
         repeat,
-        policy: crate::planner::RepeatPolicy::fixed(repeat),
+        policy: crate::plan::RepeatPolicy::fixed(repeat),
         setup: vec![],
         before_each: vec![],
         benchmark: vec![],

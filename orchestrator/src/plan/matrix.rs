@@ -1,6 +1,7 @@
 //! Expanding a play's matrix into points: the product of its axes (first
 //! axis outermost), minus `exclude`, plus `include`. Pure.
 
+use crate::human::scalar_text;
 use indexmap::IndexMap;
 use serde_json::Value as Json;
 
@@ -65,14 +66,6 @@ fn matches(point: &Point, partial: &Json) -> bool {
 
 fn loose_eq(a: &Json, b: &Json) -> bool {
     a == b || (!a.is_object() && !a.is_array() && scalar_text(a) == scalar_text(b))
-}
-
-/// A parameter value as people read it: strings bare, everything else as JSON.
-pub fn scalar_text(v: &Json) -> String {
-    match v {
-        Json::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// `fs=ext4 bs=4k`: how a cell is shown and keyed.

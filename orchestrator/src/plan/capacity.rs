@@ -139,7 +139,7 @@ fn pick<'m, 'a>(mounts: &'m mut [Mount<'a>], name: Option<&str>) -> Option<&'m m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planner::PlannedStep;
+    use crate::plan::PlannedStep;
     use serde_json::json;
 
     fn step(action: &str, args: serde_json::Value) -> PlannedStep {
