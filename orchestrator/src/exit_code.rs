@@ -60,12 +60,19 @@ pub fn most_serious(codes: impl IntoIterator<Item = i32>) -> i32 {
 pub fn for_error(e: &anyhow::Error) -> i32 {
     if is_broken_pipe(e) {
         BROKEN_PIPE
+    } else if e.chain().any(|c| c.is::<QuitAtOnce>()) {
+        INTERRUPTED
     } else if e.chain().any(|c| c.is::<crate::store::HostsBusy>()) {
         HOSTS_BUSY
     } else {
         USAGE
     }
 }
+
+/// A second Ctrl-C: the command stopped waiting for its teardown.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted again: quit without waiting for the teardown (each agent undoes its own as its channel closes)")]
+pub struct QuitAtOnce;
 
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))

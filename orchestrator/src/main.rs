@@ -9,8 +9,9 @@ use benchrig::settings;
 use clap::{CommandFactory, FromArgMatches};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-fn main() {
+fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     // The config file's values become the flags' defaults, so it is read
     // before clap parses; a bad one ends here, as a usage error.
@@ -18,7 +19,7 @@ fn main() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}", benchrig::human::printable(&e.to_string()));
-            std::process::exit(exit_code::USAGE);
+            return exit(exit_code::USAGE);
         }
     };
     let parsed =
@@ -27,12 +28,14 @@ fn main() {
         Ok(cli) => cli,
         // clap's own `exit()` would end a usage error with 2, which is ours
         // for a failed cell; print exactly what it prints, exit as we say.
-        Err(e) => std::process::exit(match e.print() {
-            Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => exit_code::BROKEN_PIPE,
-            // --help and --version go to stdout and are no error.
-            _ if !e.use_stderr() => exit_code::OK,
-            _ => exit_code::USAGE,
-        }),
+        Err(e) => {
+            return exit(match e.print() {
+                Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => exit_code::BROKEN_PIPE,
+                // --help and --version go to stdout and are no error.
+                _ if !e.use_stderr() => exit_code::OK,
+                _ => exit_code::USAGE,
+            })
+        }
     };
     init_logging(cli.verbose, cli.quiet, cli.color);
     for warning in &settings.warnings {
@@ -51,11 +54,17 @@ fn main() {
         code
     });
     // Tasks still spawned (a lease's heartbeat, a host's session) hold the
-    // store; dropping them closes its connections, so SQLite checkpoints
-    // its WAL into the database file instead of leaving `-wal` and `-shm`
-    // beside it (process::exit runs no destructors).
+    // store and the run's leases; dropping them releases the leases and
+    // closes its connections, so SQLite checkpoints its WAL into the
+    // database file instead of leaving `-wal` and `-shm` beside it.
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    std::process::exit(code);
+    exit(code)
+}
+
+/// One of `exit_code`'s codes, returned from `main` so that every
+/// destructor runs on the way out (`process::exit` runs none).
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// The config file `--config` or BENCHRIG_CONFIG names, else the first found.

@@ -177,3 +177,32 @@ fn an_unreachable_host_is_tried_again_as_often_as_ansible_ssh_retries_says() {
     assert_eq!(out.status.code(), Some(exit_code::UNREACHABLE));
     assert!(!stderr(&out).contains("trying again"), "{}", stderr(&out));
 }
+
+/// A second Ctrl-C quits at once with 130, and on its way out (returned
+/// from `main`, not `process::exit`) the run's leases are released by
+/// their destructor. A teardown of 60 s is what the first one waits for.
+#[test]
+fn a_second_ctrl_c_quits_at_once_with_130_and_releases_the_run_s_leases() {
+    use std::time::{Duration, Instant};
+    let b = common::Bench::new();
+    let inv = b.write("local.ini", "localhost ansible_connection=local\n");
+    let pb = b.write(
+        "slow.yml",
+        "- name: slow\n  hosts: all\n  benchmark:\n    - name: wait\n      exec: {command: \"sleep 60\"}\n  teardown:\n    - name: slow teardown\n      exec: {command: \"sleep 60\"}\n",
+    );
+    let run = b.spawn(&["run", pb.to_str().unwrap(), "-i", inv.to_str().unwrap(), "--name", "quit"], &[]);
+    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
+    b.wait_for_cell("quit", "the cell to run", |c| c.status == benchrig::status::CellStatus::Running);
+    assert_eq!(b.store().leases().unwrap().len(), 1, "the run holds localhost");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    // Into the teardown's sleep (the first Ctrl-C stopped the step's).
+    std::thread::sleep(Duration::from_secs(2));
+    let t0 = Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(t0.elapsed() < Duration::from_secs(20), "quit at once, not after the teardown: {:?}\n{err}", t0.elapsed());
+    assert_eq!(out.status.code(), Some(exit_code::INTERRUPTED), "{err}");
+    assert!(err.contains("interrupted again: quit without waiting"), "{err}");
+    assert_eq!(b.store().leases().unwrap(), vec![], "released on the way out of main");
+}

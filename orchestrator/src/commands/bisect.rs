@@ -320,22 +320,13 @@ pub async fn run(args: crate::cli::BisectArgs, progress: Progress) -> anyhow::Re
     let resuming = a.resume.is_some().then_some(leases::Resumed { what: &what, runs: &runs });
     let ask = leases::Ask { hosts: &hosts, wait: a.wait_for_hosts, term: a.lease_term, resuming };
     let held = Arc::new(leases::hold(&store, &ask, progress).await?);
-    // One Ctrl-C handler for the whole bisect (its runs install none).
-    let listener = {
-        let (store, holder) = (store.clone(), held.holder.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: stopping the running step and tearing down (Ctrl-C again to quit at once)");
-                let _ = interrupt.send(true);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    let _ = store.release_leases(&holder);
-                    std::process::exit(exit_code::INTERRUPTED);
-                }
-            }
-        })
+    // One Ctrl-C handler for the whole bisect (its runs install none). A
+    // second Ctrl-C leaves the bisect as it stands, to resume.
+    let quit = run::ctrl_c::listen("the running step", interrupt);
+    let went = tokio::select! {
+        went = bisect.go(held) => went,
+        Ok(()) = quit => return Err(exit_code::QuitAtOnce.into()),
     };
-    let went = bisect.go(held).await;
-    listener.abort();
     let (answer, course) = match went {
         Ok(done) => done,
         Err(e) => match e.downcast_ref::<Stopped>() {

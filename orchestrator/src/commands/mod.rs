@@ -24,7 +24,8 @@ use crate::session::transport::ConnectionDefaults;
 /// UNREACHABLE when any host was unreachable, CELL_FAILED when any failed otherwise.
 pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
     let unreachable = results.iter().any(|(_, r)| matches!(r, Err(HostError::Unreachable(_))));
-    crate::run::policy::run_outcome(false, unreachable, results.iter().any(|(_, r)| r.is_err())).1
+    let failed = results.iter().any(|(_, r)| r.is_err());
+    crate::run::policy::run_outcome(crate::run::policy::Trouble { interrupted: false, unreachable, failed }).1
 }
 
 /// What `facts`, `ping` and `cleanup` work on: the inventory, its hosts

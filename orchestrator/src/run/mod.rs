@@ -9,6 +9,7 @@
 mod cells;
 pub mod check;
 mod context;
+pub mod ctrl_c;
 pub mod executor;
 pub mod leases;
 mod plays;
@@ -191,10 +192,10 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     // Inside a longer command, the caller's interrupt, forwarded until the
     // run ends (on every path out of it); alone, the process's Ctrl-C, for
     // as long as the process lasts (a second one quits at once).
-    let interrupts = match &opts.within {
+    let (interrupts, quit) = match &opts.within {
         Some(w) => {
             let mut caller = w.interrupted.clone();
-            Some(AbortOnDrop(tokio::spawn(async move {
+            let forward = AbortOnDrop(tokio::spawn(async move {
                 let interrupted = caller.wait_for(|i| *i).await.is_ok();
                 if interrupted {
                     let _ = cancel_tx.send(true);
@@ -203,117 +204,112 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
                     // closed cancel channel would read as cancelled).
                     std::future::pending::<()>().await;
                 }
-            })))
+            }));
+            (Some(forward), None)
         }
-        None => {
-            let (leases_store, holder) = (store.clone(), held.holder.clone());
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!(
-                        "\ninterrupted: stopping the running steps and tearing down (Ctrl-C again to quit at once)"
-                    );
-                    let _ = cancel_tx.send(true);
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        // The agents release their mounts when their channel closes;
-                        // the hosts go back to the lab now rather than when the leases lapse.
-                        let _ = leases_store.release_leases(&holder);
-                        std::process::exit(exit_code::INTERRUPTED);
-                    }
+        // A second Ctrl-C makes the run stop waiting (below).
+        None => (None, Some(ctrl_c::listen("the running steps", cancel_tx))),
+    };
+    let finished = async move {
+        let progress = opts.progress;
+
+        // Looked up per host: indexes, not a scan of every host for each (the
+        // first of each, as a scan finds it).
+        let mut aside: HashMap<&str, &String> = HashMap::new();
+        for (q, why) in &held.quarantined {
+            aside.entry(q.as_str()).or_insert(why);
+        }
+        let mut stored_facts: HashMap<&str, &Facts> = HashMap::new();
+        for (h, f) in &begun.facts {
+            stored_facts.entry(h.as_str()).or_insert(f);
+        }
+        let slots = checked
+            .hosts
+            .keys()
+            .map(|h| {
+                let slot = Slot {
+                    down: aside.get(h.as_str()).map(|why| policy::Down::Quarantined((*why).clone())),
+                    idle: begun.idle.contains(h),
+                    stored_facts: stored_facts.get(h.as_str()).map(|f| (*f).clone()),
+                    ..Slot::default()
+                };
+                (h.clone(), Mutex::new(slot))
+            })
+            .collect();
+        let ctx = Arc::new(RunContext {
+            extra: begun.extra,
+            store: store.clone(),
+            run,
+            builds,
+            progress,
+            cancel: cancel_rx.clone(),
+            forks: Semaphore::new(opts.forks.max(1)),
+            slots,
+            halt: Default::default(),
+            checked,
+            attempt: attempt as u32,
+            retry_failed: begun.retry_failed,
+            lost_leases: held.lost.clone(),
+            closers: Default::default(),
+            // Only for the progress line's ETA: a store that cannot say gives none.
+            estimates: crate::estimate::Estimates::from_rows(&store.newest_cell_times().unwrap_or_default()),
+        });
+        // A host whose lease is gone (released by hand, taken over after it
+        // lapsed) is not touched again: its session ends now, its step with it.
+        let watcher = {
+            let (ctx, mut lost) = (ctx.clone(), held.lost.clone());
+            AbortOnDrop(tokio::spawn(async move {
+                let mut closed = std::collections::BTreeSet::new();
+                while lost.changed().await.is_ok() {
+                    let now = lost.borrow_and_update().clone();
+                    ctx.close_lost(&now, &mut closed);
                 }
-            });
-            None
-        }
-    };
-    let progress = opts.progress;
+            }))
+        };
 
-    // Looked up per host: indexes, not a scan of every host for each (the
-    // first of each, as a scan finds it).
-    let mut aside: HashMap<&str, &String> = HashMap::new();
-    for (q, why) in &held.quarantined {
-        aside.entry(q.as_str()).or_insert(why);
-    }
-    let mut stored_facts: HashMap<&str, &Facts> = HashMap::new();
-    for (h, f) in &begun.facts {
-        stored_facts.entry(h.as_str()).or_insert(f);
-    }
-    let slots = checked
-        .hosts
-        .keys()
-        .map(|h| {
-            let slot = Slot {
-                down: aside.get(h.as_str()).map(|why| policy::Down::Quarantined((*why).clone())),
-                idle: begun.idle.contains(h),
-                stored_facts: stored_facts.get(h.as_str()).map(|f| (*f).clone()),
-                ..Slot::default()
-            };
-            (h.clone(), Mutex::new(slot))
-        })
-        .collect();
-    let ctx = Arc::new(RunContext {
-        extra: begun.extra,
-        store: store.clone(),
-        run,
-        builds,
-        progress,
-        cancel: cancel_rx.clone(),
-        forks: Semaphore::new(opts.forks.max(1)),
-        slots,
-        halt: Default::default(),
-        checked,
-        attempt: attempt as u32,
-        retry_failed: begun.retry_failed,
-        lost_leases: held.lost.clone(),
-        closers: Default::default(),
-        // Only for the progress line's ETA: a store that cannot say gives none.
-        estimates: crate::estimate::Estimates::from_rows(&store.newest_cell_times().unwrap_or_default()),
-    });
-    // A host whose lease is gone (released by hand, taken over after it
-    // lapsed) is not touched again: its session ends now, its step with it.
-    let watcher = {
-        let (ctx, mut lost) = (ctx.clone(), held.lost.clone());
-        AbortOnDrop(tokio::spawn(async move {
-            let mut closed = std::collections::BTreeSet::new();
-            while lost.changed().await.is_ok() {
-                let now = lost.borrow_and_update().clone();
-                ctx.close_lost(&now, &mut closed);
+        // Plays run in order, as in Ansible; within a play, hosts in parallel
+        // (a role play's cells one after another, each across its hosts).
+        let hosts: Vec<String> = ctx.checked.hosts.keys().cloned().collect();
+        // Every host connects at once; a plain first play starts on each host as
+        // soon as that host is up (`run_plain_play` connects it if it gets there
+        // first), so the fast hosts' cells run while the slow ones handshake.
+        // Later plays, and role plays, which span hosts, wait for all.
+        let mut connecting: Vec<_> =
+            hosts.iter().map(|h| tokio::spawn(slots::connect(ctx.clone(), h.clone()))).collect();
+        for (pi, play) in ctx.checked.playbook.plays.iter().enumerate() {
+            if pi > 0 || !play.roles.is_empty() {
+                for t in connecting.drain(..) {
+                    let _ = t.await;
+                }
             }
-        }))
-    };
-
-    // Plays run in order, as in Ansible; within a play, hosts in parallel
-    // (a role play's cells one after another, each across its hosts).
-    let hosts: Vec<String> = ctx.checked.hosts.keys().cloned().collect();
-    // Every host connects at once; a plain first play starts on each host as
-    // soon as that host is up (`run_plain_play` connects it if it gets there
-    // first), so the fast hosts' cells run while the slow ones handshake.
-    // Later plays, and role plays, which span hosts, wait for all.
-    let mut connecting: Vec<_> = hosts.iter().map(|h| tokio::spawn(slots::connect(ctx.clone(), h.clone()))).collect();
-    for (pi, play) in ctx.checked.playbook.plays.iter().enumerate() {
-        if pi > 0 || !play.roles.is_empty() {
-            for t in connecting.drain(..) {
-                let _ = t.await;
+            let play_hosts = ctx.checked.hosts_of_play(pi);
+            if play.roles.is_empty() {
+                plays::run_plain_play_in_batches(&ctx, pi, &play_hosts).await;
+            } else {
+                plays::run_role_play(&ctx, pi, &play_hosts).await;
             }
         }
-        let play_hosts = ctx.checked.hosts_of_play(pi);
-        if play.roles.is_empty() {
-            plays::run_plain_play_in_batches(&ctx, pi, &play_hosts).await;
-        } else {
-            plays::run_role_play(&ctx, pi, &play_hosts).await;
+        for t in connecting {
+            let _ = t.await;
         }
-    }
-    for t in connecting {
-        let _ = t.await;
-    }
-    recovery::recover_lost_hosts(&ctx).await;
-    join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;
+        recovery::recover_lost_hosts(&ctx).await;
+        join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;
 
-    let (unreachable, failed) = slots::tally(&ctx).await?;
-    let (status, code) = policy::run_outcome(ctx.interrupted(), unreachable, failed);
-    store.finish_attempt(run, attempt, status)?;
-    store.finish_run(run, status)?;
-    drop((watcher, interrupts));
-    drop(held);
-    Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
+        let (unreachable, failed) = slots::tally(&ctx).await?;
+        let trouble = policy::Trouble { interrupted: ctx.interrupted(), unreachable, failed };
+        let (status, code) = policy::run_outcome(trouble);
+        store.finish_attempt(run, attempt, status)?;
+        store.finish_run(run, status)?;
+        drop((watcher, interrupts));
+        drop(held);
+        Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
+    };
+    tokio::select! {
+        result = finished => result,
+        // The agents release their mounts when their channels close, as this
+        // process ends; the hosts' leases are released as `Held` drops.
+        Some(Ok(())) = async { Some(quit?.await) } => Err(exit_code::QuitAtOnce.into()),
+    }
 }
 
 /// A resumed run with nothing left: what its stored cells make it (stored
@@ -322,7 +318,7 @@ fn finished_already(store: &Store, run: i64) -> anyhow::Result<RunResult> {
     let cells = store.cells(run)?;
     let unreachable = cells.iter().any(|c| c.status == CellStatus::Unreachable);
     let failed = cells.iter().any(|c| c.status == CellStatus::Failed);
-    let (status, exit_code) = policy::run_outcome(false, unreachable, failed);
+    let (status, exit_code) = policy::run_outcome(policy::Trouble { interrupted: false, unreachable, failed });
     if store.run_record(run)?.status != status {
         store.finish_run(run, status)?;
     }

@@ -110,12 +110,22 @@ pub fn counts_as_failed(down: Option<&Down>) -> bool {
     down.is_some_and(|d| !matches!(d, Down::Quarantined(_)))
 }
 
+/// What went wrong in a run, or a command over hosts, as it ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Trouble {
+    pub interrupted: bool,
+    /// A host could not be reached or was lost.
+    pub unreachable: bool,
+    /// A cell (or a host's command) failed.
+    pub failed: bool,
+}
+
 /// The run's status (as stored) and exit code; the most serious wins.
-pub fn run_outcome(interrupted: bool, unreachable: bool, failed: bool) -> (RunStatus, i32) {
+pub fn run_outcome(t: Trouble) -> (RunStatus, i32) {
     let code = exit_code::most_serious([
-        if interrupted { exit_code::INTERRUPTED } else { exit_code::OK },
-        if unreachable { exit_code::UNREACHABLE } else { exit_code::OK },
-        if failed { exit_code::CELL_FAILED } else { exit_code::OK },
+        if t.interrupted { exit_code::INTERRUPTED } else { exit_code::OK },
+        if t.unreachable { exit_code::UNREACHABLE } else { exit_code::OK },
+        if t.failed { exit_code::CELL_FAILED } else { exit_code::OK },
     ]);
     let status = match code {
         exit_code::INTERRUPTED => RunStatus::Interrupted,
@@ -225,9 +235,10 @@ mod tests {
 
     #[test]
     fn the_most_serious_outcome_wins() {
-        assert_eq!(run_outcome(false, false, false), (RunStatus::Ok, exit_code::OK));
-        assert_eq!(run_outcome(false, false, true), (RunStatus::Failed, exit_code::CELL_FAILED));
-        assert_eq!(run_outcome(false, true, true), (RunStatus::Unreachable, exit_code::UNREACHABLE));
-        assert_eq!(run_outcome(true, true, true), (RunStatus::Interrupted, exit_code::INTERRUPTED));
+        let t = |interrupted, unreachable, failed| run_outcome(Trouble { interrupted, unreachable, failed });
+        assert_eq!(t(false, false, false), (RunStatus::Ok, exit_code::OK));
+        assert_eq!(t(false, false, true), (RunStatus::Failed, exit_code::CELL_FAILED));
+        assert_eq!(t(false, true, true), (RunStatus::Unreachable, exit_code::UNREACHABLE));
+        assert_eq!(t(true, true, true), (RunStatus::Interrupted, exit_code::INTERRUPTED));
     }
 }
