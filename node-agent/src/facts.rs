@@ -1,6 +1,7 @@
 //! Gathering the host's facts from /proc, /sys and the tools on PATH.
 //! Best effort throughout: a fact that cannot be read is left empty, never an error.
 
+use crate::scratch::Place;
 use crate::sysfs::SysView;
 use crate::{cgroup, cmd, kernel_settings, tools};
 use benchrig_wire::facts::*;
@@ -169,28 +170,23 @@ pub fn scratch(st: &crate::state::HostState) -> Vec<ScratchFacts> {
     st.scratch
         .iter()
         .map(|e| {
-            let path = crate::scratch::expand_home(&e.path);
-            let (device, size_bytes) = match e.kind {
-                ScratchKind::Block => match crate::scratch::locate(st, e) {
-                    Ok((dev, _)) => {
-                        let size = block_device(view, &dev.name).size_bytes;
-                        (Some(dev.name), Some(size))
-                    }
-                    Err(_) => (None, None),
-                },
-                ScratchKind::Image => (None, fs::metadata(&path).map(|m| m.len()).ok().or(e.size.map(|s| s.0))),
-                ScratchKind::Directory => {
-                    (None, rustix::fs::statvfs(&path).ok().map(|v| v.f_bavail.saturating_mul(v.f_frsize)))
+            // A block device's size and queues; an image's or a directory's
+            // queues are those of the device its file lives on.
+            let (device, size_bytes, queue_of) = match crate::scratch::place(st, e) {
+                Ok(Place::Device(dev)) => {
+                    let size = block_device(view, &dev.name).size_bytes;
+                    (Some(dev.name.clone()), Some(size), Some(dev.name))
                 }
-            };
-            // A block device's queues; an image's or a directory's are those of the
-            // device its file lives on (an image is attached only when used).
-            let under = match &device {
-                Some(d) => kernel_settings::devices_under(view, d),
-                None => {
-                    view.device_for_path(&path).map(|d| kernel_settings::devices_under(view, &d)).unwrap_or_default()
+                Ok(Place::File(path)) => {
+                    let size = match e.kind {
+                        ScratchKind::Image => fs::metadata(&path).map(|m| m.len()).ok().or(e.size.map(|s| s.0)),
+                        _ => rustix::fs::statvfs(&path).ok().map(|v| v.f_bavail.saturating_mul(v.f_frsize)),
+                    };
+                    (None, size, view.device_for_path(&path))
                 }
+                Err(_) => (None, None, None),
             };
+            let under = queue_of.map(|d| kernel_settings::devices_under(view, &d)).unwrap_or_default();
             let queues = under.iter().map(|d| kernel_settings::queue(view, d)).collect();
             ScratchFacts { name: e.name.clone(), device, size_bytes, queues }
         })

@@ -1,3 +1,8 @@
+//! The `benchrig-agent` binary: `serve` (the framed protocol on
+//! stdin/stdout, started by the orchestrator's start script, with
+//! `--verified` when that script has checked its sha256), `--version`
+//! and `--sha256`. Everything else is the library's.
+
 use benchrig_agent::outbox::Outbox;
 use benchrig_agent::{named_sha256, self_sha256, session, sysfs::SysView};
 use std::fs::File;

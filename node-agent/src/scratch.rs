@@ -76,21 +76,39 @@ pub fn expand_home(path: &str) -> PathBuf {
     }
 }
 
+/// Where a scratch entry is, found without attaching anything (an image
+/// is attached only when a step uses it).
+pub enum Place {
+    /// A block entry: its device ([`locate`]).
+    Device(Device),
+    /// An image or a directory: its path, `~/` expanded. What holds it is
+    /// the filesystem it is on (`SysView::device_for_path`).
+    File(PathBuf),
+}
+
+/// The one lookup of an entry without attaching it: what facts report,
+/// what `tune` writes to, which devices the session watches.
+pub fn place(st: &HostState, entry: &ScratchDevice) -> Result<Place, Unlocated> {
+    match entry.kind {
+        ScratchKind::Block => locate(st, entry).map(|(dev, _)| Place::Device(dev)),
+        ScratchKind::Image | ScratchKind::Directory => Ok(Place::File(expand_home(&entry.path))),
+    }
+}
+
 /// The session's block devices, as the kernel names them: its scratch
 /// devices and their partitions, the loop devices over its images, and
 /// every device under what it mounted.
 pub fn session_devices(st: &HostState) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for s in &st.scratch {
-        match s.kind {
-            benchrig_wire::scratch::ScratchKind::Block => {
-                if let Ok((d, _)) = locate(st, s) {
-                    out.extend(st.view.partitions(&d.name));
-                    out.push(d.name);
-                }
+        match place(st, s) {
+            Ok(Place::Device(d)) => {
+                out.extend(st.view.partitions(&d.name));
+                out.push(d.name);
             }
-            benchrig_wire::scratch::ScratchKind::Image => out.extend(st.view.loops_backed_by(&expand_home(&s.path))),
-            benchrig_wire::scratch::ScratchKind::Directory => {}
+            // An image's loop devices; a directory has none of its own.
+            Ok(Place::File(path)) if s.kind == ScratchKind::Image => out.extend(st.view.loops_backed_by(&path)),
+            Ok(Place::File(_)) | Err(_) => {}
         }
     }
     out.extend(st.mounted.iter().flat_map(|m| m.devices.iter().cloned()));

@@ -1,3 +1,8 @@
+//! benchrig, the orchestrator: reads playbooks and inventories, plans the
+//! cells (`plan`), runs them on each host's agent (`run`, `session`) and
+//! stores every sample (`store`); the rest reads what is stored (`compare`,
+//! `history`, `report`). ARCHITECTURE.md has the map.
+
 /// `print!` / `println!` that return the write's `io::Result` instead of
 /// panicking, for `?`: a closed stdout then reaches main's one error path,
 /// which ends quietly with `exit_code::BROKEN_PIPE`. What they print may

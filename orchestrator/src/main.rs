@@ -34,7 +34,7 @@ fn main() -> ExitCode {
                 // --help and --version go to stdout and are no error.
                 _ if !e.use_stderr() => exit_code::OK,
                 _ => exit_code::USAGE,
-            })
+            });
         }
     };
     init_logging(cli.verbose, cli.quiet, cli.color);

@@ -1,3 +1,8 @@
+//! `drop_caches`: sync, checkpoint this session's filesystems and drop the
+//! page cache so the next read comes from the device (`cache::make_cold`,
+//! as root). Without root it only syncs, warns, and records the method as
+//! `sync_only`: cold reads then evict their own file's pages.
+
 use crate::cache;
 use crate::outbox::StepCtx;
 use crate::state::HostState;

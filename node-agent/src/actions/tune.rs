@@ -11,7 +11,6 @@ use crate::kernel_settings::{self as ks, bracketed};
 use crate::scratch;
 use crate::state::{HostState, Tuned};
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::scratch::ScratchKind;
 use benchrig_wire::steps::{StepOutput, TuneArgs};
 use std::path::{Path, PathBuf};
 
@@ -154,12 +153,12 @@ pub fn plan(st: &HostState, args: &TuneArgs) -> Result<Vec<Write>, AgentError> {
 /// own (a partition's disk), an image's or a directory's filesystem's.
 fn queue_device(st: &HostState, name: &str) -> Result<String, AgentError> {
     let entry = scratch::listed(st, name)?;
-    let path = scratch::expand_home(&entry.path);
-    let dev = match entry.kind {
-        ScratchKind::Block => scratch::locate(st, &entry).map(|(d, _)| d.name).map_err(|e| e.to_string()),
-        ScratchKind::Image | ScratchKind::Directory => {
+    let dev = match scratch::place(st, &entry) {
+        Ok(scratch::Place::Device(d)) => Ok(d.name),
+        Ok(scratch::Place::File(path)) => {
             st.view.device_for_path(&path).ok_or_else(|| format!("no block device holds {}", path.display()))
         }
+        Err(e) => Err(e.to_string()),
     }
     .map_err(|e| AgentError::unsupported(format!("tune: scratch `{name}`: {e}")))?;
     Ok(ks::queue_owner(&st.view, &dev))

@@ -1,3 +1,7 @@
+//! `unmount`: release what the session mounted, one device's or all of
+//! it, newest first (`HostState::release`), with the kernel log since the
+//! visit began when it is all.
+
 use crate::state::HostState;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{StepOutput, UnmountArgs};

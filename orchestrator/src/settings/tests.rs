@@ -1,3 +1,6 @@
+//! The config file: what it sets, what it refuses (with file, line and
+//! column), and that the command line still wins.
+
 use super::*;
 use crate::cli::Cli;
 use clap::CommandFactory;
