@@ -12,6 +12,7 @@ use crate::monitors::summary::{self, MonitorMetric};
 use crate::significance::{mann_whitney, welch};
 use crate::stats::{skewness, Summary};
 use crate::store::{CellRow, HostRow, SampleRow};
+use benchrig_wire::steps::Better;
 use indexmap::IndexMap;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -68,7 +69,7 @@ pub struct Row {
     pub step: String,
     pub metric: String,
     pub unit: String,
-    pub better: String,
+    pub better: Better,
     pub base: Option<Summary>,
     pub new: Option<Summary>,
     /// NEW mean / BASE mean, with a 95% interval.
@@ -94,7 +95,7 @@ type Key = (String, String, String, String, String);
 struct Metric {
     values: Vec<f64>,
     unit: String,
-    better: String,
+    better: Better,
     cell: i64,
 }
 
@@ -107,12 +108,7 @@ fn index(run: &RunData) -> IndexMap<Key, Metric> {
         let Some(&c) = cell_of.get(&s.cell_id) else { continue };
         let key = (c.host.clone(), c.play.clone(), describe_params(&c.params), s.step.clone(), s.metric.clone());
         out.entry(key)
-            .or_insert_with(|| Metric {
-                values: Vec::new(),
-                unit: s.unit.clone(),
-                better: s.better.clone(),
-                cell: c.id,
-            })
+            .or_insert_with(|| Metric { values: Vec::new(), unit: s.unit.clone(), better: s.better, cell: c.id })
             .values
             .push(s.value);
     }
@@ -129,7 +125,7 @@ impl Row {
             step: key.3.clone(),
             metric: key.4.clone(),
             unit: what.unit.clone(),
-            better: what.better.clone(),
+            better: what.better,
             base,
             new,
             ratio: None,
@@ -225,7 +221,7 @@ fn judge(r: &mut Row, bv: &[f64], nv: &[f64], opts: Options) {
     let significant = p.is_some_and(|p| p < opts.alpha) && change_pct.abs() >= opts.threshold_pct;
     r.verdict = if !significant {
         Verdict::Unchanged
-    } else if (change_pct > 0.0) == (r.better != "lower") {
+    } else if (change_pct > 0.0) == (r.better == Better::Higher) {
         Verdict::Improved
     } else {
         Verdict::Regressed
@@ -320,7 +316,7 @@ mod tests {
             for rep in 0..n {
                 let value = m * (1.0 + 0.02 * normal());
                 samples.push(SampleRow {
-                    better: better.into(),
+                    better: better.parse().unwrap(),
                     attempt: None,
                     ..crate::store::testing::sample_row(i as i64, rep as i64 + 1, "throughput", value)
                 });

@@ -597,6 +597,18 @@ impl Better {
     }
 }
 
+/// The word `as_str` stores: what a store reads back.
+impl std::str::FromStr for Better {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Better, String> {
+        match s {
+            "higher" => Ok(Better::Higher),
+            "lower" => Ok(Better::Lower),
+            other => Err(format!("`{other}` is neither higher nor lower")),
+        }
+    }
+}
+
 /// A play's `tune:` for one host: kernel settings applied at the start of
 /// every visit (before setup) and restored after it, always. `None`: left
 /// as it is. The queue settings apply to `devices`, the cell's scratch

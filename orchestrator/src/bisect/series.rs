@@ -26,11 +26,7 @@ pub fn gather(into: &mut Samples, cells: &[CellRow], samples: &[SampleRow], metr
     let cell_of: std::collections::HashMap<i64, &CellRow> = cells.iter().map(|c| (c.id, c)).collect();
     for s in samples.iter().filter(|s| s.value.is_finite() && metrics.is_match(&s.metric)) {
         let Some(c) = cell_of.get(&s.cell_id) else { continue };
-        let better = match s.better.as_str() {
-            "higher" => Better::Higher,
-            "lower" => Better::Lower,
-            _ => continue,
-        };
+        let better = s.better;
         let key = SeriesKey {
             host: c.host.clone(),
             play: c.play.clone(),

@@ -300,7 +300,7 @@ mod tests {
             step: "s".into(),
             metric: metric.into(),
             unit: "MB/s".into(),
-            better: "higher".into(),
+            better: benchrig_wire::steps::Better::Higher,
             base: Some(s(100.0)),
             new: Some(s(mean)),
             ratio: Some(ratio),

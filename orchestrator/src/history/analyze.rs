@@ -12,6 +12,7 @@ use super::HistoryRun;
 use crate::changepoint::{self, ChangePointError};
 use crate::significance::{welch_of, Moments};
 use crate::stats::Summary;
+use benchrig_wire::steps::Better;
 use serde_json::Value as Json;
 
 #[derive(Clone, Debug)]
@@ -88,8 +89,8 @@ pub fn stable_changes(all: &[Analysis]) -> impl Iterator<Item = (&Analysis, &Cha
 }
 
 /// Whether a change in a metric where `better` is said is a regression.
-pub fn direction(better: &str, change_pct: f64) -> Direction {
-    if (change_pct > 0.0) == (better == "lower") {
+pub fn direction(better: Better, change_pct: f64) -> Direction {
+    if (change_pct > 0.0) == (better == Better::Lower) {
         Direction::Regression
     } else {
         Direction::Improvement
@@ -203,7 +204,7 @@ fn analyze_one(series: Series, s: &Settings) -> Result<Analysis, ChangePointErro
                 change_pct,
                 ci_pct,
                 pvalue: cp.stats.pvalue,
-                direction: direction(&series.better, change_pct),
+                direction: direction(series.better, change_pct),
                 // Both `annotate`'s, once the runs around the changes are read again.
                 what_changed: Vec::new(),
                 monitors: None,
@@ -469,9 +470,9 @@ mod tests {
 
     #[test]
     fn a_change_is_a_regression_when_it_goes_against_better() {
-        assert_eq!(direction("higher", -5.0), Direction::Regression);
-        assert_eq!(direction("higher", 5.0), Direction::Improvement);
-        assert_eq!(direction("lower", 5.0), Direction::Regression);
-        assert_eq!(direction("lower", -5.0), Direction::Improvement);
+        assert_eq!(direction(Better::Higher, -5.0), Direction::Regression);
+        assert_eq!(direction(Better::Higher, 5.0), Direction::Improvement);
+        assert_eq!(direction(Better::Lower, 5.0), Direction::Regression);
+        assert_eq!(direction(Better::Lower, -5.0), Direction::Improvement);
     }
 }

@@ -10,6 +10,7 @@ use crate::configuration::{self, CellConfig, HostConfig};
 use crate::human::describe_params;
 use crate::stats::Summary;
 use crate::store::{outline_of, CellText, SummaryRef, SummaryRow};
+use benchrig_wire::steps::Better;
 use serde_json::Value as Json;
 /// The gatherer's maps are looked up for every summary of a year (4
 /// million times): foldhash, not SipHash (no key here is an attacker's).
@@ -69,8 +70,8 @@ pub struct Split {
 pub struct Series {
     pub key: SeriesKey,
     pub unit: String,
-    /// `higher` or `lower`, as the workload said.
-    pub better: String,
+    /// As the workload said.
+    pub better: Better,
     pub points: Vec<Point>,
     pub splits: Vec<Split>,
 }
@@ -87,7 +88,7 @@ impl Series {
 /// One series while it is gathered.
 struct Gathered {
     unit: String,
-    better: String,
+    better: Better,
     points: Vec<Point>,
     splits: Vec<Split>,
     /// Its newest point's configuration.
@@ -273,7 +274,8 @@ impl ResultWords {
         let w = &mut self.words;
         m.results.push(Measure {
             cell: s.cell_id,
-            words: [w.id(s.step), w.id(s.metric), w.id(s.unit), w.id(s.better)],
+            words: [w.id(s.step), w.id(s.metric), w.id(s.unit)],
+            better: s.better,
             point: PointSummary { n: s.n, mean: s.mean, sd: s.sd, ci95: s.ci95 },
         });
     }
@@ -282,7 +284,7 @@ impl ResultWords {
     pub fn add_rows(&mut self, m: &mut Results, rows: &[SummaryRow]) {
         for r in rows {
             let s = &r.summary;
-            let (step, metric, unit, better) = (&r.step, &r.metric, &r.unit, &r.better);
+            let (step, metric, unit, better) = (&r.step, &r.metric, &r.unit, r.better);
             let one = SummaryRef {
                 cell_id: r.cell_id,
                 step,
@@ -314,8 +316,9 @@ pub struct Results {
 
 struct Measure {
     cell: i64,
-    /// Step, metric, unit, better.
-    words: [u32; 4],
+    /// Step, metric, unit.
+    words: [u32; 3],
+    better: Better,
     point: PointSummary,
 }
 
@@ -352,7 +355,7 @@ impl Gatherer {
     pub fn add(&mut self, ri: usize, cells: &Cells, results: &Results) {
         for r in &results.results {
             let Some(&([host, play, cell], config)) = cells.cells.get(&r.cell) else { continue };
-            let [step, metric, unit, better] = r.words;
+            let [step, metric, unit] = r.words;
             let id = [host, play, cell, step, metric];
             let at = match self.index.get(&id) {
                 Some(&at) => at,
@@ -368,7 +371,7 @@ impl Gatherer {
                     };
                     let g = Gathered {
                         unit: of_result(unit),
-                        better: of_result(better),
+                        better: r.better,
                         points: Vec::new(),
                         splits: Vec::new(),
                         config,

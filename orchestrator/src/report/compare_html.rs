@@ -193,7 +193,7 @@ mod tests {
             step: "write".into(),
             metric: "speed".into(),
             unit: "MB/s".into(),
-            better: "higher".into(),
+            better: benchrig_wire::steps::Better::Higher,
             base: Some(s(100.0)),
             new: Some(s(new_mean)),
             ratio: Some(new_mean / 100.0),

@@ -46,7 +46,7 @@ pub fn build(store: &Store, run: i64) -> Result<String, StoreError> {
             s.metric.clone(),
             s.value.to_string(),
             s.unit.clone(),
-            s.better.clone(),
+            s.better.as_str().to_string(),
             opt(s.dev_read_bytes),
             opt(s.dev_write_bytes),
             opt(s.attempt),

@@ -4,6 +4,7 @@
 use crate::monitors::{explain, summary};
 use crate::stats::Summary;
 use crate::store::{SampleRow, SeriesRow, Store, StoreError};
+use benchrig_wire::steps::Better;
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
@@ -70,11 +71,11 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
             continue;
         }
         for (index, step, workload) in steps {
-            let mut metrics: Vec<(String, String, String, Vec<f64>)> = Vec::new();
+            let mut metrics: Vec<(String, String, Better, Vec<f64>)> = Vec::new();
             for s in mine.iter().filter(|s| s.step_index == index) {
                 match metrics.iter_mut().find(|m| m.0 == s.metric) {
                     Some(m) => m.3.push(s.value),
-                    None => metrics.push((s.metric.clone(), s.unit.clone(), s.better.clone(), vec![s.value])),
+                    None => metrics.push((s.metric.clone(), s.unit.clone(), s.better, vec![s.value])),
                 }
             }
             let unsteady = super::steady_state::not_attained(mine.iter().copied().filter(|s| s.step_index == index));

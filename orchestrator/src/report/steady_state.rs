@@ -67,7 +67,7 @@ mod tests {
             metric: metric.into(),
             value: 1.0,
             unit: "IO/s".into(),
-            better: "higher".into(),
+            better: benchrig_wire::steps::Better::Higher,
             dev_read_bytes: None,
             dev_write_bytes: None,
             info: Some(info),

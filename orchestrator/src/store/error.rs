@@ -23,7 +23,7 @@ pub enum StoreError {
     Answer(String),
     #[error("postgresql: {0}")]
     Postgres(String),
-    #[error("database: `{0}` is no status this benchrig knows")]
+    #[error("database: `{0}` is no status (or `better`) this benchrig knows")]
     UnknownStatus(String),
     /// A `monitor_series` row that does not read as a `MonitorSeries`.
     #[error("database: the monitor series of cell {cell} is unreadable: {why}")]

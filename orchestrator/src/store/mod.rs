@@ -40,7 +40,7 @@ use crate::monitors::{summary, MetricKind};
 use crate::status::{CellStatus, HostStatus, RunStatus};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::monitor::MonitorSeries;
-use benchrig_wire::steps::StepOutput;
+use benchrig_wire::steps::{Better, StepOutput};
 use db::Db;
 use serde_json::Value as Json;
 use sql::Sql;
@@ -203,7 +203,7 @@ pub struct SampleRow {
     pub metric: String,
     pub value: f64,
     pub unit: String,
-    pub better: String,
+    pub better: Better,
     pub dev_read_bytes: Option<i64>,
     pub dev_write_bytes: Option<i64>,
     /// What the step recorded besides metrics (bytes moved, cold method, ...).
@@ -713,26 +713,27 @@ impl Store {
             ),
             &[id.into(), kind.as_str().into()],
         )?;
-        Ok(rows
-            .into_iter()
-            .map(|r| SampleRow {
-                cell_id: r.int(0),
-                step_index: r.int(1),
-                step: r.text(2),
-                workload: r.text(3),
-                repetition: r.int(4),
-                metric: r.text(5),
-                value: r.real(6),
-                unit: r.text(7),
-                better: r.text(8),
-                dev_read_bytes: r.opt_int(9),
-                dev_write_bytes: r.opt_int(10),
-                info: r.json(11),
-                attempt: r.opt_int(12),
-                wall_s: r.opt_real(13),
-                kind,
+        rows.into_iter()
+            .map(|r| {
+                Ok(SampleRow {
+                    cell_id: r.int(0),
+                    step_index: r.int(1),
+                    step: r.text(2),
+                    workload: r.text(3),
+                    repetition: r.int(4),
+                    metric: r.text(5),
+                    value: r.real(6),
+                    unit: r.text(7),
+                    better: status_of(&r, 8)?,
+                    dev_read_bytes: r.opt_int(9),
+                    dev_write_bytes: r.opt_int(10),
+                    info: r.json(11),
+                    attempt: r.opt_int(12),
+                    wall_s: r.opt_real(13),
+                    kind,
+                })
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -813,6 +814,22 @@ mod tests {
             stop.store(true, Ordering::Relaxed);
             writer.join().unwrap();
             assert!(during >= 50, "{url:?}: the other connection wrote {during} times while {i} merges ran");
+        }
+    }
+
+    #[test]
+    fn a_stored_better_is_read_back_typed_and_an_unknown_one_is_an_error() {
+        let places = places();
+        for url in &places.urls {
+            let s = Store::open(url).unwrap();
+            let run = new_run(&s, None);
+            let c = s.add_cell(run, &cell()).unwrap();
+            let step = StepRef { index: 0, name: "w", workload: "seq_write", repetition: 1, attempt: 1 };
+            s.add_samples(c, &step, &output(412.5)).unwrap();
+            assert_eq!(s.samples(run).unwrap()[0].better, Better::Higher);
+            s.db().execute("UPDATE samples SET better = 'sideways'", &[]).unwrap();
+            let e = s.samples(run).unwrap_err().to_string();
+            assert!(e.contains("`sideways` is no status (or `better`)"), "{e}");
         }
     }
 

@@ -8,6 +8,7 @@ use super::sql::Sql;
 use super::{SampleRow, Store, StoreError};
 use crate::monitors::MetricKind;
 use crate::stats::Summary;
+use benchrig_wire::steps::Better;
 use indexmap::IndexMap;
 
 /// One metric of one step of one cell, over the run's repetitions.
@@ -19,7 +20,7 @@ pub struct SummaryRow {
     pub workload: String,
     pub metric: String,
     pub unit: String,
-    pub better: String,
+    pub better: Better,
     pub kind: MetricKind,
     /// Without `outliers` (which samples they were is gone with them).
     pub summary: Summary,
@@ -31,7 +32,7 @@ pub struct SummaryRef<'a> {
     pub step: &'a str,
     pub metric: &'a str,
     pub unit: &'a str,
-    pub better: &'a str,
+    pub better: Better,
     pub n: usize,
     pub mean: f64,
     pub sd: f64,
@@ -60,7 +61,7 @@ pub fn summarise(samples: &[SampleRow]) -> Vec<SummaryRow> {
                 workload: s.workload.clone(),
                 metric: s.metric.clone(),
                 unit: s.unit.clone(),
-                better: s.better.clone(),
+                better: s.better,
                 kind: s.kind,
                 summary,
             })
@@ -135,7 +136,7 @@ impl Store {
                     step: v[1].text(),
                     metric: v[2].text(),
                     unit: v[3].text(),
-                    better: v[4].text(),
+                    better: v[4].text().parse().map_err(|_| StoreError::UnknownStatus(v[4].text().into()))?,
                     n: v[5].int() as usize,
                     mean: v[6].real(),
                     sd: v[7].real(),
@@ -186,7 +187,7 @@ impl Store {
                     workload: r.take_text(3),
                     metric: r.take_text(4),
                     unit: r.take_text(5),
-                    better: r.take_text(6),
+                    better: super::status_of(&r, 6)?,
                     kind,
                     summary: Summary {
                         n: r.int(8) as usize,

@@ -135,7 +135,7 @@ pub fn sample_row(cell_id: i64, repetition: i64, metric: &str, value: f64) -> su
         metric: metric.into(),
         value,
         unit: "MB/s".into(),
-        better: "higher".into(),
+        better: benchrig_wire::steps::Better::Higher,
         dev_read_bytes: None,
         dev_write_bytes: None,
         info: None,
