@@ -9,6 +9,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
+/// `--lease-term`'s default, as `run` and `bisect` show it: the
+/// duration `run::leases::DEFAULT_TERM` is (a test holds them equal).
+pub const LEASE_TERM: &str = "2m";
+
 // The headings `--help` groups options under.
 const INVENTORY: &str = "Inventory";
 const PLAYBOOK: &str = "Playbook";
@@ -272,7 +276,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub wait_for_hosts: std::time::Duration,
     /// How long the run's hold on a host lasts without a heartbeat: how long a killed benchrig keeps its hosts from others.
-    #[arg(long, value_name = "DURATION", default_value = "2m", env = "BENCHRIG_LEASE_TERM", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    #[arg(long, value_name = "DURATION", default_value = LEASE_TERM, env = "BENCHRIG_LEASE_TERM", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub lease_term: std::time::Duration,
 }
 
@@ -612,7 +616,7 @@ pub struct BisectStart {
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub wait_for_hosts: std::time::Duration,
     /// How long the bisect's hold on a host lasts without a heartbeat.
-    #[arg(long, value_name = "DURATION", default_value = "2m", env = "BENCHRIG_LEASE_TERM", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
+    #[arg(long, value_name = "DURATION", default_value = LEASE_TERM, env = "BENCHRIG_LEASE_TERM", value_parser = humantime::parse_duration, help_heading = EXECUTION)]
     pub lease_term: std::time::Duration,
 }
 

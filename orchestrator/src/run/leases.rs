@@ -215,6 +215,7 @@ mod tests {
     #[test]
     fn the_heartbeat_beats_several_times_a_term() {
         assert_eq!(heartbeat(DEFAULT_TERM), Duration::from_secs(20));
+        assert_eq!(humantime::parse_duration(crate::cli::LEASE_TERM).unwrap(), DEFAULT_TERM, "one default");
         assert_eq!(heartbeat(Duration::from_secs(1)), Duration::from_millis(500));
     }
 }
