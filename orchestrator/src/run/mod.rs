@@ -162,7 +162,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
                 inventory: &checked.inventory.sources.join(", "),
                 limit: limit.as_deref(),
                 extra_vars: &serde_json::Value::Object(crate::session::transport::redact(&begun.extra)),
-                options: &resume::options(&opts.inventory, tags, playbook),
+                options: &resume::Recipe::new(&opts.inventory, tags, playbook).to_json(),
             })?;
             for h in checked.hosts.keys() {
                 store.set_host(run, h, HostStatus::Pending, None)?;
