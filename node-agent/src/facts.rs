@@ -172,21 +172,19 @@ pub fn scratch(st: &crate::state::HostState) -> Vec<ScratchFacts> {
         .map(|e| {
             // A block device's size and queues; an image's or a directory's
             // queues are those of the device its file lives on.
-            let (device, size_bytes, queue_of) = match crate::scratch::place(st, e) {
-                Ok(Place::Device(dev)) => {
-                    let size = block_device(view, &dev.name).size_bytes;
-                    (Some(dev.name.clone()), Some(size), Some(dev.name))
-                }
-                Ok(Place::File(path)) => {
-                    let size = match e.kind {
-                        ScratchKind::Image => fs::metadata(&path).map(|m| m.len()).ok().or(e.size.map(|s| s.0)),
-                        _ => rustix::fs::statvfs(&path).ok().map(|v| v.f_bavail.saturating_mul(v.f_frsize)),
-                    };
-                    (None, size, view.device_for_path(&path))
-                }
-                Err(_) => (None, None, None),
+            let place = crate::scratch::place(st, e).ok();
+            let (device, size_bytes) = match &place {
+                Some(Place::Device(dev)) => (Some(dev.name.clone()), Some(block_device(view, &dev.name).size_bytes)),
+                Some(Place::File(path)) => match e.kind {
+                    ScratchKind::Image => (None, fs::metadata(path).map(|m| m.len()).ok().or(e.size.map(|s| s.0))),
+                    _ => (None, rustix::fs::statvfs(path).ok().map(|v| v.f_bavail.saturating_mul(v.f_frsize))),
+                },
+                None => (None, None),
             };
-            let under = queue_of.map(|d| kernel_settings::devices_under(view, &d)).unwrap_or_default();
+            let under = place
+                .and_then(|p| p.holder(view))
+                .map(|d| kernel_settings::devices_under(view, &d))
+                .unwrap_or_default();
             let queues = under.iter().map(|d| kernel_settings::queue(view, d)).collect();
             ScratchFacts { name: e.name.clone(), device, size_bytes, queues }
         })

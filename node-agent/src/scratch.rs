@@ -86,6 +86,17 @@ pub enum Place {
     File(PathBuf),
 }
 
+impl Place {
+    /// The block device whose queue serves it: a block entry's own, else
+    /// that of the filesystem its file is on (none on a tmpfs, say).
+    pub fn holder(&self, view: &SysView) -> Option<String> {
+        match self {
+            Place::Device(d) => Some(d.name.clone()),
+            Place::File(path) => view.device_for_path(path),
+        }
+    }
+}
+
 /// The one lookup of an entry without attaching it: what facts report,
 /// what `tune` writes to, which devices the session watches.
 pub fn place(st: &HostState, entry: &ScratchDevice) -> Result<Place, Unlocated> {

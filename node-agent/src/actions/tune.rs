@@ -154,10 +154,9 @@ pub fn plan(st: &HostState, args: &TuneArgs) -> Result<Vec<Write>, AgentError> {
 fn queue_device(st: &HostState, name: &str) -> Result<String, AgentError> {
     let entry = scratch::listed(st, name)?;
     let dev = match scratch::place(st, &entry) {
-        Ok(scratch::Place::Device(d)) => Ok(d.name),
-        Ok(scratch::Place::File(path)) => {
-            st.view.device_for_path(&path).ok_or_else(|| format!("no block device holds {}", path.display()))
-        }
+        Ok(p) => p
+            .holder(&st.view)
+            .ok_or_else(|| format!("no block device holds {}", scratch::expand_home(&entry.path).display())),
         Err(e) => Err(e.to_string()),
     }
     .map_err(|e| AgentError::unsupported(format!("tune: scratch `{name}`: {e}")))?;

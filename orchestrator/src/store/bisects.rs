@@ -41,10 +41,6 @@ pub struct BisectStepRow {
 
 const COLUMNS: &str = "id, name, started, finished, status, recipe, revisions, result";
 
-fn parsed<T: std::str::FromStr>(word: String) -> Result<T, StoreError> {
-    word.parse().map_err(|_| StoreError::UnknownStatus(word))
-}
-
 impl Store {
     /// A new bisect, running.
     pub fn create_bisect(&self, name: Option<&str>, recipe: &str, revisions: &str) -> Result<i64, StoreError> {
@@ -73,7 +69,7 @@ impl Store {
                     name: r.opt_text(1),
                     started: r.text(2),
                     finished: r.opt_text(3),
-                    status: parsed(r.text(4))?,
+                    status: super::status_of(&r, 4)?,
                     recipe: r.text(5),
                     revisions: r.text(6),
                     result: r.opt_text(7),
@@ -110,10 +106,10 @@ impl Store {
             .map(|r| {
                 Ok(BisectStepRow {
                     revision: r.int(0),
-                    purpose: parsed(r.text(1))?,
+                    purpose: super::status_of(&r, 1)?,
                     build_run: r.opt_int(2),
                     measure_run: r.opt_int(3),
-                    verdict: r.opt_text(4).map(parsed).transpose()?,
+                    verdict: r.opt_text(4).as_deref().map(super::word_as).transpose()?,
                     figures: r.opt_text(5),
                 })
             })

@@ -121,8 +121,12 @@ pub(super) fn only(run: i64, column: &str, hosts: Option<&[&str]>) -> (String, V
 
 /// Column `i` of a row as a status type.
 fn status_of<S: std::str::FromStr>(r: &value::Row, i: usize) -> Result<S, StoreError> {
-    let word = r.text(i);
-    word.parse().map_err(|_| StoreError::UnknownStatus(word))
+    word_as(&r.text(i))
+}
+
+/// A stored word as the type that wrote it (a status, a `Better`).
+fn word_as<S: std::str::FromStr>(word: &str) -> Result<S, StoreError> {
+    word.parse().map_err(|_| StoreError::UnknownStatus(word.to_string()))
 }
 
 pub fn now() -> String {

@@ -136,7 +136,7 @@ impl Store {
                     step: v[1].text(),
                     metric: v[2].text(),
                     unit: v[3].text(),
-                    better: v[4].text().parse().map_err(|_| StoreError::UnknownStatus(v[4].text().into()))?,
+                    better: super::word_as(v[4].text())?,
                     n: v[5].int() as usize,
                     mean: v[6].real(),
                     sd: v[7].real(),
