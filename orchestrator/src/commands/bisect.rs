@@ -322,7 +322,8 @@ pub async fn run(args: crate::cli::BisectArgs, progress: Progress) -> anyhow::Re
     let held = Arc::new(leases::hold(&store, &ask, progress).await?);
     // One Ctrl-C handler for the whole bisect (its runs install none). A
     // second Ctrl-C leaves the bisect as it stands, to resume.
-    let quit = run::ctrl_c::listen("the running step", interrupt);
+    let (quit_tx, quit) = tokio::sync::oneshot::channel();
+    run::ctrl_c::listen("the running step", interrupt, quit_tx);
     let went = tokio::select! {
         went = bisect.go(held) => went,
         Ok(()) = quit => return Err(exit_code::QuitAtOnce.into()),

@@ -8,17 +8,15 @@
 use tokio::sync::{oneshot, watch};
 
 /// Listen for as long as the process lasts; `stopping` is what the first
-/// Ctrl-C is said to stop. The receiver hears the second.
-pub fn listen(stopping: &'static str, cancel: watch::Sender<bool>) -> oneshot::Receiver<()> {
-    let (quit_tx, quit_rx) = oneshot::channel();
+/// Ctrl-C is said to stop. `quit` hears the second.
+pub fn listen(stopping: &'static str, cancel: watch::Sender<bool>, quit: oneshot::Sender<()>) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("\ninterrupted: stopping {stopping} and tearing down (Ctrl-C again to quit at once)");
             let _ = cancel.send(true);
             if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = quit_tx.send(());
+                let _ = quit.send(());
             }
         }
     });
-    quit_rx
 }

@@ -118,6 +118,18 @@ fn begin(opts: &RunOptions) -> anyhow::Result<Begun> {
 }
 
 pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
+    // A second Ctrl-C (alone, not within a longer command) makes the run
+    // stop waiting and return, so every destructor runs on the way out:
+    // the agents release their mounts as their channels close, and the
+    // hosts' leases are released as `Held` drops.
+    let (quit_tx, quit) = tokio::sync::oneshot::channel();
+    tokio::select! {
+        result = run_to_end(opts, quit_tx) => result,
+        Ok(()) = quit => Err(exit_code::QuitAtOnce.into()),
+    }
+}
+
+async fn run_to_end(opts: RunOptions, quit: tokio::sync::oneshot::Sender<()>) -> anyhow::Result<RunResult> {
     let mut begun = begin(&opts)?;
     let store = begun.store.clone();
     begun.checked.connection = opts.connection.clone();
@@ -192,10 +204,10 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
     // Inside a longer command, the caller's interrupt, forwarded until the
     // run ends (on every path out of it); alone, the process's Ctrl-C, for
     // as long as the process lasts (a second one quits at once).
-    let (interrupts, quit) = match &opts.within {
+    let interrupts = match &opts.within {
         Some(w) => {
             let mut caller = w.interrupted.clone();
-            let forward = AbortOnDrop(tokio::spawn(async move {
+            Some(AbortOnDrop(tokio::spawn(async move {
                 let interrupted = caller.wait_for(|i| *i).await.is_ok();
                 if interrupted {
                     let _ = cancel_tx.send(true);
@@ -204,112 +216,104 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<RunResult> {
                     // closed cancel channel would read as cancelled).
                     std::future::pending::<()>().await;
                 }
-            }));
-            (Some(forward), None)
+            })))
         }
-        // A second Ctrl-C makes the run stop waiting (below).
-        None => (None, Some(ctrl_c::listen("the running steps", cancel_tx))),
+        None => {
+            ctrl_c::listen("the running steps", cancel_tx, quit);
+            None
+        }
     };
-    let finished = async move {
-        let progress = opts.progress;
+    let progress = opts.progress;
 
-        // Looked up per host: indexes, not a scan of every host for each (the
-        // first of each, as a scan finds it).
-        let mut aside: HashMap<&str, &String> = HashMap::new();
-        for (q, why) in &held.quarantined {
-            aside.entry(q.as_str()).or_insert(why);
-        }
-        let mut stored_facts: HashMap<&str, &Facts> = HashMap::new();
-        for (h, f) in &begun.facts {
-            stored_facts.entry(h.as_str()).or_insert(f);
-        }
-        let slots = checked
-            .hosts
-            .keys()
-            .map(|h| {
-                let slot = Slot {
-                    down: aside.get(h.as_str()).map(|why| policy::Down::Quarantined((*why).clone())),
-                    idle: begun.idle.contains(h),
-                    stored_facts: stored_facts.get(h.as_str()).map(|f| (*f).clone()),
-                    ..Slot::default()
-                };
-                (h.clone(), Mutex::new(slot))
-            })
-            .collect();
-        let ctx = Arc::new(RunContext {
-            extra: begun.extra,
-            store: store.clone(),
-            run,
-            builds,
-            progress,
-            cancel: cancel_rx.clone(),
-            forks: Semaphore::new(opts.forks.max(1)),
-            slots,
-            halt: Default::default(),
-            checked,
-            attempt: attempt as u32,
-            retry_failed: begun.retry_failed,
-            lost_leases: held.lost.clone(),
-            closers: Default::default(),
-            // Only for the progress line's ETA: a store that cannot say gives none.
-            estimates: crate::estimate::Estimates::from_rows(&store.newest_cell_times().unwrap_or_default()),
-        });
-        // A host whose lease is gone (released by hand, taken over after it
-        // lapsed) is not touched again: its session ends now, its step with it.
-        let watcher = {
-            let (ctx, mut lost) = (ctx.clone(), held.lost.clone());
-            AbortOnDrop(tokio::spawn(async move {
-                let mut closed = std::collections::BTreeSet::new();
-                while lost.changed().await.is_ok() {
-                    let now = lost.borrow_and_update().clone();
-                    ctx.close_lost(&now, &mut closed);
-                }
-            }))
-        };
-
-        // Plays run in order, as in Ansible; within a play, hosts in parallel
-        // (a role play's cells one after another, each across its hosts).
-        let hosts: Vec<String> = ctx.checked.hosts.keys().cloned().collect();
-        // Every host connects at once; a plain first play starts on each host as
-        // soon as that host is up (`run_plain_play` connects it if it gets there
-        // first), so the fast hosts' cells run while the slow ones handshake.
-        // Later plays, and role plays, which span hosts, wait for all.
-        let mut connecting: Vec<_> =
-            hosts.iter().map(|h| tokio::spawn(slots::connect(ctx.clone(), h.clone()))).collect();
-        for (pi, play) in ctx.checked.playbook.plays.iter().enumerate() {
-            if pi > 0 || !play.roles.is_empty() {
-                for t in connecting.drain(..) {
-                    let _ = t.await;
-                }
-            }
-            let play_hosts = ctx.checked.hosts_of_play(pi);
-            if play.roles.is_empty() {
-                plays::run_plain_play_in_batches(&ctx, pi, &play_hosts).await;
-            } else {
-                plays::run_role_play(&ctx, pi, &play_hosts).await;
-            }
-        }
-        for t in connecting {
-            let _ = t.await;
-        }
-        recovery::recover_lost_hosts(&ctx).await;
-        join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;
-
-        let (unreachable, failed) = slots::tally(&ctx).await?;
-        let trouble = policy::Trouble { interrupted: ctx.interrupted(), unreachable, failed };
-        let (status, code) = policy::run_outcome(trouble);
-        store.finish_attempt(run, attempt, status)?;
-        store.finish_run(run, status)?;
-        drop((watcher, interrupts));
-        drop(held);
-        Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
-    };
-    tokio::select! {
-        result = finished => result,
-        // The agents release their mounts when their channels close, as this
-        // process ends; the hosts' leases are released as `Held` drops.
-        Some(Ok(())) = async { Some(quit?.await) } => Err(exit_code::QuitAtOnce.into()),
+    // Looked up per host: indexes, not a scan of every host for each (the
+    // first of each, as a scan finds it).
+    let mut aside: HashMap<&str, &String> = HashMap::new();
+    for (q, why) in &held.quarantined {
+        aside.entry(q.as_str()).or_insert(why);
     }
+    let mut stored_facts: HashMap<&str, &Facts> = HashMap::new();
+    for (h, f) in &begun.facts {
+        stored_facts.entry(h.as_str()).or_insert(f);
+    }
+    let slots = checked
+        .hosts
+        .keys()
+        .map(|h| {
+            let slot = Slot {
+                down: aside.get(h.as_str()).map(|why| policy::Down::Quarantined((*why).clone())),
+                idle: begun.idle.contains(h),
+                stored_facts: stored_facts.get(h.as_str()).map(|f| (*f).clone()),
+                ..Slot::default()
+            };
+            (h.clone(), Mutex::new(slot))
+        })
+        .collect();
+    let ctx = Arc::new(RunContext {
+        extra: begun.extra,
+        store: store.clone(),
+        run,
+        builds,
+        progress,
+        cancel: cancel_rx.clone(),
+        forks: Semaphore::new(opts.forks.max(1)),
+        slots,
+        halt: Default::default(),
+        checked,
+        attempt: attempt as u32,
+        retry_failed: begun.retry_failed,
+        lost_leases: held.lost.clone(),
+        closers: Default::default(),
+        // Only for the progress line's ETA: a store that cannot say gives none.
+        estimates: crate::estimate::Estimates::from_rows(&store.newest_cell_times().unwrap_or_default()),
+    });
+    // A host whose lease is gone (released by hand, taken over after it
+    // lapsed) is not touched again: its session ends now, its step with it.
+    let watcher = {
+        let (ctx, mut lost) = (ctx.clone(), held.lost.clone());
+        AbortOnDrop(tokio::spawn(async move {
+            let mut closed = std::collections::BTreeSet::new();
+            while lost.changed().await.is_ok() {
+                let now = lost.borrow_and_update().clone();
+                ctx.close_lost(&now, &mut closed);
+            }
+        }))
+    };
+
+    // Plays run in order, as in Ansible; within a play, hosts in parallel
+    // (a role play's cells one after another, each across its hosts).
+    let hosts: Vec<String> = ctx.checked.hosts.keys().cloned().collect();
+    // Every host connects at once; a plain first play starts on each host as
+    // soon as that host is up (`run_plain_play` connects it if it gets there
+    // first), so the fast hosts' cells run while the slow ones handshake.
+    // Later plays, and role plays, which span hosts, wait for all.
+    let mut connecting: Vec<_> = hosts.iter().map(|h| tokio::spawn(slots::connect(ctx.clone(), h.clone()))).collect();
+    for (pi, play) in ctx.checked.playbook.plays.iter().enumerate() {
+        if pi > 0 || !play.roles.is_empty() {
+            for t in connecting.drain(..) {
+                let _ = t.await;
+            }
+        }
+        let play_hosts = ctx.checked.hosts_of_play(pi);
+        if play.roles.is_empty() {
+            plays::run_plain_play_in_batches(&ctx, pi, &play_hosts).await;
+        } else {
+            plays::run_role_play(&ctx, pi, &play_hosts).await;
+        }
+    }
+    for t in connecting {
+        let _ = t.await;
+    }
+    recovery::recover_lost_hosts(&ctx).await;
+    join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;
+
+    let (unreachable, failed) = slots::tally(&ctx).await?;
+    let trouble = policy::Trouble { interrupted: ctx.interrupted(), unreachable, failed };
+    let (status, code) = policy::run_outcome(trouble);
+    store.finish_attempt(run, attempt, status)?;
+    store.finish_run(run, status)?;
+    drop((watcher, interrupts));
+    drop(held);
+    Ok(RunResult { run, status, exit_code: code, table: crate::terminal_table::render(&store, run)? })
 }
 
 /// A resumed run with nothing left: what its stored cells make it (stored
