@@ -8,14 +8,25 @@ pub use crate::args::*;
 use crate::metrics::MetricDecl;
 use serde::{Deserialize, Serialize};
 
-/// One place lists every action: its variant, argument type, name and the
-/// metrics it reports (`crate::metrics`; `+ arg`: also one per entry of
-/// that argument). The enum, [`ACTION_NAMES`], [`Action::name`],
-/// [`Action::arg_names`] and [`Action::metrics`] all come from it, so they
+/// A row's `writes data`: any other word is a compile error.
+macro_rules! writes {
+    (data) => {
+        true
+    };
+}
+
+/// One place lists every action: its variant, argument type, name, the
+/// metrics it reports (`crate::metrics`; `own arg`: also one per entry of
+/// that argument), and after them, when they apply: the tools it `needs` on
+/// the host, the info keys it `keeps` as artifacts (long text stored
+/// apart from the cell's info and samples), and whether it `writes` data
+/// onto a target (so `plan::capacity` must weigh it). The enum,
+/// [`ACTION_NAMES`] and every per-name lookup below come from it, so they
 /// cannot disagree.
 macro_rules! actions {
     ($( $(#[doc = $doc:literal])* $variant:ident($args:ty) = $name:literal
-        => [$($metric:ident),*] $(+ $own:ident)?, )*) => {
+        => [$($metric:ident),*] $(own $own:ident)? $(needs [$($tool:literal),*])?
+        $(keeps [$($kept:literal),*])? $(writes $writes:ident)?, )*) => {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "action", content = "args", rename_all = "snake_case")]
         pub enum Action {
@@ -71,6 +82,33 @@ macro_rules! actions {
                 }
             }
 
+            /// The programs an action needs on the host, looked for in its
+            /// facts' tools before the host is touched.
+            pub fn tools(name: &str) -> &'static [&'static str] {
+                match name {
+                    $( $name => &[$($($tool),*)?], )*
+                    _ => &[],
+                }
+            }
+
+            /// The info keys whose text the orchestrator stores as the
+            /// cell's artifacts, not in its info or samples.
+            pub fn kept_keys(name: &str) -> &'static [&'static str] {
+                match name {
+                    $( $name => &[$($($kept),*)?], )*
+                    _ => &[],
+                }
+            }
+
+            /// Whether the action may write data onto a target (a mount or
+            /// a raw device), so that `plan::capacity` weighs it.
+            pub fn writes_data(name: &str) -> bool {
+                match name {
+                    $( $name => false $(|| writes!($writes))?, )*
+                    _ => false,
+                }
+            }
+
             /// The JSON Schema of an action's arguments, as a playbook
             /// writes them once rendered (`None` for an unknown action);
             /// its definitions go to `generator`.
@@ -87,15 +125,15 @@ macro_rules! actions {
 
 actions! {
     /// Check a scratch device against the safety rules, mkfs it with a profile, mount it.
-    Filesystem(FilesystemArgs) = "filesystem" => [],
+    Filesystem(FilesystemArgs) = "filesystem" => [] keeps ["fs_dump"],
     /// A btrfs volume over several scratch devices (each checked), mounted.
-    Volume(VolumeArgs) = "volume" => [],
+    Volume(VolumeArgs) = "volume" => [] needs ["mkfs.btrfs", "btrfs"] keeps ["fs_dump"],
     /// A tmpfs, usable as a target like a scratch device ("source in RAM").
     Ramdisk(RamdiskArgs) = "ramdisk" => [],
     /// A remote filesystem (sshfs, NFS), usable as a target.
     Mount(MountArgs) = "mount" => [],
     /// Export a directory of a mounted scratch over the kernel NFS server.
-    NfsExport(NfsExportArgs) = "nfs_export" => [],
+    NfsExport(NfsExportArgs) = "nfs_export" => [] needs ["exportfs"],
     /// Start, stop, restart or reload a system service, timed.
     Service(ServiceArgs) = "service" => [],
     /// Unmount what this session mounted (one device, or all) and detach its loop devices.
@@ -103,32 +141,33 @@ actions! {
     /// `sync`, then drop the page cache (root) — the before-each step of cold runs.
     DropCaches(NoArgs) = "drop_caches" => [],
     /// A deterministic directory tree (files, directories, sizes, content, ACLs).
-    Tree(TreeArgs) = "tree" => [TIME],
+    Tree(TreeArgs) = "tree" => [TIME] writes data,
     /// Write one file sequentially, fsynced before the clock stops.
-    SeqWrite(SeqWriteArgs) = "seq_write" => [THROUGHPUT, TIME],
+    SeqWrite(SeqWriteArgs) = "seq_write" => [THROUGHPUT, TIME] writes data,
     /// Read one file sequentially (the one `seq_write` wrote), from a cold cache by default.
     SeqRead(SeqReadArgs) = "seq_read" => [THROUGHPUT, TIME],
     /// The first permission check of each file as a non-owner, after `stat()`.
     AclCheck(AclCheckArgs) = "acl_check" => [LATENCY_FIRST, LATENCY_MEAN, LATENCY_P50, LATENCY_P99, CHECKS_TOTAL],
     /// Copy a tree, preserving nothing or xattrs and ACLs; `sync` timed.
-    CopyTree(CopyTreeArgs) = "copy_tree" => [THROUGHPUT, TIME, FILES_PER_S],
+    CopyTree(CopyTreeArgs) = "copy_tree" => [THROUGHPUT, TIME, FILES_PER_S] writes data,
     /// What `ls -lR` does: readdir, lstat and the ACL-present check of every entry.
     ListTree(ListTreeArgs) = "list_tree" => [TIME, ENTRIES_PER_S],
     /// Read every file's contents in archive order (tar to a counting sink).
     ReadTree(ReadTreeArgs) = "read_tree" => [THROUGHPUT, TIME],
     /// Read one file raw or decompress it (lzo, gzip, zstd) from a cold cache.
-    ColdRead(ColdReadArgs) = "cold_read" => [THROUGHPUT, TIME, USER, SYS],
+    ColdRead(ColdReadArgs) = "cold_read" => [THROUGHPUT, TIME, USER, SYS] writes data,
     /// Add a device to a volume and rebalance, timed: data relocated per second.
-    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME],
+    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] needs ["btrfs"],
     /// Remove a device from a volume, timed: data relocated per second.
-    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME],
+    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] needs ["btrfs"],
     /// Sequential read, write (checked like mkfs) or device-to-device copy on raw scratch devices.
-    Raw(RawArgs) = "raw" => [THROUGHPUT, TIME],
+    Raw(RawArgs) = "raw" => [THROUGHPUT, TIME] writes data,
     /// Any command, timed; metrics parsed from its output (JSON path or regex).
-    Exec(ExecArgs) = "exec" => [TIME] + metrics,
+    Exec(ExecArgs) = "exec" => [TIME] own metrics,
     /// A fio job (options as a mapping, or a job file) with the host's fio; metrics per job and direction.
     // Boxed: its option maps would make every `Action`, and every message, larger.
-    Fio(Box<FioArgs>) = "fio" => [TIME, FIO_BW, FIO_IOPS, FIO_CLAT_MEAN, FIO_CLAT_P50, FIO_CLAT_P99, FIO_CLAT_P99_9],
+    Fio(Box<FioArgs>) = "fio" => [TIME, FIO_BW, FIO_IOPS, FIO_CLAT_MEAN, FIO_CLAT_P50, FIO_CLAT_P99, FIO_CLAT_P99_9]
+        needs ["fio"] keeps ["fio_output"] writes data,
     /// Remove what earlier sessions left behind: mounts under the work dir, their loop devices.
     Cleanup(NoArgs) = "cleanup" => [],
     /// Does nothing; measures the step round trip.

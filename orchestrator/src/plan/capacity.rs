@@ -22,7 +22,10 @@ const FILL: f64 = 0.9;
 const RELOCATE: f64 = 0.45;
 
 struct Mount<'a> {
+    /// Scratch devices, or a ramdisk's or remote mount's name.
     devices: Vec<&'a str>,
+    /// On scratch devices, whose sizes the facts state (not a ramdisk or remote mount).
+    scratch: bool,
     /// Bytes per file written to it (a file written again replaces itself).
     files: BTreeMap<&'a str, u64>,
 }
@@ -52,39 +55,53 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         let host = step.host();
         let capacity = |devices: &[&str]| devices.iter().map(|d| size(host, d)).sum::<Option<u64>>();
         let on_host = mounts.entry(host).or_default();
-        match step.action() {
-            Action::Filesystem(a) => on_host.push(Mount { devices: vec![a.device.as_str()], files: BTreeMap::new() }),
+        let mount = |devices: Vec<&'a str>, scratch| Mount { devices, scratch, files: BTreeMap::new() };
+        // What a step writes: (its target, its file or directory there, bytes).
+        let written: Option<(Option<&str>, &str, u64)> = match step.action() {
+            Action::Filesystem(a) => {
+                on_host.push(mount(vec![a.device.as_str()], true));
+                None
+            }
             Action::Volume(a) => {
-                on_host.push(Mount { devices: a.devices.iter().map(String::as_str).collect(), files: BTreeMap::new() })
+                on_host.push(mount(a.devices.iter().map(String::as_str).collect(), true));
+                None
             }
-            Action::Unmount(a) => match &a.device {
-                Some(d) => on_host.retain(|m| m.devices.first() != Some(&d.as_str())),
-                None => on_host.clear(),
-            },
-            Action::SeqWrite(_) | Action::Fio(_) => {
-                let (target, file, bytes) = match step.action() {
-                    Action::SeqWrite(a) => (a.target.as_deref(), a.file.as_str(), a.size.0),
-                    // A job's files, in its directory: size × numjobs per job
-                    // (unknown for a job file on the host: nothing decided).
-                    Action::Fio(a) => {
-                        let Some(bytes) = a.job().ok().flatten().and_then(|j| j.data_bytes()) else { continue };
-                        (a.target.as_deref(), a.dir.as_str(), bytes)
-                    }
-                    _ => unreachable!("matched above"),
-                };
-                let Some(m) = pick(on_host, target) else { continue };
-                m.files.insert(file, bytes);
-                let (data, cap) = (m.data(), capacity(&m.devices));
-                if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
-                    return Some(format!(
-                        "{} of data does not fit on {} ({}, of which {:.0}% may hold data)",
-                        mem(data),
-                        m.devices.join(" + "),
-                        mem(cap),
-                        FILL * 100.0
-                    ));
+            // Targets too (a workload without one takes the newest), of a
+            // size no scratch device states: nothing is decided on them.
+            Action::Ramdisk(a) => {
+                on_host.push(mount(vec![a.name.as_str()], false));
+                None
+            }
+            Action::Mount(a) => {
+                on_host.push(mount(vec![a.name.as_str()], false));
+                None
+            }
+            Action::Unmount(a) => {
+                match &a.device {
+                    Some(d) => on_host.retain(|m| m.devices.first() != Some(&d.as_str())),
+                    None => on_host.clear(),
                 }
+                None
             }
+            Action::SeqWrite(a) => Some((a.target.as_deref(), a.file.as_str(), a.size.0)),
+            // A job's files, in its directory: size × numjobs per job
+            // (unknown for a job file on the host: nothing decided).
+            Action::Fio(a) => {
+                a.job().ok().flatten().and_then(|j| j.data_bytes()).map(|b| (a.target.as_deref(), a.dir.as_str(), b))
+            }
+            // The file it reads back, written first (compressed, at most
+            // its size: the uncompressed size bounds what stays).
+            Action::ColdRead(a) => Some((a.target.as_deref(), a.file.as_str(), a.size.0)),
+            // Exactly files × size, whatever the distribution (`treegen`).
+            Action::Tree(a) => {
+                let files = (a.files as f64 * a.scale).round();
+                (files.is_finite() && files >= 0.0)
+                    .then(|| (a.target.as_deref(), a.dir.as_str(), files as u64 * a.size.0))
+            }
+            // As much as the tree it copies, where that tree was built.
+            Action::CopyTree(a) => pick(on_host, Some(&a.from))
+                .and_then(|m| m.files.get(a.from_dir.as_str()).copied())
+                .map(|bytes| (a.to.as_deref(), a.to_dir.as_str(), bytes)),
             Action::VolumeAdd(a) | Action::VolumeRemove(a) => {
                 let Some(m) = pick(on_host, a.volume.as_deref()) else { continue };
                 let adding = matches!(step.action(), Action::VolumeAdd(_));
@@ -110,19 +127,47 @@ pub fn shortfall<'a, S: HostStep + 'a>(
                         mem((cap as f64 * RELOCATE) as u64)
                     ));
                 }
+                None
             }
             Action::Raw(a) if a.op != RawOp::Read || a.to.is_some() => {
                 let written = a.to.as_deref().unwrap_or(&a.device);
                 if let Some(cap) = size(host, written).filter(|&c| a.size.0 > c) {
                     return Some(format!("{} does not fit on {written} ({})", mem(a.size.0), mem(cap)));
                 }
+                None
             }
             Action::Raw(a) => {
                 if let Some(cap) = size(host, &a.device).filter(|&c| a.size.0 > c) {
                     return Some(format!("{} cannot be read from {} ({})", mem(a.size.0), a.device, mem(cap)));
                 }
+                None
             }
-            _ => {}
+            // Every action is listed, no `_` arm: one that writes data
+            // (`writes data` in its row) must say how much, and where.
+            Action::NfsExport(_)
+            | Action::Service(_)
+            | Action::DropCaches(_)
+            | Action::SeqRead(_)
+            | Action::AclCheck(_)
+            | Action::ListTree(_)
+            | Action::ReadTree(_)
+            | Action::Exec(_)
+            | Action::Cleanup(_)
+            | Action::Noop(_)
+            | Action::Tune(_) => None,
+        };
+        let Some((target, file, bytes)) = written else { continue };
+        let Some(m) = pick(on_host, target) else { continue };
+        m.files.insert(file, bytes);
+        let (data, cap) = (m.data(), capacity(&m.devices).filter(|_| m.scratch));
+        if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
+            return Some(format!(
+                "{} of data does not fit on {} ({}, of which {:.0}% may hold data)",
+                mem(data),
+                m.devices.join(" + "),
+                mem(cap),
+                FILL * 100.0
+            ));
         }
     }
     None
@@ -140,6 +185,7 @@ fn pick<'m, 'a>(mounts: &'m mut [Mount<'a>], name: Option<&str>) -> Option<&'m m
 mod tests {
     use super::*;
     use crate::plan::PlannedStep;
+    use benchrig_wire::steps::ACTION_NAMES;
     use serde_json::json;
 
     fn step(action: &str, args: serde_json::Value) -> PlannedStep {
@@ -254,5 +300,77 @@ mod tests {
         assert_eq!(shortfall(&twice, gib_each), None);
         let on_host = vec![twice[0].clone(), step("fio", json!({"job_file": "/etc/big.fio"}))];
         assert_eq!(shortfall(&on_host, gib_each), None);
+    }
+
+    fn ext4_on(device: &str) -> PlannedStep {
+        step(
+            "filesystem",
+            json!({"device": device, "profile": {"name": "ext4", "fstype": "ext4", "mkfs": ["mkfs.ext4"]}}),
+        )
+    }
+
+    #[test]
+    fn every_action_whose_row_writes_data_is_weighed() {
+        // For each, 2 GiB or more onto a 1 GiB device.
+        let too_big = |name: &str| -> Vec<PlannedStep> {
+            match name {
+                "seq_write" => vec![ext4_on("a"), step("seq_write", json!({"size": "2G"}))],
+                "fio" => vec![ext4_on("a"), step("fio", json!({"jobs": {"j": {"size": "2G"}}}))],
+                "tree" => vec![ext4_on("a"), step("tree", json!({"files": 2048, "dirs": 8, "size": "1M"}))],
+                "copy_tree" => vec![
+                    step("ramdisk", json!({"name": "ram", "size": "3G"})),
+                    step("tree", json!({"target": "ram", "files": 1024, "dirs": 8, "size": "2M"})),
+                    ext4_on("a"),
+                    step("copy_tree", json!({"from": "ram", "to": "a"})),
+                ],
+                "cold_read" => vec![ext4_on("a"), step("cold_read", json!({"size": "2G", "codec": "lzo"}))],
+                "raw" => vec![step("raw", json!({"op": "write", "device": "a", "size": "2G"}))],
+                other => {
+                    panic!("`{other}` writes data (its row says): weigh it in `shortfall` and give it a case here")
+                }
+            }
+        };
+        let writers: Vec<&str> = ACTION_NAMES.iter().copied().filter(|n| Action::writes_data(n)).collect();
+        assert!(writers.len() >= 6, "{writers:?}");
+        for name in writers {
+            let steps = too_big(name);
+            let why = shortfall(&steps, gib_each);
+            assert!(why.as_deref().is_some_and(|w| w.contains("does not fit on a")), "{name}: {why:?}");
+        }
+    }
+
+    #[test]
+    fn a_tree_and_its_copy_count_files_times_size_on_their_own_targets() {
+        let steps = |files: u64, scale: f64| {
+            vec![
+                step("ramdisk", json!({"name": "ram", "size": "3G"})),
+                step("tree", json!({"target": "ram", "files": files, "dirs": 8, "size": "1M", "scale": scale})),
+                ext4_on("a"),
+                step("copy_tree", json!({"from": "ram", "to": "a"})),
+            ]
+        };
+        // 900 MiB fits in 90% of 1 GiB (921.6 MiB); 1000 do not. On the
+        // ramdisk, whose size no scratch device states, nothing is decided.
+        assert_eq!(shortfall(&steps(900, 1.0), gib_each), None);
+        assert_eq!(
+            shortfall(&steps(500, 2.0), gib_each).unwrap(),
+            "1000 MiB of data does not fit on a (1.0 GiB, of which 90% may hold data)"
+        );
+        // A copy of a tree never built (or built where nothing is known) decides nothing.
+        let mut unknown = steps(2000, 1.0);
+        unknown.remove(1);
+        assert_eq!(shortfall(&unknown, gib_each), None);
+    }
+
+    #[test]
+    fn a_workload_without_a_target_writes_to_the_newest_mount_a_ramdisk_included() {
+        let on_ram = vec![
+            ext4_on("a"),
+            step("ramdisk", json!({"name": "ram", "size": "3G"})),
+            step("seq_write", json!({"size": "2G"})),
+        ];
+        assert_eq!(shortfall(&on_ram, gib_each), None);
+        let named = vec![on_ram[0].clone(), on_ram[1].clone(), step("seq_write", json!({"size": "2G", "target": "a"}))];
+        assert!(shortfall(&named, gib_each).is_some());
     }
 }

@@ -336,8 +336,9 @@ fn build_action(
             find_scratch(s, &m.scratch, m.host, name)?;
         }
         // The agent says so too; facts tell before the host is touched.
-        let no_fio = matches!(action, Action::Fio(_)) && m.facts.is_some_and(|f| f.tool("fio").is_none());
-        return Ok((action, no_fio.then(|| format!("fio not found on the host ({})", m.host))));
+        let facts = m.facts;
+        let missing = Action::tools(action.name()).iter().find(|t| facts.is_some_and(|f| f.tool(t).is_none()));
+        return Ok((action, missing.map(|t| format!("{t} not found on the host ({})", m.host))));
     }
     let text = |key: &str| -> Result<String, ConfigError> {
         match args.get(key) {

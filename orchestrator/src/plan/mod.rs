@@ -517,6 +517,25 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_an_action_s_row_needs_is_looked_for_in_the_facts() {
+        let pb = r#"
+- name: v
+  hosts: all
+  setup:
+    - volume: {devices: [hdd0, hdd1]}
+  benchmark:
+    - volume_remove: {device: hdd1}
+"#;
+        let tool =
+            |name: &str| benchrig_wire::facts::Tool { name: name.into(), path: format!("/sbin/{name}"), version: None };
+        let with = |names: &[&str]| Facts { tools: names.iter().map(|n| tool(n)).collect(), ..Default::default() };
+        let why = |facts: Facts| plan(pb, Vars::new(), Some(&facts)).unwrap()[0].unsupported.clone();
+        assert_eq!(why(with(&["btrfs"])).as_deref(), Some("mkfs.btrfs not found on the host (h1)"));
+        assert_eq!(why(with(&["mkfs.btrfs"])).as_deref(), Some("btrfs not found on the host (h1)"));
+        assert_eq!(why(with(&["mkfs.btrfs", "btrfs"])), None);
+    }
+
+    #[test]
     fn a_fio_option_that_would_write_elsewhere_is_an_error_at_its_step() {
         let pb = FIO_PB.replace("size: \"{{ size }}\"", "filename: /dev/sda");
         let e = plan(&pb, Vars::new(), None).unwrap_err().to_string();

@@ -49,12 +49,37 @@ pub struct ActionDoc {
     pub metrics: &'static [MetricDecl],
     /// The argument whose entries are metrics of the step's own (`exec`'s).
     pub own_metrics: Option<&'static str>,
+    /// The programs it needs on the host.
+    pub tools: &'static [&'static str],
+    /// It may write data onto its target (weighed against the target's size).
+    pub writes_data: bool,
 }
 
 impl ActionDoc {
     /// Measured: it reports metrics. The others set up and tear down.
     pub fn is_workload(&self) -> bool {
         !self.metrics.is_empty() || self.own_metrics.is_some()
+    }
+
+    /// What the plan checks before the host is touched, as sentences:
+    /// the tools it needs, and whether its data must fit its target.
+    pub fn checks(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.tools.is_empty() {
+            let tools: Vec<String> = self.tools.iter().map(|t| format!("`{t}`")).collect();
+            let which = if tools.len() > 1 { "either" } else { "it" };
+            out.push(format!(
+                "Needs {} on the host: on a host whose facts lack {which}, its cells are unsupported",
+                tools.join(" and ")
+            ));
+        }
+        if self.writes_data {
+            out.push(
+                "Writes data onto its target: a cell whose data would not fit the scratch devices there is unsupported"
+                    .to_string(),
+            );
+        }
+        out
     }
 }
 
@@ -173,6 +198,8 @@ pub fn action(name: &str) -> Option<ActionDoc> {
         args: args(name),
         metrics: Action::metrics(name)?,
         own_metrics: Action::metrics_argument(name),
+        tools: Action::tools(name),
+        writes_data: Action::writes_data(name),
     })
 }
 
@@ -510,7 +537,15 @@ mod tests {
             ..Entry::default()
         }];
         let metrics: &[MetricDecl] = &[MetricDecl { about: "", ..benchrig_wire::metrics::TIME }];
-        let actions = [ActionDoc { name: "x", about: String::new(), args, metrics, own_metrics: None }];
+        let actions = [ActionDoc {
+            name: "x",
+            about: String::new(),
+            args,
+            metrics,
+            own_metrics: None,
+            tools: &[],
+            writes_data: false,
+        }];
         assert_eq!(undescribed(&levels, &actions), ["l key k", "action x", "x argument a value w", "x metric time"]);
     }
 

@@ -44,6 +44,9 @@ fn summary(about: &str) -> &str {
 pub fn action(a: &ActionDoc, sizes: &str) -> String {
     let kind = if a.is_workload() { "workload: measured, reports metrics" } else { "action: sets up or tears down" };
     let mut out = format!("{} ({kind})\n\n{}", a.name, wrap(&a.about, 2));
+    for check in a.checks() {
+        out += &wrap(&format!("{check}."), 2);
+    }
     if a.args.is_empty() {
         out += "\nArguments: none.\n";
     } else {
@@ -212,6 +215,9 @@ pub fn levels_md(levels: &[Level]) -> String {
 /// One action or workload as markdown.
 pub fn action_md(a: &ActionDoc, sizes: &str) -> String {
     let mut out = format!("### `{}`\n\n{}\n\n", a.name, html(&a.about));
+    for check in a.checks() {
+        out += &format!("{}.\n\n", html(&check));
+    }
     if a.args.is_empty() {
         out += "Arguments: none.\n\n";
     } else {

@@ -80,12 +80,6 @@ pub(super) fn absorb(outcome: &mut CellOutcome, bad: CellOutcome) {
     }
 }
 
-/// Info values kept as artifacts rather than in the cell's info.
-const ARTIFACT_KEYS: &[&str] = &["fs_dump"];
-/// A measured step's info values kept as artifacts (one per repetition)
-/// rather than in every sample's info: fio's whole JSON output.
-const SAMPLE_ARTIFACT_KEYS: &[&str] = &["fio_output"];
-
 fn store_failed(e: crate::store::StoreError) -> CellOutcome {
     CellOutcome::Failed(format!("storing results: {e}"))
 }
@@ -349,19 +343,34 @@ impl CellRunner<'_> {
         worst
     }
 
-    /// What a setup step said, with the cell: long text (a filesystem's
-    /// dump) as an artifact, the rest as the cell's info (returned).
+    /// Store as the cell's artifacts, named `{name}: {key}`, the long text
+    /// `action`'s row keeps (a filesystem's dump, fio's whole output),
+    /// taking it out of `info`.
+    fn keep_artifacts(
+        &self,
+        cell_id: i64,
+        action: &Action,
+        name: &str,
+        info: &mut serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), crate::store::StoreError> {
+        for key in Action::kept_keys(action.name()) {
+            if let Some(serde_json::Value::String(text)) = info.remove(*key) {
+                self.store.add_artifact(cell_id, &format!("{name}: {key}"), &text)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What a setup step said, with the cell: what its row keeps as
+    /// artifacts, the rest as the cell's info (returned).
     fn record_setup(
         &self,
         cell_id: i64,
+        action: &Action,
         step: &str,
         mut info: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Map<String, serde_json::Value>, crate::store::StoreError> {
-        for key in ARTIFACT_KEYS {
-            if let Some(serde_json::Value::String(text)) = info.remove(*key) {
-                self.store.add_artifact(cell_id, &format!("{step}: {key}"), &text)?;
-            }
-        }
+        self.keep_artifacts(cell_id, action, step, &mut info)?;
         self.store.add_cell_info(cell_id, step, &info)?;
         Ok(info)
     }
@@ -392,7 +401,7 @@ impl CellRunner<'_> {
             match self.step(cell, s, true, None).await {
                 Ok(out) => {
                     let key = format!("setup[{i}] {}@{}", s.name, s.host);
-                    let info = self.record_setup(cell_id, &key, out.info).map_err(store_failed)?;
+                    let info = self.record_setup(cell_id, &s.action, &key, out.info).map_err(store_failed)?;
                     made.push((key, info));
                 }
                 Err(bad) => {
@@ -457,12 +466,9 @@ impl CellRunner<'_> {
             if let Some(rep) = rep {
                 let step =
                     StepRef { index, name: &s.name, workload: s.action.name(), repetition: rep, attempt: self.attempt };
-                for key in SAMPLE_ARTIFACT_KEYS {
-                    if let Some(serde_json::Value::String(text)) = out.info.remove(*key) {
-                        let name = format!("rep {rep} benchmark[{index}] {}@{}: {key}", s.name, s.host);
-                        self.store.add_artifact(cell_id, &name, &text).map_err(store_failed)?;
-                    }
-                }
+                // One per repetition, not in every sample's info.
+                let name = format!("rep {rep} benchmark[{index}] {}@{}", s.name, s.host);
+                self.keep_artifacts(cell_id, &s.action, &name, &mut out.info).map_err(store_failed)?;
                 self.store.add_samples(cell_id, &step, &out).map_err(store_failed)?;
             }
             if let Some(m) = out.metrics.first() {
