@@ -159,14 +159,14 @@ impl Bisect {
         }
         let r = &self.recipe;
         let result = run::run(RunOptions {
-            plan: RunPlan::Playbook {
+            plan: RunPlan::Playbook(run::Recipe {
                 playbook: playbook.to_path_buf(),
+                inventory: r.inventory.clone(),
                 limit: r.limit.clone(),
-                tags: crate::playbook::TagFilter::new(&[], &[]),
+                tags: crate::playbook::TagFilter::default(),
                 extra_vars: r.vars_for(&rev.id),
                 name: Some(format!("bisect-{}-{}", self.id, rev.short())),
-            },
-            inventory: r.inventory.clone(),
+            }),
             forks: self.forks,
             db: self.db.clone(),
             progress: self.progress,

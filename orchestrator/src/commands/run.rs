@@ -6,11 +6,14 @@ use crate::cli::RunArgs;
 use crate::extra_vars;
 use crate::playbook::TagFilter;
 use crate::progress::Progress;
-use crate::run::{self, RunOptions, RunPlan};
+use crate::run::{self, Recipe, RunOptions, RunPlan};
 
 pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
     let plan = match (args.resume, args.playbook) {
-        (Some(run), _) => RunPlan::Resume { run, retry_failed: args.retry_failed },
+        (Some(run), _) => {
+            let inventory = args.play.hosts.inventory.clone();
+            RunPlan::Resume { run, retry_failed: args.retry_failed, inventory }
+        }
         (None, Some(playbook)) if args.check => {
             return super::plan::run(crate::cli::PlanArgs { playbook, play: args.play });
         }
@@ -18,13 +21,14 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
             if let Some(done) = super::plan::listing(&playbook, &args.play) {
                 return done;
             }
-            RunPlan::Playbook {
+            RunPlan::Playbook(Recipe {
                 playbook,
+                inventory: args.play.hosts.inventory.clone(),
                 limit: args.play.hosts.limit.clone(),
                 tags: TagFilter::new(&args.play.tags, &args.play.skip_tags),
                 extra_vars: extra_vars::parse(&args.play.extra_vars).map_err(anyhow::Error::msg)?,
                 name: args.name,
-            }
+            })
         }
         (None, None) => unreachable!("clap requires a playbook unless --resume is given"),
     };
@@ -38,7 +42,6 @@ pub async fn run(args: RunArgs, progress: Progress) -> anyhow::Result<i32> {
     let connection = super::connection_defaults(&args.play.hosts)?;
     let result = run::run(RunOptions {
         plan,
-        inventory: args.play.hosts.inventory,
         forks: args.play.hosts.forks,
         db: args.play.hosts.db.db,
         progress,

@@ -6,10 +6,13 @@
 
 use super::{Playbook, Step};
 
-#[derive(Clone, Debug, Default)]
+/// Stored with a run (`run::recipe`) under the flags' names.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TagFilter {
     /// Empty means `all`.
+    #[serde(default, rename = "tags")]
     pub only: Vec<String>,
+    #[serde(default, rename = "skip_tags")]
     pub skip: Vec<String>,
 }
 

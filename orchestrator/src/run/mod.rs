@@ -14,6 +14,7 @@ pub mod executor;
 pub mod leases;
 mod plays;
 pub mod policy;
+pub mod recipe;
 mod recovery;
 pub mod resume;
 pub mod schedule;
@@ -21,10 +22,9 @@ mod shared;
 mod slots;
 
 pub use check::{check, Checked};
+pub use recipe::Recipe;
 
 use crate::exit_code;
-use crate::inventory::Vars;
-use crate::playbook::TagFilter;
 use crate::progress::Progress;
 use crate::session::deploy::AgentBuilds;
 use crate::session::transport::ConnectionSpec;
@@ -41,15 +41,15 @@ use tokio::sync::{watch, Mutex, Semaphore};
 /// What a run runs.
 pub enum RunPlan {
     /// A new run of a playbook.
-    Playbook { playbook: PathBuf, limit: Option<String>, tags: TagFilter, extra_vars: Vars, name: Option<String> },
-    /// What a stored run lacks, in place (`--resume RUN [--retry-failed]`).
-    Resume { run: String, retry_failed: bool },
+    Playbook(Recipe),
+    /// What a stored run lacks, in place (`--resume RUN [--retry-failed]`),
+    /// with today's `inventory` instead of the stored one when given.
+    Resume { run: String, retry_failed: bool, inventory: Vec<PathBuf> },
 }
 
+/// A run: what it runs, and what this invocation gives afresh.
 pub struct RunOptions {
     pub plan: RunPlan,
-    /// Resuming, empty means the paths stored with the run.
-    pub inventory: Vec<PathBuf>,
     pub forks: usize,
     pub db: crate::store::DbLocation,
     pub progress: Progress,
@@ -86,7 +86,7 @@ pub struct RunResult {
 struct Begun {
     store: Store,
     checked: Checked,
-    extra: Vars,
+    recipe: Recipe,
     /// The run being resumed.
     resumed: Option<i64>,
     /// Hosts with nothing left (resuming).
@@ -98,21 +98,30 @@ struct Begun {
 
 fn begin(opts: &RunOptions) -> anyhow::Result<Begun> {
     match &opts.plan {
-        RunPlan::Playbook { playbook, limit, tags, extra_vars, .. } => {
-            let checked = check(playbook, &opts.inventory, limit.as_deref(), extra_vars, tags)?;
+        RunPlan::Playbook(recipe) => {
+            let r = recipe;
+            let checked = check(&r.playbook, &r.inventory, r.limit.as_deref(), &r.extra_vars, &r.tags)?;
             if checked.hosts.is_empty() {
                 anyhow::bail!("no hosts matched (check `hosts:` in the playbook and --limit)");
             }
             let store = Store::open(&opts.db)?;
-            let extra = extra_vars.clone();
-            Ok(Begun { store, checked, extra, resumed: None, idle: HashSet::new(), facts: vec![], retry_failed: false })
+            let recipe = recipe.clone();
+            Ok(Begun {
+                store,
+                checked,
+                recipe,
+                resumed: None,
+                idle: HashSet::new(),
+                facts: vec![],
+                retry_failed: false,
+            })
         }
-        RunPlan::Resume { run, retry_failed } => {
+        RunPlan::Resume { run, retry_failed, inventory } => {
             let store = Store::open(&opts.db)?;
-            let p = resume::prepare(&store, run, &opts.inventory, *retry_failed)?;
-            let (checked, extra, idle, facts) = (p.checked, p.extra, p.idle, p.facts);
+            let p = resume::prepare(&store, run, inventory, *retry_failed)?;
+            let (checked, recipe, idle, facts) = (p.checked, p.recipe, p.idle, p.facts);
             let resumed = Some(p.record.id);
-            Ok(Begun { store, checked, extra, resumed, idle, facts, retry_failed: *retry_failed })
+            Ok(Begun { store, checked, recipe, resumed, idle, facts, retry_failed: *retry_failed })
         }
     }
 }
@@ -164,24 +173,24 @@ async fn run_to_end(opts: RunOptions, quit: tokio::sync::oneshot::Sender<()>) ->
             Arc::new(leases::hold(&store, &ask, opts.progress).await?)
         }
     };
-    let run = match (begun.resumed, &opts.plan) {
-        (Some(run), _) => run,
-        (None, RunPlan::Playbook { playbook, limit, tags, name, .. }) => {
+    let run = match begun.resumed {
+        Some(run) => run,
+        None => {
+            let recipe = &begun.recipe;
             let run = store.create_run(&NewRun {
-                name: name.as_deref(),
-                playbook: &playbook.display().to_string(),
+                name: recipe.name.as_deref(),
+                playbook: &recipe.playbook_name(),
                 playbook_text: &checked.playbook.text,
                 inventory: &checked.inventory.sources.join(", "),
-                limit: limit.as_deref(),
-                extra_vars: &serde_json::Value::Object(crate::session::transport::redact(&begun.extra)),
-                options: &resume::Recipe::new(&opts.inventory, tags, playbook).to_json(),
+                limit: recipe.limit.as_deref(),
+                extra_vars: &serde_json::Value::Object(crate::session::transport::redact(&recipe.extra_vars)),
+                options: &recipe.stored_options(),
             })?;
             for h in checked.hosts.keys() {
                 store.set_host(run, h, HostStatus::Pending, None)?;
             }
             run
         }
-        (None, RunPlan::Resume { .. }) => unreachable!("a resume has its run"),
     };
     held.for_run(run)?;
     let who = format!("{} pid {}", held.holder.who, held.holder.pid);
@@ -249,7 +258,7 @@ async fn run_to_end(opts: RunOptions, quit: tokio::sync::oneshot::Sender<()>) ->
         })
         .collect();
     let ctx = Arc::new(RunContext {
-        extra: begun.extra,
+        extra: begun.recipe.extra_vars,
         store: store.clone(),
         run,
         builds,

@@ -7,9 +7,9 @@
 
 use super::check::{check_playbook, Checked};
 use super::policy;
-use crate::inventory::Vars;
+use super::recipe::Recipe;
 use crate::plan::{self, Cell, HostInput};
-use crate::playbook::{self, TagFilter};
+use crate::playbook;
 use crate::status::HostStatus;
 use crate::store::{CellRow, RunRecord, Store};
 use benchrig_wire::facts::Facts;
@@ -32,53 +32,11 @@ pub enum ResumeRefused {
     Cell { run: i64, host: String, cell: String, what: String },
 }
 
-/// What a new run stores so that `--resume` can plan it again (the run's
-/// `options`), written and read as this type. Its keys are those stored
-/// before it was one, so an older run resumes as it did.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Recipe {
-    /// Absolute, so a resume from another directory reads the same file.
-    pub playbook: Option<PathBuf>,
-    /// An inventory's files, anchored the same way; a list of hosts as given.
-    pub inventory: Vec<PathBuf>,
-    pub tags: Vec<String>,
-    pub skip_tags: Vec<String>,
-}
-
-impl Recipe {
-    pub fn new(inventory: &[PathBuf], tags: &TagFilter, playbook: &std::path::Path) -> Recipe {
-        let here = std::env::current_dir().unwrap_or_default();
-        Recipe {
-            playbook: Some(std::path::absolute(playbook).unwrap_or_else(|_| playbook.to_path_buf())),
-            inventory: inventory.iter().map(|p| crate::inventory::anchored(p, &here)).collect(),
-            tags: tags.only.clone(),
-            skip_tags: tags.skip.clone(),
-        }
-    }
-
-    pub fn to_json(&self) -> Json {
-        serde_json::to_value(self).expect("a recipe is plain data")
-    }
-
-    /// As run `run` stored it; `None` for a run stored before recipes were.
-    fn stored(run: i64, options: Option<&Json>) -> anyhow::Result<Option<Recipe>> {
-        let Some(json) = options else { return Ok(None) };
-        let recipe = serde_json::from_value(json.clone())
-            .map_err(|e| anyhow::anyhow!("run {run}: its stored options do not read as a recipe: {e}"))?;
-        Ok(Some(recipe))
-    }
-
-    fn tags(&self) -> TagFilter {
-        TagFilter { only: self.tags.clone(), skip: self.skip_tags.clone() }
-    }
-}
-
 /// A run to resume, planned again.
 pub struct Prepared {
     pub record: RunRecord,
     pub checked: Checked,
-    pub extra: Vars,
+    pub recipe: Recipe,
     /// Hosts with nothing left to run: not leased, not connected.
     pub idle: HashSet<String>,
     /// The facts each host had in the run (what an idle host plans with).
@@ -92,18 +50,13 @@ pub fn prepare(store: &Store, spec: &str, inventory: &[PathBuf], retry_failed: b
     if let Some(when) = &record.imported {
         return Err(ResumeRefused::Imported { run: record.id, when: when.clone() }.into());
     }
-    let recipe = Recipe::stored(record.id, record.options.as_ref())?;
-    let inventory: Vec<PathBuf> = match &recipe {
-        _ if !inventory.is_empty() => inventory.to_vec(),
-        Some(r) => r.inventory.clone(),
-        // Stored before recipes were: the sources as they were listed.
-        None => record.inventory.split(", ").filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
-    };
-    let tags = recipe.as_ref().map(Recipe::tags).unwrap_or_default();
-    let name = recipe.as_ref().and_then(|r| r.playbook.as_ref()).map(|p| p.display().to_string());
-    let pb = playbook::parse(name.as_deref().unwrap_or(&record.playbook), &record.playbook_text)?;
-    let extra: Vars = record.extra_vars.as_object().cloned().unwrap_or_default();
-    let checked = check_playbook(pb, &inventory, record.limit.as_deref(), &extra, &tags)?;
+    let mut recipe = Recipe::of_run(&record)?;
+    if !inventory.is_empty() {
+        recipe.inventory = inventory.to_vec();
+    }
+    let r = &recipe;
+    let pb = playbook::parse(&r.playbook_name(), &record.playbook_text)?;
+    let checked = check_playbook(pb, &r.inventory, r.limit.as_deref(), &r.extra_vars, &r.tags)?;
 
     let run = record.id;
     let stored_hosts = store.hosts(run)?;
@@ -123,7 +76,7 @@ pub fn prepare(store: &Store, spec: &str, inventory: &[PathBuf], retry_failed: b
         .collect();
     let cells = store.cells(run)?;
     let idle = idle_hosts(&stored_hosts, &cells, retry_failed);
-    let prepared = Prepared { record, checked, extra, idle, facts };
+    let prepared = Prepared { record, checked, recipe, idle, facts };
     compare_plans(&prepared, &cells)?;
     Ok(prepared)
 }
@@ -171,15 +124,20 @@ fn compare_plans(p: &Prepared, cells: &[CellRow]) -> Result<(), ResumeRefused> {
         let planned: Vec<Cell> = if play.roles.is_empty() {
             let mut all = Vec::new();
             for h in hosts.iter().filter(|h| !p.idle.contains(*h)) {
-                let input =
-                    HostInput { inventory: &p.checked.inventory, host: h, extra_vars: &p.extra, facts: facts_of(h) };
+                let input = HostInput {
+                    inventory: &p.checked.inventory,
+                    host: h,
+                    extra_vars: &p.recipe.extra_vars,
+                    facts: facts_of(h),
+                };
                 // A plan that needs facts the run never got is checked once they are in.
                 all.extend(plan::plan_play(play, pi, &input, t).unwrap_or_default());
             }
             all
         } else {
             let facts: Vec<(&str, &Facts)> = p.facts.iter().map(|(h, f)| (h.as_str(), f)).collect();
-            plan::plan_role_play(play, pi, &p.checked.inventory, &hosts, &p.extra, &facts, t).unwrap_or_default()
+            plan::plan_role_play(play, pi, &p.checked.inventory, &hosts, &p.recipe.extra_vars, &facts, t)
+                .unwrap_or_default()
         };
         for cell in &planned {
             let stored = stored_cells.get(&(cell.host.as_str(), cell.key.as_str()));
@@ -259,27 +217,10 @@ fn first_difference(a: &Json, b: &Json, path: String) -> Option<(String, Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inventory::Vars;
+    use crate::playbook::TagFilter;
     use crate::status::CellStatus;
     use serde_json::json;
-
-    #[test]
-    fn a_recipe_is_stored_with_the_keys_older_runs_have_and_read_back_whole() {
-        let tags = TagFilter { only: vec!["t1".into()], skip: vec!["slow".into()] };
-        let r = Recipe::new(&[PathBuf::from("/etc/lab.ini"), PathBuf::from("h1,h2,")], &tags, "/p/x.yml".as_ref());
-        let stored = r.to_json();
-        // What `resume::options` wrote before the recipe was a type.
-        assert_eq!(
-            stored,
-            json!({"playbook": "/p/x.yml", "inventory": ["/etc/lab.ini", "h1,h2,"], "tags": ["t1"], "skip_tags": ["slow"]})
-        );
-        assert_eq!(Recipe::stored(1, Some(&stored)).unwrap(), Some(r));
-        assert_eq!(Recipe::stored(1, None).unwrap(), None, "a run stored before options were");
-        let partial = Recipe::stored(1, Some(&json!({"playbook": "/p/x.yml"}))).unwrap().unwrap();
-        let t = partial.tags();
-        assert!(t.only.is_empty() && t.skip.is_empty() && partial.inventory.is_empty(), "{partial:?}");
-        let e = Recipe::stored(7, Some(&json!({"tags": "t1"}))).unwrap_err().to_string();
-        assert!(e.starts_with("run 7: its stored options do not read as a recipe"), "{e}");
-    }
 
     fn cell(device_path: &str, size: &str) -> Cell {
         let inv_dir = tempfile::tempdir().unwrap();

@@ -20,8 +20,8 @@ pub struct RunRecord {
     pub inventory: String,
     pub limit: Option<String>,
     pub extra_vars: Json,
-    /// `{"inventory": [paths], "tags": [..], "skip_tags": [..]}`; none for
-    /// runs stored before options were.
+    /// `run::recipe::Recipe`'s part not in the columns above: playbook,
+    /// inventory paths and tags; none for runs stored before options were.
     pub options: Option<Json>,
     pub status: RunStatus,
     /// The benchrig that started it.

@@ -146,8 +146,8 @@ pub struct NewRun<'a> {
     pub inventory: &'a str,
     pub limit: Option<&'a str>,
     pub extra_vars: &'a Json,
-    /// What else `--resume` needs to plan the run again: the inventory
-    /// paths and the tag filter (`RunRecord::options`).
+    /// What else `--resume` needs to plan the run again
+    /// (`run::recipe::Recipe::stored_options`).
     pub options: &'a Json,
 }
 
