@@ -4,6 +4,7 @@
 //! with `posix_fadvise(DONTNEED)` (the only way without root). Then check:
 //! the pages of the file still in memory are counted (mincore), eviction is
 //! retried while any remain, and the count is recorded with the sample.
+//! Test: `tree_workloads.rs::a_cold_acl_check_of_a_tree_just_written_reads_inodes_and_acls_from_the_disk`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

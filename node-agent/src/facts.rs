@@ -1,5 +1,11 @@
 //! Gathering the host's facts from /proc, /sys and the tools on PATH.
 //! Best effort throughout: a fact that cannot be read is left empty, never an error.
+//!
+//! Beside the machine's memory and CPUs it records what the agent may
+//! really use (the tightest limits of its cgroups, `cgroup`, and its CPU
+//! affinity), and the filesystems the kernel has loaded or can load (the
+//! `fs-*` aliases in modules.alias), so the planner can mark a cell
+//! unsupported before the host is touched.
 
 use crate::scratch::Place;
 use crate::sysfs::SysView;

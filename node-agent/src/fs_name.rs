@@ -10,6 +10,8 @@
 //! holds, a mkfs that cannot be told a UUID). And because a label is only
 //! a name, the link is believed only when the device it points at carries
 //! that name ([`FsName::carried_by`]): a stale link is refused, not followed.
+//! A raw write or a volume member named this way is `unsupported`: neither
+//! can keep the name.
 
 use crate::cmd;
 use std::path::Path;

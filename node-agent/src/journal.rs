@@ -21,7 +21,7 @@
 //! Not journaled: NFS exports carry their own pid and boot in their file
 //! (`exports::remove_stale`, run at the same start); a filesystem a cold
 //! step froze is one of our mounts, and unmounting thaws it first
-//! (`state::unmount`); a reboot undoes the rest, so another boot's journal
+//! (`undo::unmount`); a reboot undoes the rest, so another boot's journal
 //! is only removed.
 
 use crate::exports::boot_id;

@@ -2,6 +2,12 @@
 //! stdin/stdout, started by the orchestrator's start script, with
 //! `--verified` when that script has checked its sha256), `--version`
 //! and `--sha256`. Everything else is the library's.
+//!
+//! Before it serves, the protocol moves to a private descriptor and fd 1
+//! points at stderr, so nothing but frames can reach the channel, not even
+//! a child's output. SIGINT and SIGHUP are caught and do nothing
+//! (`supervisor::outlive_interrupts`): the agent's life is tied to its
+//! channel, not to a terminal.
 
 use benchrig_agent::outbox::Outbox;
 use benchrig_agent::{named_sha256, self_sha256, session, sysfs::SysView};

@@ -4,6 +4,19 @@
 //! `scratch_devices`, but the agent is the one about to write, on the host,
 //! at that moment: it checks again. A refusal names its rule and changes
 //! nothing.
+//!
+//! The rules, in the order a person wants to hear them ([`check`]; that the
+//! name is listed is `scratch::listed`'s): not behind a system mount, not
+//! mounted, not a partition of the system disk (unless `wipe` and the
+//! disk's `serial`), not swap, no holders (md, dm, LVM), not claimed (an
+//! `O_EXCL` open fails while the kernel holds the device, in any mount
+//! namespace), the expected serial, writable, and, unless `wipe`, no
+//! partitions and no signature but the filesystem benchrig made there last
+//! (by UUID, from the `ledger`). Before these, `scratch` makes sure a
+//! `kind: image` is a regular file, and lets one benchrig created (its
+//! `.benchrig` marker) be formatted over without `wipe`. The kernel's view
+//! comes through `sysfs::SysView` and the device through [`DeviceProbe`],
+//! so tests run every rule on fake trees.
 
 use crate::ledger::Made;
 use crate::signature::Signature;

@@ -1,10 +1,12 @@
-//! Is there anything on this device? Filesystem, RAID, LVM, LUKS, swap and
-//! partition-table signatures found by their magic numbers, with the
-//! filesystem's UUID where its superblock has one.
+//! Is there anything on this device? Filesystem, RAID, LVM, LUKS, swap,
+//! partition-table, ZFS, bcache, Oracle ASM and disk-image (qcow2, vmdk)
+//! signatures found by their magic numbers, with the filesystem's UUID
+//! where its superblock has one.
 //!
 //! By hand because the agent is static and pure Rust (no libblkid); the
 //! table covers what a lab disk plausibly carries. Where `blkid` exists on
-//! the host, the safety check asks it too.
+//! the host, the safety check asks it too (`blkid -p`), and anything but
+//! its "nothing found" counts as a signature.
 
 use std::io::{self, Read, Seek, SeekFrom};
 

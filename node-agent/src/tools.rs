@@ -1,4 +1,6 @@
 //! The host tools benchrig cares about and how each one states its version.
+//! Each binary is asked once: the answers are kept in `tool-versions.json`
+//! beside the agent, keyed by the binary's real path, size, mtime and inode.
 
 use crate::cmd;
 use std::collections::HashMap;

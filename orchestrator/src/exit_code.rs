@@ -3,7 +3,10 @@
 //! README.md list them ([`HELP`]); keep the three in step.
 //!
 //! They follow Ansible's where Ansible has one (2 failed, 4 unreachable),
-//! and the shell's for signals (128 + the signal number).
+//! and the shell's for signals (128 + the signal number). A bad flag is 1,
+//! not clap's own 2: `main` parses with `try_get_matches_from`. SIGPIPE
+//! stays ignored, so a closed stdout is an `io::Error` (commands print with
+//! `out!`/`outln!`, which return it) that `main` ends on quietly with 141.
 
 /// Everything asked for was done: every cell ok, no regression found.
 pub const OK: i32 = 0;

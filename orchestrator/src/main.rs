@@ -1,5 +1,13 @@
 //! `benchrig`: parse the command line, start logging, hand the command to
 //! its module in `commands`, and print an error, once, where one ends it.
+//!
+//! The config file is read first: its values become the flags' defaults
+//! (`settings::apply`). An error becomes its exit code here alone
+//! (`exit_code::for_error`). `main` shuts the runtime down and returns its
+//! `ExitCode` rather than calling `process::exit`, so every destructor
+//! runs: the run's leases are released, and SQLite checkpoints its WAL
+//! instead of leaving `-wal` beside the database
+//! (`lab/main.rs::quickstart_with_no_inventory_runs_on_this_machine`).
 
 use benchrig::cli::{Cli, ColorChoice, Command};
 use benchrig::commands;

@@ -1,6 +1,14 @@
 //! The arguments of every action, as a playbook writes them (after
 //! templates are rendered). Unknown fields are refused, so a misspelt
 //! argument is an error at plan time, with the list of valid ones.
+//!
+//! Checks both sides need live here (`TuneArgs::thp_parts`,
+//! `TuneArgs::check_sysctl_name`), so the orchestrator's parser and the
+//! agent refuse the same values. Behind the `schema` feature, which only
+//! the orchestrator enables (the agent never builds schemars), each type
+//! gives its JSON Schema for `benchrig schema` and `benchrig doc`: doc
+//! comments become descriptions, and an argument with a unit says it in
+//! `x-unit`, an annotation validators ignore.
 
 use crate::units::ByteSize;
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,9 @@
 //! the target's directory as fio's `directory`.
 //!
 //! Shared by the planner (checks and the data a job writes, before any host
-//! is touched) and the agent (a job file that lives on the host).
+//! is touched) and the agent (a job file that lives on the host). `FioArgs`
+//! (in `args`) runs these checks when it is deserialized, so a refused
+//! option in a playbook is a plan error at its step.
 
 use crate::units::ByteSize;
 use indexmap::IndexMap;

@@ -4,6 +4,10 @@
 //! reports from these (`Metric::of`), `Action::declares` checks a reported
 //! one against the row (the agent's dispatch and its tests call it), and
 //! `benchrig doc` prints them, so the reference says what a run stores.
+//!
+//! Which way is better stays a typed `Better` end to end: the store writes
+//! its word and reads it back as one (an unknown word is an error), and
+//! `compare`, `history` and `bisect` judge on the type, never on a string.
 
 use crate::args::Better;
 

@@ -2,6 +2,13 @@
 //!
 //! Order matters for safety: everything that can say "no" (listed? tool?
 //! kernel? safety rules?) runs before the one step that writes (mkfs).
+//! The kernel is asked before the tool (`kernel::supports_filesystem`):
+//! "the kernel has no reiserfs support" is the reason a person needs.
+//!
+//! Recorded with the cell: the mkfs version and the filesystem's own
+//! description (`dumpe2fs -h`, `xfs_info`, `btrfs filesystem show`). A
+//! mount that fails carries what the kernel logged about the device, which
+//! says why where mount(8) does not.
 
 use crate::fs_name::{self, FsName};
 use crate::kernel;

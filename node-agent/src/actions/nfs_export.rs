@@ -1,6 +1,10 @@
 //! `nfs_export`: serve a directory of a filesystem this session mounted over
 //! the kernel NFS server. Only what the agent mounted can be exported, and
-//! the export goes with its mount (see `state.rs`).
+//! the export goes with its mount (see `state.rs`). It goes to the
+//! `clients` the step names (there is no default), with `root_squash`
+//! unless its options say otherwise, and the mount is first remounted
+//! `nosuid,nodev`, so a client cannot plant setuid programs or devices on
+//! the server.
 
 use crate::exports::{self, Export};
 use crate::outbox::StepCtx;

@@ -7,6 +7,10 @@
 //! file each and hold its interval formulas, `sampler` is the thread that
 //! reads them every interval, and `watch` carries a step's request for
 //! monitors to the `measure::Meter` that starts and stops the sampler.
+//!
+//! Tests: captured snapshots (x86_64, the i686 `old` host, a 32-bit wrap)
+//! in `tests/data/monitor/`, and `tests/monitor_oracle.rs`, which checks
+//! every figure against `iostat -x` on the same snapshots.
 
 pub mod counter;
 pub mod cpu;

@@ -8,7 +8,9 @@
 //! A job file on the host is read and checked here as a playbook's mapping
 //! is at plan time (`benchrig_wire::fio`). Steady state (`ss`, `ss_dur`,
 //! `ss_ramp`) is fio's own; whether each job attained it goes into the
-//! step's info (`steady_state`), which the reports flag.
+//! step's info (`steady_state`), which the reports flag. fio's whole JSON
+//! goes back in the info as `fio_output`, which the action's row `keeps`:
+//! the orchestrator stores it as an artifact, not in every sample's info.
 
 use crate::cmd;
 use crate::measure::Meter;

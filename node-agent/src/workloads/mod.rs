@@ -1,6 +1,10 @@
 //! Measured workloads, one per file. Each times only what it claims to
 //! measure and returns metrics plus the [`Usage`](benchrig_wire::steps::Usage)
 //! of its timed region.
+//!
+//! What they share lives here (MB/s and `transfer_output`, a target's file
+//! and devices). Every metric is made from its declaration in
+//! `benchrig_wire::metrics` (`Metric::of`).
 
 pub mod acl_check;
 pub mod cold_read;

@@ -1,7 +1,10 @@
 //! The schema, versioned, in both dialects: migration N brings a database
 //! from version N-1 to N (SQLite's `user_version`, PostgreSQL's
 //! `benchrig_schema`; the adapters apply them). Never edit a released
-//! migration; add the next one, in both lists.
+//! migration; add the next one, in both lists. The tests compare the two
+//! dialects table by table and column by column (normalised type,
+//! nullability), as declared after every migration and as the migrated
+//! databases report them.
 
 /// SQLite's migrations.
 pub const SQLITE_MIGRATIONS: &[&str] = &[

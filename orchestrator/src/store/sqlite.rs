@@ -1,6 +1,9 @@
 //! The SQLite adapter: a file in WAL mode (every sample committed as it
 //! arrives, readers never waiting on a run), opened safely by several
-//! processes at once, migrated with `PRAGMA user_version`.
+//! processes at once, migrated with `PRAGMA user_version`. Every
+//! transaction begins IMMEDIATE (`Sql::begin`): a deferred one fails at its
+//! first write when another connection committed since it read (test:
+//! `store::tests::read_then_write_transactions_beside_another_writer_all_succeed`).
 
 use super::error::StoreError;
 use super::sql::{EachRow, Sql};

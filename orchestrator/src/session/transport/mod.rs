@@ -1,6 +1,7 @@
-//! How benchrig reaches a host: SSH (one ControlMaster per host, channels
-//! over its socket) or a local child process. Both behind [`Transport`], so
-//! deploy and the agent session do not care which.
+//! How benchrig reaches a host: SSH (a plain `ssh` process for the first
+//! channel, a ControlMaster only once a second channel is needed; see
+//! `ssh`) or a local child process. Both behind [`Transport`], so deploy
+//! and the agent session do not care which.
 
 mod local;
 mod spec;

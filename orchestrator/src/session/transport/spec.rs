@@ -79,8 +79,6 @@ pub fn redact(vars: &Vars) -> Vars {
     out
 }
 
-/// Give a host the password `--ask-become-pass` read, unless its own
-/// variables name one (as in Ansible, the host's variable wins).
 /// Connection settings from the command line, as ansible's `-u`,
 /// `--private-key`, `-b`/`--become-user` and `-K`: defaults under a host's
 /// own `ansible_*` variables, which win, as in Ansible.
@@ -112,6 +110,8 @@ impl ConnectionDefaults {
     }
 }
 
+/// Give a host the password `--ask-become-pass` read, unless its own
+/// variables name one (as in Ansible, the host's variable wins).
 pub fn with_become_password(vars: &mut Vars, password: Option<&Secret>) {
     if let Some(p) = password {
         if !BECOME_PASSWORD_VARS.iter().any(|n| vars.contains_key(*n)) {

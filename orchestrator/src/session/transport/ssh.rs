@@ -10,7 +10,7 @@
 //! one plain `ssh` to 128 hosts). Only a host that needs more
 //! channels (an upload, then the start again) gets a master, on first
 //! need; those channels then go over its socket with openssh's native mux
-//! client.
+//! client. `ControlPersist=30` bounds a master a killed orchestrator leaves.
 
 use super::{ConnectionSpec, ExecOutput, ProcessExit, RemoteProcess, Transport, TransportError};
 use async_trait::async_trait;
