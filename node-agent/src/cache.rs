@@ -1,6 +1,6 @@
 //! Making the next read cold: `sync` first (drop_caches frees only clean
 //! pages), then, as root, freeze and thaw this session's own filesystems
-//! (see [`checkpoint`]) and drop the page cache, and evict the file's own pages
+//! (see `checkpoint`) and drop the page cache, and evict the file's own pages
 //! with `posix_fadvise(DONTNEED)` (the only way without root). Then check:
 //! the pages of the file still in memory are counted (mincore), eviction is
 //! retried while any remain, and the count is recorded with the sample.

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
-/// The active word of a sysfs choice list ("none mq-deadline [bfq]" → bfq,
-/// "always [madvise] never" → madvise); a file without brackets is its value.
+/// The active word of a sysfs choice list (`none mq-deadline [bfq]` → bfq,
+/// `always [madvise] never` → madvise); a file without brackets is its value.
 pub fn bracketed(text: &str) -> String {
     text.split_whitespace()
         .find(|w| w.starts_with('['))

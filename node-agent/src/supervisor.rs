@@ -211,7 +211,7 @@ impl Supervised {
 
     /// Until the child exits, is cancelled (with `ctx`) or runs out of
     /// time (with `timeout`); then reap it. A cancelled or timed-out child's
-    /// group is killed and waited for, [`KILL_GRACE`] at most: one that
+    /// group is killed and waited for, `KILL_GRACE` at most: one that
     /// outlives that is an error, and left behind.
     pub fn wait(&mut self, ctx: Option<&StepCtx>, timeout: Option<Duration>) -> io::Result<(ExitStatus, Ended)> {
         let start = Instant::now();

@@ -1,5 +1,5 @@
 //! Measured workloads, one per file. Each times only what it claims to
-//! measure and returns metrics plus the [`Usage`](benchrig_wire::steps::Usage)
+//! measure and returns metrics plus the [`Usage`]
 //! of its timed region.
 //!
 //! What they share lives here (MB/s and `transfer_output`, a target's file

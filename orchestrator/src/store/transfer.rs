@@ -5,7 +5,7 @@
 //! Rows travel as column → value maps; ids are renumbered on import.
 //!
 //! An export is data from whoever sent it, never SQL: a row's keys must be
-//! columns its table has here ([`Columns`]), the values are bound, never
+//! columns its table has here (`Columns`), the values are bound, never
 //! pasted, and the file's size and lists are bounded ([`MAX_BYTES`],
 //! [`MAX_ROWS`]). The run is marked imported, and `--resume` refuses it:
 //! resuming replans from the stored playbook text, which the exporter wrote.

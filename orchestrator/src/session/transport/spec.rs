@@ -25,7 +25,7 @@ pub struct ConnectionSpec {
     pub become_: Option<Become>,
     pub connect_timeout_s: u64,
     /// `ansible_ssh_retries`: how many more times an unreachable host is
-    /// tried, with backoff ([`DEFAULT_RETRIES`] unless the host says).
+    /// tried, with backoff (`DEFAULT_RETRIES` unless the host says).
     pub retries: u32,
 }
 
