@@ -58,23 +58,8 @@ pub fn content_seed(seed: u64, index: u64) -> u64 {
     Rng::new(seed).next_u64() ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Counts after `scale`: (files, dirs); at least one directory.
-pub fn scaled_counts(args: &TreeArgs) -> Result<(u64, u64), String> {
-    if !(args.scale.is_finite() && args.scale > 0.0) {
-        return Err(format!("tree: scale must be a positive number, not {}", args.scale));
-    }
-    let files = (args.files as f64 * args.scale).round();
-    let dirs = (args.dirs as f64 * args.scale).round().max(1.0);
-    // Beyond this a plan would not fit in memory anyway; say so instead.
-    const MAX: f64 = 100_000_000.0;
-    if files > MAX || dirs > MAX {
-        return Err(format!("tree: {files} files / {dirs} directories is more than this agent plans ({MAX})"));
-    }
-    Ok((files as u64, dirs as u64))
-}
-
 pub fn plan(args: &TreeArgs) -> Result<Plan, String> {
-    let (n_files, n_dirs) = scaled_counts(args)?;
+    let (n_files, n_dirs) = args.scaled_counts()?;
     if n_dirs > 1 && args.fanout == 0 {
         return Err("tree: fanout 0 allows no subdirectories, but more than one directory was asked for".into());
     }

@@ -203,6 +203,34 @@ pub struct TreeArgs {
     pub acl_uid: u32,
 }
 
+impl TreeArgs {
+    /// Counts after `scale`: (files, dirs); at least one directory. The
+    /// agent builds these; the planner weighs them.
+    pub fn scaled_counts(&self) -> Result<(u64, u64), String> {
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return Err(format!("tree: scale must be a positive number, not {}", self.scale));
+        }
+        let files = (self.files as f64 * self.scale).round();
+        let dirs = (self.dirs as f64 * self.scale).round().max(1.0);
+        // Beyond this a plan would not fit in memory anyway; say so instead.
+        const MAX: f64 = 100_000_000.0;
+        if files > MAX || dirs > MAX {
+            return Err(format!("tree: {files} files / {dirs} directories is more than this agent plans ({MAX})"));
+        }
+        Ok((files as u64, dirs as u64))
+    }
+
+    /// About what the tree's files take on a filesystem of `block`-byte
+    /// blocks: files × `size` (exact, whatever the spread: `treegen`), each
+    /// file's last block whole (btrfs keeps the smallest inline: less
+    /// there). `None` where the agent would refuse the tree.
+    pub fn disk_bytes(&self, block: u64) -> Option<u64> {
+        let (files, _) = self.scaled_counts().ok()?;
+        let per_file = self.size.0.div_ceil(block.max(1)).saturating_mul(block.max(1));
+        Some(files.saturating_mul(per_file))
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]

@@ -157,9 +157,9 @@ actions! {
     /// Read one file raw or decompress it (lzo, gzip, zstd) from a cold cache.
     ColdRead(ColdReadArgs) = "cold_read" => [THROUGHPUT, TIME, USER, SYS] writes data,
     /// Add a device to a volume and rebalance, timed: data relocated per second.
-    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] needs ["btrfs"],
+    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] needs ["mkfs.btrfs", "btrfs"],
     /// Remove a device from a volume, timed: data relocated per second.
-    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] needs ["btrfs"],
+    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] needs ["mkfs.btrfs", "btrfs"],
     /// Sequential read, write (checked like mkfs) or device-to-device copy on raw scratch devices.
     Raw(RawArgs) = "raw" => [THROUGHPUT, TIME] writes data,
     /// Any command, timed; metrics parsed from its output (JSON path or regex).
@@ -377,6 +377,17 @@ mod tests {
             ACTION_NAMES.iter().copied().filter(|n| Action::metrics_argument(n).is_some()).collect();
         assert_eq!(owners, ["exec"]);
         assert!(Action::arg_names("exec").contains(&Action::metrics_argument("exec").unwrap()));
+    }
+
+    #[test]
+    fn every_tool_a_row_needs_is_one_the_facts_look_for() {
+        // Facts list only known tools: any other would read as missing everywhere.
+        for name in ACTION_NAMES {
+            for tool in Action::tools(name) {
+                assert!(crate::facts::KNOWN_TOOLS.iter().any(|(t, _)| t == tool), "{name} needs {tool}");
+            }
+        }
+        assert_eq!(Action::tools("fio"), ["fio"]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `nfs_export`: serve a directory of a filesystem this session mounted over
 //! the kernel NFS server. Only what the agent mounted can be exported, and
 //! the export goes with its mount (see `state.rs`). It goes to the
-//! `clients` the step names (there is no default), with `root_squash`
+//! `clients` the step names (the agent has none of its own: in a role
+//! play the planner names the cell's other hosts), with `root_squash`
 //! unless its options say otherwise, and the mount is first remounted
 //! `nosuid,nodev`, so a client cannot plant setuid programs or devices on
 //! the server.

@@ -8,7 +8,7 @@
 //! them, keeping for each mount its devices and the bytes written to it.
 
 use crate::human::mem;
-use benchrig_wire::steps::{Action, RawOp};
+use benchrig_wire::steps::{Action, Codec, CodecTool, RawOp};
 use std::collections::BTreeMap;
 
 /// The share of a filesystem's size that data may take: the rest is the
@@ -22,10 +22,13 @@ const FILL: f64 = 0.9;
 const RELOCATE: f64 = 0.45;
 
 struct Mount<'a> {
-    /// Scratch devices, or a ramdisk's or remote mount's name.
+    /// What steps name it by, as the agent does: its scratch device, a
+    /// volume's first member (for its whole life), a ramdisk's or remote
+    /// mount's name.
+    name: &'a str,
+    /// The scratch devices under it, whose sizes the facts state (none
+    /// for a ramdisk or a remote mount).
     devices: Vec<&'a str>,
-    /// On scratch devices, whose sizes the facts state (not a ramdisk or remote mount).
-    scratch: bool,
     /// Bytes per file written to it (a file written again replaces itself).
     files: BTreeMap<&'a str, u64>,
 }
@@ -35,6 +38,10 @@ impl Mount<'_> {
         self.files.values().sum()
     }
 }
+
+/// The block size a data file's last block is rounded to: mkfs's (ext4's
+/// and XFS's) on a device the size of a scratch device.
+const BLOCK: u64 = 4096;
 
 /// A step as far as capacity cares: the host it runs on and its action.
 /// (The planner's `PlannedStep` is one; a trait keeps this module below the
@@ -55,55 +62,57 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         let host = step.host();
         let capacity = |devices: &[&str]| devices.iter().map(|d| size(host, d)).sum::<Option<u64>>();
         let on_host = mounts.entry(host).or_default();
-        let mount = |devices: Vec<&'a str>, scratch| Mount { devices, scratch, files: BTreeMap::new() };
-        // What a step writes: (its target, its file or directory there, bytes).
-        let written: Option<(Option<&str>, &str, u64)> = match step.action() {
+        let mount = |name: &'a str, devices: Vec<&'a str>| Mount { name, devices, files: BTreeMap::new() };
+        let written: Option<Written> = match step.action() {
             Action::Filesystem(a) => {
-                on_host.push(mount(vec![a.device.as_str()], true));
+                on_host.push(mount(&a.device, vec![a.device.as_str()]));
                 None
             }
             Action::Volume(a) => {
-                on_host.push(mount(a.devices.iter().map(String::as_str).collect(), true));
+                let name = a.devices.first().map_or("", String::as_str);
+                on_host.push(mount(name, a.devices.iter().map(String::as_str).collect()));
                 None
             }
             // Targets too (a workload without one takes the newest), of a
             // size no scratch device states: nothing is decided on them.
             Action::Ramdisk(a) => {
-                on_host.push(mount(vec![a.name.as_str()], false));
+                on_host.push(mount(&a.name, vec![]));
                 None
             }
             Action::Mount(a) => {
-                on_host.push(mount(vec![a.name.as_str()], false));
+                on_host.push(mount(&a.name, vec![]));
                 None
             }
             Action::Unmount(a) => {
                 match &a.device {
-                    Some(d) => on_host.retain(|m| m.devices.first() != Some(&d.as_str())),
+                    Some(d) => on_host.retain(|m| m.name != d),
                     None => on_host.clear(),
                 }
                 None
             }
-            Action::SeqWrite(a) => Some((a.target.as_deref(), a.file.as_str(), a.size.0)),
+            Action::SeqWrite(a) => Some(Written::kept(a.target.as_deref(), &a.file, a.size.0)),
             // A job's files, in its directory: size × numjobs per job
             // (unknown for a job file on the host: nothing decided).
             Action::Fio(a) => {
-                a.job().ok().flatten().and_then(|j| j.data_bytes()).map(|b| (a.target.as_deref(), a.dir.as_str(), b))
+                let bytes = a.job().ok().flatten().and_then(|j| j.data_bytes());
+                bytes.map(|b| Written::kept(a.target.as_deref(), &a.dir, b))
             }
-            // The file it reads back, written first (compressed, at most
-            // its size: the uncompressed size bounds what stays).
-            Action::ColdRead(a) => Some((a.target.as_deref(), a.file.as_str(), a.size.0)),
-            // Exactly files × size, whatever the distribution (`treegen`).
-            Action::Tree(a) => {
-                let files = (a.files as f64 * a.scale).round();
-                (files.is_finite() && files >= 0.0)
-                    .then(|| (a.target.as_deref(), a.dir.as_str(), files as u64 * a.size.0))
+            // The file it reads back, at most its size once compressed. The
+            // host's compressor reads a plain copy, removed after it: both
+            // are there at once.
+            Action::ColdRead(a) => {
+                let plain_too = a.tool == CodecTool::External && a.codec != Codec::Raw;
+                let transient = if plain_too { a.size.0 } else { 0 };
+                Some(Written { transient, ..Written::kept(a.target.as_deref(), &a.file, a.size.0) })
             }
+            Action::Tree(a) => a.disk_bytes(BLOCK).map(|b| Written::kept(a.target.as_deref(), &a.dir, b)),
             // As much as the tree it copies, where that tree was built.
             Action::CopyTree(a) => pick(on_host, Some(&a.from))
                 .and_then(|m| m.files.get(a.from_dir.as_str()).copied())
-                .map(|bytes| (a.to.as_deref(), a.to_dir.as_str(), bytes)),
+                .map(|bytes| Written::kept(a.to.as_deref(), &a.to_dir, bytes)),
             Action::VolumeAdd(a) | Action::VolumeRemove(a) => {
-                let Some(m) = pick(on_host, a.volume.as_deref()) else { continue };
+                // Only a volume of scratch devices is one (the agent fails the rest).
+                let Some(m) = pick(on_host, a.volume.as_deref()).filter(|m| !m.devices.is_empty()) else { continue };
                 let adding = matches!(step.action(), Action::VolumeAdd(_));
                 // The tighter side: a balance spreads data from the devices
                 // there before; a removal packs it onto those left after.
@@ -156,10 +165,10 @@ pub fn shortfall<'a, S: HostStep + 'a>(
             | Action::Noop(_)
             | Action::Tune(_) => None,
         };
-        let Some((target, file, bytes)) = written else { continue };
-        let Some(m) = pick(on_host, target) else { continue };
-        m.files.insert(file, bytes);
-        let (data, cap) = (m.data(), capacity(&m.devices).filter(|_| m.scratch));
+        let Some(w) = written else { continue };
+        let Some(m) = pick(on_host, w.target) else { continue };
+        m.files.insert(w.file, w.bytes);
+        let (data, cap) = (m.data() + w.transient, capacity(&m.devices).filter(|_| !m.devices.is_empty()));
         if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
             return Some(format!(
                 "{} of data does not fit on {} ({}, of which {:.0}% may hold data)",
@@ -173,10 +182,29 @@ pub fn shortfall<'a, S: HostStep + 'a>(
     None
 }
 
-/// The mount a step works on: the named scratch's, or the latest, as the agent picks it.
+/// What a step writes on its target.
+struct Written<'a> {
+    /// The mount's name; the newest mount when absent.
+    target: Option<&'a str>,
+    /// The file or directory it writes there: written again, it replaces itself.
+    file: &'a str,
+    /// What stays.
+    bytes: u64,
+    /// What is there besides while the step runs, then goes.
+    transient: u64,
+}
+
+impl<'a> Written<'a> {
+    fn kept(target: Option<&'a str>, file: &'a str, bytes: u64) -> Written<'a> {
+        Written { target, file, bytes, transient: 0 }
+    }
+}
+
+/// The mount a step works on: the one of that name, or the newest, as the
+/// agent picks it (`HostState::target`).
 fn pick<'m, 'a>(mounts: &'m mut [Mount<'a>], name: Option<&str>) -> Option<&'m mut Mount<'a>> {
     match name {
-        Some(n) => mounts.iter_mut().rev().find(|m| m.devices.contains(&n)),
+        Some(n) => mounts.iter_mut().rev().find(|m| m.name == n),
         None => mounts.last_mut(),
     }
 }
@@ -372,5 +400,52 @@ mod tests {
         assert_eq!(shortfall(&on_ram, gib_each), None);
         let named = vec![on_ram[0].clone(), on_ram[1].clone(), step("seq_write", json!({"size": "2G", "target": "a"}))];
         assert!(shortfall(&named, gib_each).is_some());
+    }
+
+    #[test]
+    fn the_host_s_compressor_needs_room_for_the_plain_copy_beside_its_output() {
+        let cold =
+            |tool: &str| vec![ext4_on("a"), step("cold_read", json!({"size": "600M", "codec": "gzip", "tool": tool}))];
+        assert_eq!(shortfall(&cold("builtin"), gib_each), None);
+        let why = shortfall(&cold("external"), gib_each).unwrap();
+        assert!(why.starts_with("1.2 GiB of data does not fit on a"), "{why}");
+        // Once compressed, only the compressed file stays.
+        let mut after = cold("external");
+        after[1] = step("cold_read", json!({"size": "400M", "codec": "gzip", "tool": "external"}));
+        after.push(step("seq_write", json!({"size": "400M"})));
+        assert_eq!(shortfall(&after, gib_each), None);
+    }
+
+    #[test]
+    fn a_tree_s_small_files_take_a_whole_block_each() {
+        let tree = |size: &str| vec![ext4_on("a"), step("tree", json!({"files": 200_000, "dirs": 100, "size": size}))];
+        // 200 000 × 100 B is 19 MiB of data, but 781 MiB of 4 KiB blocks.
+        assert_eq!(shortfall(&tree("100"), gib_each), None);
+        let why = shortfall(&tree("5000"), gib_each).unwrap();
+        assert!(why.starts_with("1.5 GiB of data does not fit on a"), "{why}");
+        let absurd =
+            vec![ext4_on("a"), step("tree", json!({"files": u64::MAX, "dirs": 1, "size": "1G", "scale": 1e-12}))];
+        assert!(shortfall(&absurd, gib_each).is_some(), "saturates, never wraps");
+    }
+
+    #[test]
+    fn a_volume_keeps_its_first_member_s_name_and_only_a_volume_relocates() {
+        // As the agent: removing the first member leaves the volume its name.
+        let mut steps = vec![
+            step("volume", json!({"devices": ["a", "b", "c"]})),
+            step("volume_remove", json!({"device": "a"})),
+            step("seq_write", json!({"size": "1900M", "target": "a"})),
+        ];
+        let why = shortfall(&steps, gib_each).unwrap();
+        assert!(why.contains("does not fit on b + c (2.0 GiB"), "{why}");
+        steps.insert(2, step("unmount", json!({"device": "a"})));
+        assert_eq!(shortfall(&steps, gib_each), None, "unmounted by that name");
+        // A ramdisk named like a scratch device is not a volume to relocate on.
+        let ram = vec![
+            step("ramdisk", json!({"name": "a", "size": "3G"})),
+            step("seq_write", json!({"size": "2G"})),
+            step("volume_remove", json!({"device": "b"})),
+        ];
+        assert_eq!(shortfall(&ram, gib_each), None);
     }
 }

@@ -310,8 +310,9 @@ fn conditions_hold(s: &Step, ctx: &Json, t: &Templates) -> Result<bool, ConfigEr
     Ok(true)
 }
 
-/// Render a step's arguments for a cell and build its action; for a
-/// `filesystem` step, also say whether this host visibly cannot make it.
+/// Render a step's arguments for a cell and build its action, and say
+/// whether this host visibly cannot run it (a tool its row needs, or for
+/// `filesystem` its profile's kernel support and mkfs, is missing).
 fn build_action(
     s: &Step,
     ctx: &Json,

@@ -72,7 +72,7 @@ pub const SECRET_VARS: &[&str] =
     &["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass", "ansible_password", "ansible_ssh_pass"];
 
 /// `vars` without its password variables, for the store (a resumed run
-/// asks again: the inventory, `-e` or `--ask-become-pass`).
+/// takes them again from the inventory or `--ask-become-pass`).
 pub fn redact(vars: &Vars) -> Vars {
     let mut out = vars.clone();
     out.retain(|k, _| !SECRET_VARS.contains(&k.as_str()));
