@@ -17,6 +17,7 @@ macro_rules! say {
 pub mod acl;
 pub mod actions;
 pub mod buffer;
+pub mod builds;
 pub mod cache;
 pub mod cgroup;
 pub mod cmd;

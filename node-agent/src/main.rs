@@ -10,7 +10,7 @@
 //! channel, not to a terminal.
 
 use benchrig_agent::outbox::Outbox;
-use benchrig_agent::{named_sha256, self_sha256, session, sysfs::SysView};
+use benchrig_agent::{builds, named_sha256, self_sha256, session, sysfs::SysView};
 use std::fs::File;
 use std::io::BufWriter;
 
@@ -43,9 +43,10 @@ fn serve(verified: bool) {
     // has released its mounts. It ends when the channel closes.
     benchrig_agent::supervisor::outlive_interrupts();
     // Hashing ourselves again would cost as much as the script's check did.
-    let sha = verified
-        .then(named_sha256)
-        .flatten()
+    let named = named_sha256();
+    let sha = named
+        .clone()
+        .filter(|_| verified)
         .map_or_else(self_sha256, Ok)
         .unwrap_or_else(|e| fail(&format!("cannot hash /proc/self/exe: {e}")));
     // Frames get a private descriptor; fd 1 becomes stderr, so a stray print
@@ -54,6 +55,13 @@ fn serve(verified: bool) {
         .unwrap_or_else(|e| fail(&format!("cannot duplicate stdout: {e}")));
     rustix::stdio::dup2_stdout(rustix::stdio::stderr())
         .unwrap_or_else(|e| fail(&format!("cannot redirect stdout: {e}")));
+    // Housekeeping in the dir of builds we came from (a build not under
+    // its sha256's name was started by hand, from anywhere: none).
+    if let (Some(own), Ok(exe)) = (&named, std::env::current_exe()) {
+        if let Some(dir) = exe.parent() {
+            builds::tidy(dir, own, verified, std::time::SystemTime::now(), builds::UNUSED_FOR);
+        }
+    }
     let out = Outbox::new(Box::new(BufWriter::new(File::from(proto))));
     session::serve(std::io::stdin(), out, SysView::real(), sha);
 }
