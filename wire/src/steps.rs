@@ -17,15 +17,15 @@ macro_rules! writes {
 
 /// One place lists every action: its variant, argument type, name, the
 /// metrics it reports (`crate::metrics`; `own arg`: also one per entry of
-/// that argument), and after them, when they apply: the tools it `needs` on
-/// the host, the info keys it `keeps` as artifacts (long text stored
+/// that argument), and after them, when they apply: the filesystem its
+/// host's `kernel` must support, the tools it `needs` on the host, the info keys it `keeps` as artifacts (long text stored
 /// apart from the cell's info and samples), and whether it `writes` data
 /// onto a target (so `plan::capacity` must weigh it). The enum,
 /// [`ACTION_NAMES`] and every per-name lookup below come from it, so they
 /// cannot disagree.
 macro_rules! actions {
     ($( $(#[doc = $doc:literal])* $variant:ident($args:ty) = $name:literal
-        => [$($metric:ident),*] $(own $own:ident)? $(needs [$($tool:literal),*])?
+        => [$($metric:ident),*] $(own $own:ident)? $(kernel $kernel:literal)? $(needs [$($tool:literal),*])?
         $(keeps [$($kept:literal),*])? $(writes $writes:ident)?, )*) => {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "action", content = "args", rename_all = "snake_case")]
@@ -82,6 +82,15 @@ macro_rules! actions {
                 }
             }
 
+            /// The filesystem (as /proc/filesystems names it) the host's
+            /// kernel must support for the action, looked for before its tools.
+            pub fn kernel_filesystem(name: &str) -> Option<&'static str> {
+                match name {
+                    $( $name => None $(.or(Some($kernel)))?, )*
+                    _ => None,
+                }
+            }
+
             /// The programs an action needs on the host, looked for in its
             /// facts' tools before the host is touched.
             pub fn tools(name: &str) -> &'static [&'static str] {
@@ -127,13 +136,13 @@ actions! {
     /// Check a scratch device against the safety rules, mkfs it with a profile, mount it.
     Filesystem(FilesystemArgs) = "filesystem" => [] keeps ["fs_dump"],
     /// A btrfs volume over several scratch devices (each checked), mounted.
-    Volume(VolumeArgs) = "volume" => [] needs ["mkfs.btrfs", "btrfs"] keeps ["fs_dump"],
+    Volume(VolumeArgs) = "volume" => [] kernel "btrfs" needs ["mkfs.btrfs", "btrfs"] keeps ["fs_dump"],
     /// A tmpfs, usable as a target like a scratch device ("source in RAM").
     Ramdisk(RamdiskArgs) = "ramdisk" => [],
     /// A remote filesystem (sshfs, NFS), usable as a target.
     Mount(MountArgs) = "mount" => [],
     /// Export a directory of a mounted scratch over the kernel NFS server.
-    NfsExport(NfsExportArgs) = "nfs_export" => [] needs ["exportfs"],
+    NfsExport(NfsExportArgs) = "nfs_export" => [] kernel "nfsd" needs ["exportfs"],
     /// Start, stop, restart or reload a system service, timed.
     Service(ServiceArgs) = "service" => [],
     /// Unmount what this session mounted (one device, or all) and detach its loop devices.
@@ -157,9 +166,9 @@ actions! {
     /// Read one file raw or decompress it (lzo, gzip, zstd) from a cold cache.
     ColdRead(ColdReadArgs) = "cold_read" => [THROUGHPUT, TIME, USER, SYS] writes data,
     /// Add a device to a volume and rebalance, timed: data relocated per second.
-    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] needs ["mkfs.btrfs", "btrfs"],
+    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] kernel "btrfs" needs ["mkfs.btrfs", "btrfs"],
     /// Remove a device from a volume, timed: data relocated per second.
-    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] needs ["mkfs.btrfs", "btrfs"],
+    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] kernel "btrfs" needs ["mkfs.btrfs", "btrfs"],
     /// Sequential read, write (checked like mkfs) or device-to-device copy on raw scratch devices.
     Raw(RawArgs) = "raw" => [THROUGHPUT, TIME] writes data,
     /// Any command, timed; metrics parsed from its output (JSON path or regex).

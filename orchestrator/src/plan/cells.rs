@@ -337,9 +337,12 @@ fn build_action(
             find_scratch(s, &m.scratch, m.host, name)?;
         }
         // The agent says so too; facts tell before the host is touched.
-        let facts = m.facts;
-        let missing = Action::tools(action.name()).iter().find(|t| facts.is_some_and(|f| f.tool(t).is_none()));
-        return Ok((action, missing.map(|t| format!("{t} not found on the host ({})", m.host))));
+        // The kernel first, as the agent asks: without it, the tool would not help.
+        let (facts, name) = (m.facts, action.name());
+        let kernel = Action::kernel_filesystem(name).and_then(|fs| facts.and_then(|f| kernel_lacks(f, fs, m.host)));
+        let missing = Action::tools(name).iter().find(|t| facts.is_some_and(|f| f.tool(t).is_none()));
+        let why = kernel.or_else(|| missing.map(|t| format!("{t} not found on the host ({})", m.host)));
+        return Ok((action, why));
     }
     let text = |key: &str| -> Result<String, ConfigError> {
         match args.get(key) {
@@ -438,10 +441,18 @@ fn unsupported_reason(entry: &ScratchDevice, profile: &FsProfile, host: &str, fa
     }
     let facts = facts?;
     // The kernel first: without it, installing the tool would not help.
-    if let Some(fstype) = profile.fstype.as_deref().filter(|f| facts.lacks_filesystem(f)) {
-        return Some(format!("the kernel ({}) of {host} has no {fstype} support", facts.kernel.release));
+    if let Some(why) = profile.fstype.as_deref().and_then(|f| kernel_lacks(facts, f, host)) {
+        return Some(why);
     }
     let tool = profile.mkfs.first()?;
     let known = KNOWN_TOOLS.iter().any(|(t, _)| t == tool);
     (known && facts.tool(tool).is_none()).then(|| format!("{tool} is not installed on {host}"))
+}
+
+/// Why `host`'s kernel visibly cannot do `fstype` (as /proc/filesystems
+/// names it), if its facts say so.
+fn kernel_lacks(facts: &Facts, fstype: &str, host: &str) -> Option<String> {
+    facts
+        .lacks_filesystem(fstype)
+        .then(|| format!("the kernel ({}) of {host} has no {fstype} support", facts.kernel.release))
 }

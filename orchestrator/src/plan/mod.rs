@@ -533,6 +533,11 @@ mod tests {
         assert_eq!(why(with(&["btrfs"])).as_deref(), Some("mkfs.btrfs not found on the host (h1)"));
         assert_eq!(why(with(&["mkfs.btrfs"])).as_deref(), Some("btrfs not found on the host (h1)"));
         assert_eq!(why(with(&["mkfs.btrfs", "btrfs"])), None);
+        // The kernel first, as the agent asks: a tool would not help without it.
+        let mut no_btrfs = with(&[]);
+        no_btrfs.kernel.release = "6.1.0".into();
+        no_btrfs.filesystems = vec!["ext4".into()];
+        assert_eq!(why(no_btrfs).as_deref(), Some("the kernel (6.1.0) of h1 has no btrfs support"));
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct ActionDoc {
     pub metrics: &'static [MetricDecl],
     /// The argument whose entries are metrics of the step's own (`exec`'s).
     pub own_metrics: Option<&'static str>,
+    /// The filesystem the host's kernel must support, if one.
+    pub kernel: Option<&'static str>,
     /// The programs it needs on the host.
     pub tools: &'static [&'static str],
     /// It may write data onto its target (weighed against the target's size).
@@ -65,12 +67,14 @@ impl ActionDoc {
     /// the tools it needs, and whether its data must fit its target.
     pub fn checks(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if !self.tools.is_empty() {
-            let tools: Vec<String> = self.tools.iter().map(|t| format!("`{t}`")).collect();
-            let which = if tools.len() > 1 { "either" } else { "it" };
+        let needs: Vec<String> = (self.kernel.iter().map(|k| format!("the kernel's {k} support")))
+            .chain(self.tools.iter().map(|t| format!("`{t}`")))
+            .collect();
+        if !needs.is_empty() {
+            let which = if needs.len() > 1 { "any" } else { "it" };
             out.push(format!(
                 "Needs {} on the host: on a host whose facts lack {which}, its cells are unsupported",
-                tools.join(" and ")
+                needs.join(" and ")
             ));
         }
         if self.writes_data {
@@ -198,6 +202,7 @@ pub fn action(name: &str) -> Option<ActionDoc> {
         args: args(name),
         metrics: Action::metrics(name)?,
         own_metrics: Action::metrics_argument(name),
+        kernel: Action::kernel_filesystem(name),
         tools: Action::tools(name),
         writes_data: Action::writes_data(name),
     })
@@ -543,6 +548,7 @@ mod tests {
             args,
             metrics,
             own_metrics: None,
+            kernel: None,
             tools: &[],
             writes_data: false,
         }];

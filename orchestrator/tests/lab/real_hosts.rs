@@ -229,11 +229,20 @@ fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
         has, "no-bash\nno-python3\nno-mkfs.xfs\nno-mkfs.btrfs\n/bin/busybox\n/bin/busybox",
         "coreutils are busybox applets"
     );
+    // A build an older benchrig uploaded in 2000 and nobody started since.
+    let old = format!("benchrig-agent-{}", "f".repeat(64));
+    let plant = format!(
+        "'mkdir -p /root/.cache/benchrig && cd /root/.cache/benchrig && for f in {old} {old}.ok; do echo x > $f && touch -d \"2000-01-01 00:00:00\" $f; done && ls'"
+    );
+    assert!(lab(&["ssh", "tiny", &plant]).contains(&format!("{old}.ok")));
     let pb = quickstart();
     let mut args = vec!["run", &pb, "-i", &inv, "-l", "tiny", "--name", "tiny"];
     args.extend(QUICK);
     let out = b.run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let builds = lab(&["ssh", "tiny", "'ls /root/.cache/benchrig'"]);
+    assert!(!builds.contains(&old), "the unused build stays: {builds}");
+    assert!(builds.contains("benchrig-agent-"), "the running build went: {builds}");
     let cells = cells_of(&b, "tiny");
     assert_eq!(cells.len(), 6);
     for (_, key, status, reason) in &cells {
