@@ -19,14 +19,10 @@ pub const UNUSED_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
 
 const PREFIX: &str = "benchrig-agent-";
 
-/// The sha256 a file name carries as a build (`stamp`: as a build's stamp).
-fn build_sha(name: &str) -> Option<(&str, bool)> {
-    let rest = name.strip_prefix(PREFIX)?;
-    let (sha, stamp) = match rest.strip_suffix(".ok") {
-        Some(sha) => (sha, true),
-        None => (rest, false),
-    };
-    (sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then_some((sha, stamp))
+/// The sha256 a build's file name carries: `benchrig-agent-<64 hex digits>`.
+pub fn sha_of(name: &str) -> Option<&str> {
+    let sha = name.strip_prefix(PREFIX)?;
+    (sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then_some(sha)
 }
 
 /// Mark the running build `own` used now when the start script found it
@@ -43,31 +39,29 @@ pub fn tidy(dir: &Path, own: &str, verified: bool, now: SystemTime, unused_for: 
         let _ = std::fs::File::options().append(true).open(&own_stamp).and_then(|f| f.set_modified(now));
     }
     let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
-    // Each build's newest time: its upload or its stamp's last use.
-    let mut last: std::collections::BTreeMap<String, SystemTime> = Default::default();
+    // Each other build's files (regular ones only) and its newest time:
+    // its upload or its stamp's last use.
+    let mut builds: std::collections::BTreeMap<String, (SystemTime, Vec<String>)> = Default::default();
     for e in entries.flatten() {
-        let name = e.file_name();
-        let Some((sha, _)) = name.to_str().and_then(build_sha) else { continue };
-        let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+        let Ok(name) = e.file_name().into_string() else { continue };
+        let Some(sha) = sha_of(name.strip_suffix(".ok").unwrap_or(&name)) else { continue };
+        // `DirEntry::metadata` does not follow a symlink.
+        let Ok(meta) = e.metadata() else { continue };
+        let Ok(modified) = meta.modified() else { continue };
         if sha == own || !meta.file_type().is_file() {
             continue;
         }
-        let Ok(modified) = meta.modified() else { continue };
-        let t = last.entry(sha.to_string()).or_insert(modified);
-        *t = (*t).max(modified);
+        let (newest, files) = builds.entry(sha.to_string()).or_insert((modified, vec![]));
+        *newest = (*newest).max(modified);
+        files.push(name);
     }
     let mut removed = Vec::new();
-    for (sha, t) in last {
-        if now.duration_since(t).is_ok_and(|age| age > unused_for) {
-            for name in [format!("{PREFIX}{sha}"), format!("{PREFIX}{sha}.ok")] {
-                let path = dir.join(&name);
-                let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
-                if regular && std::fs::remove_file(&path).is_ok() {
-                    removed.push(name);
-                }
-            }
+    for (newest, files) in builds.into_values() {
+        if now.duration_since(newest).is_ok_and(|age| age > unused_for) {
+            removed.extend(files.into_iter().filter(|f| std::fs::remove_file(dir.join(f)).is_ok()));
         }
     }
+    removed.sort();
     removed
 }
 

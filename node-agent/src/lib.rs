@@ -53,8 +53,7 @@ pub mod workloads;
 /// the content-addressed name it was uploaded under), if it has one.
 pub fn named_sha256() -> Option<String> {
     let exe = std::fs::read_link("/proc/self/exe").ok()?;
-    let sha = exe.file_name()?.to_str()?.strip_prefix("benchrig-agent-")?;
-    (sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_string())
+    builds::sha_of(exe.file_name()?.to_str()?).map(str::to_string)
 }
 
 /// sha256 of the running executable, so the orchestrator can verify it runs what it pushed.

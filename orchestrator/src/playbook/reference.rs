@@ -63,8 +63,9 @@ impl ActionDoc {
         !self.metrics.is_empty() || self.own_metrics.is_some()
     }
 
-    /// What the plan checks before the host is touched, as sentences:
-    /// the tools it needs, and whether its data must fit its target.
+    /// What the plan checks before the host is touched, as sentences: the
+    /// kernel support and tools it needs, and whether its data must fit
+    /// its target.
     pub fn checks(&self) -> Vec<String> {
         let mut out = Vec::new();
         let needs: Vec<String> = (self.kernel.iter().map(|k| format!("the kernel's {k} support")))
