@@ -54,7 +54,7 @@ pub fn gather(view: &SysView, agent: AgentInfo) -> Facts {
 /// The known tools on PATH; the mkfs tools' versions go into every record.
 fn known_tools() -> Vec<Tool> {
     let found: Vec<(&str, std::path::PathBuf)> =
-        tools::KNOWN.iter().filter_map(|(name, _)| Some((*name, cmd::which(name)?))).collect();
+        tools::KNOWN.iter().filter_map(|t| Some((t.name, cmd::which(t.name)?))).collect();
     let mkfs: Vec<(&str, std::path::PathBuf)> = found.iter().filter(|(n, _)| n.starts_with("mkfs.")).cloned().collect();
     let mut versions = tools::versions(&mkfs, tools::cache_file().as_deref());
     found

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use benchrig_wire::facts::KnownTool;
 pub use benchrig_wire::facts::KNOWN_TOOLS as KNOWN;
 
 /// The first line a tool prints about its version (stdout or stderr: mke2fs
@@ -22,7 +23,7 @@ pub fn cache_file() -> Option<PathBuf> {
 }
 
 fn ask(prog: &str, path: &Path) -> Option<String> {
-    let flag = KNOWN.iter().find(|(p, _)| *p == prog).map(|(_, f)| *f).unwrap_or("--version");
+    let flag = KnownTool::find(prog).map_or("--version", |t| t.version_flag);
     let out = cmd::run(&[path.to_string_lossy().as_ref(), flag]).ok()?;
     out.stdout.lines().chain(out.stderr.lines()).map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
 }

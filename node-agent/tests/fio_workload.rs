@@ -154,7 +154,7 @@ fn on_a_host_without_fio_the_step_is_unsupported_with_the_reason() {
     .join()
     .unwrap();
     let e = got.unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), (ErrorCode::Unsupported, "fio not found on the host"));
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::Unsupported, "fio is not installed on this host"));
     let meta = std::fs::metadata("/usr/bin/fio").unwrap();
     assert!(meta.len() > 0, "the bind stayed in the thread's namespace");
 }

@@ -363,6 +363,19 @@ pub enum Codec {
     Zstd,
 }
 
+impl Codec {
+    /// The host's program that compresses and (with `-dc`) decompresses
+    /// the codec's files, for `tool: external`; raw is read with `cat`.
+    pub fn program(self) -> Option<&'static str> {
+        match self {
+            Codec::Raw => None,
+            Codec::Lzo => Some("lzop"),
+            Codec::Gzip => Some("gzip"),
+            Codec::Zstd => Some("zstd"),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
@@ -370,7 +383,7 @@ pub enum CodecTool {
     /// The agent's own (pure Rust) decoder.
     #[default]
     Builtin,
-    /// The host's `lzop -dc`, `gunzip -c`, `zstd -dc` (`cat` for raw), output drained by the agent.
+    /// The host's `lzop -dc`, `gzip -dc`, `zstd -dc` (`cat` for raw), output drained by the agent.
     External,
 }
 

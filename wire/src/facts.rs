@@ -223,34 +223,62 @@ pub struct AgentInfo {
     pub protocol: u32,
 }
 
-/// The tools an agent looks for, with the flag that makes each print its
-/// version. Shared so the planner knows that a tool missing from a host's
-/// facts is really absent, not merely unasked.
-pub const KNOWN_TOOLS: &[(&str, &str)] = &[
-    ("mkfs.ext2", "-V"),
-    ("mkfs.ext3", "-V"),
-    ("mkfs.ext4", "-V"),
-    ("mkfs.xfs", "-V"),
-    ("mkfs.btrfs", "--version"),
-    ("mkfs.jfs", "-V"),
-    ("mkfs.reiserfs", "-V"),
-    ("mkfs.f2fs", "-V"),
-    ("mkfs.vfat", "--help"),
-    ("dumpe2fs", "-V"),
-    ("xfs_info", "-V"),
-    ("btrfs", "--version"),
-    ("losetup", "--version"),
-    ("mount", "--version"),
-    ("blkid", "-V"),
-    ("lzop", "--version"),
-    ("gzip", "--version"),
-    ("zstd", "--version"),
-    ("tar", "--version"),
-    ("fio", "--version"),
-    ("sshfs", "--version"),
-    ("mount.nfs", "-V"),
-    ("exportfs", "-h"),
+/// A tool an agent looks for: the flag that makes it print its version,
+/// and the (Debian/Ubuntu) package that brings it, for the message that
+/// says it is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownTool {
+    pub name: &'static str,
+    pub version_flag: &'static str,
+    pub package: &'static str,
+}
+
+const fn tool(name: &'static str, version_flag: &'static str, package: &'static str) -> KnownTool {
+    KnownTool { name, version_flag, package }
+}
+
+/// The tools an agent looks for. Shared so the planner knows that a tool
+/// missing from a host's facts is really absent, not merely unasked.
+pub const KNOWN_TOOLS: &[KnownTool] = &[
+    tool("mkfs.ext2", "-V", "e2fsprogs"),
+    tool("mkfs.ext3", "-V", "e2fsprogs"),
+    tool("mkfs.ext4", "-V", "e2fsprogs"),
+    tool("mkfs.xfs", "-V", "xfsprogs"),
+    tool("mkfs.btrfs", "--version", "btrfs-progs"),
+    tool("mkfs.jfs", "-V", "jfsutils"),
+    tool("mkfs.reiserfs", "-V", "reiserfsprogs"),
+    tool("mkfs.f2fs", "-V", "f2fs-tools"),
+    tool("mkfs.vfat", "--help", "dosfstools"),
+    tool("dumpe2fs", "-V", "e2fsprogs"),
+    tool("xfs_info", "-V", "xfsprogs"),
+    tool("btrfs", "--version", "btrfs-progs"),
+    tool("losetup", "--version", "mount"),
+    tool("mount", "--version", "mount"),
+    tool("blkid", "-V", "util-linux"),
+    tool("lzop", "--version", "lzop"),
+    tool("gzip", "--version", "gzip"),
+    tool("zstd", "--version", "zstd"),
+    tool("tar", "--version", "tar"),
+    tool("fio", "--version", "fio"),
+    tool("sshfs", "--version", "sshfs"),
+    tool("mount.nfs", "-V", "nfs-common"),
+    tool("exportfs", "-h", "nfs-kernel-server"),
 ];
+
+impl KnownTool {
+    pub fn find(name: &str) -> Option<&'static KnownTool> {
+        KNOWN_TOOLS.iter().find(|t| t.name == name)
+    }
+}
+
+/// "mkfs.xfs is not installed on h1 (xfsprogs)": the package is named when
+/// it is not the tool's own name.
+pub fn not_installed(tool: &str, on: &str) -> String {
+    match KnownTool::find(tool).map(|t| t.package).filter(|p| *p != tool) {
+        Some(package) => format!("{tool} is not installed on {on} ({package})"),
+        None => format!("{tool} is not installed on {on}"),
+    }
+}
 
 impl Facts {
     /// Bytes scratch device `name` holds, where known.

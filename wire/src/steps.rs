@@ -235,6 +235,59 @@ impl Action {
     }
 }
 
+/// What a step needs of its host before it can run: a filesystem its
+/// kernel must support, asked first (without it, installing a tool would
+/// not help), then programs on the host's PATH. The planner asks a host's
+/// facts, the agent the host itself: one list for both.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HostNeeds<'a> {
+    pub kernel: Option<&'a str>,
+    pub tools: Vec<&'a str>,
+}
+
+impl Action {
+    /// Its row's `kernel` and `needs`, and what its arguments add: a
+    /// profile's filesystem and mkfs, a remote mount's client, a host
+    /// program the step was told to use.
+    pub fn host_needs(&self) -> HostNeeds<'_> {
+        let name = self.name();
+        let mut needs = HostNeeds { kernel: Action::kernel_filesystem(name), tools: Action::tools(name).to_vec() };
+        match self {
+            Action::Filesystem(a) => {
+                needs.kernel = a.profile.fstype.as_deref();
+                needs.tools.extend(a.profile.mkfs.first().map(String::as_str));
+            }
+            Action::Mount(a) => match a.fstype.as_str() {
+                "nfs" | "nfs4" => {
+                    needs.kernel = Some(&a.fstype);
+                    needs.tools.push("mount.nfs");
+                }
+                "fuse.sshfs" | "sshfs" => {
+                    needs.kernel = Some("fuse");
+                    needs.tools.push("sshfs");
+                }
+                _ => {}
+            },
+            Action::ColdRead(a) if a.tool == CodecTool::External => needs.tools.extend(a.codec.program()),
+            Action::ReadTree(a) if a.reader == TreeReader::GnuTar => needs.tools.push("tar"),
+            _ => {}
+        }
+        needs
+    }
+
+    /// What [`Action::host_needs`] adds by an action's arguments, in words
+    /// for `benchrig doc`.
+    pub fn needs_by_arguments(name: &str) -> Option<&'static str> {
+        match name {
+            "filesystem" => Some("the kernel's support for its profile's filesystem, and the profile's mkfs"),
+            "mount" => Some("for `fstype: nfs` or `nfs4`, the kernel's support for it and `mount.nfs`; for `fuse.sshfs`, the kernel's fuse and `sshfs`"),
+            "cold_read" => Some("with `tool: external`, the codec's program (`lzop`, `gzip` or `zstd`)"),
+            "read_tree" => Some("with `reader: gnu_tar`, `tar`"),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ActionError {
     #[error("unknown action `{0}`")]
@@ -393,10 +446,42 @@ mod tests {
         // Facts list only known tools: any other would read as missing everywhere.
         for name in ACTION_NAMES {
             for tool in Action::tools(name) {
-                assert!(crate::facts::KNOWN_TOOLS.iter().any(|(t, _)| t == tool), "{name} needs {tool}");
+                assert!(crate::facts::KnownTool::find(tool).is_some(), "{name} needs {tool}");
             }
         }
         assert_eq!(Action::tools("fio"), ["fio"]);
+    }
+
+    #[test]
+    fn a_step_needs_what_its_arguments_name_and_only_tools_the_facts_look_for() {
+        let needs = |name: &str, args: serde_json::Value| {
+            let a = Action::from_parts(name, args).unwrap();
+            let n = a.host_needs();
+            (n.kernel.map(str::to_string), n.tools.iter().map(|t| t.to_string()).collect::<Vec<_>>())
+        };
+        let mount = |fstype: &str| needs("mount", serde_json::json!({"name": "r", "source": "s:/x", "fstype": fstype}));
+        assert_eq!(mount("nfs4"), (Some("nfs4".into()), vec!["mount.nfs".to_string()]));
+        assert_eq!(mount("fuse.sshfs"), (Some("fuse".into()), vec!["sshfs".to_string()]));
+        assert_eq!(mount("cifs"), (None, vec![]));
+        let cold = |codec: &str, tool: &str| {
+            needs("cold_read", serde_json::json!({"size": "1M", "codec": codec, "tool": tool})).1
+        };
+        assert_eq!(cold("zstd", "external"), ["zstd"]);
+        assert_eq!(cold("zstd", "builtin"), Vec::<String>::new());
+        assert_eq!(cold("raw", "external"), Vec::<String>::new());
+        assert_eq!(needs("read_tree", serde_json::json!({"reader": "gnu_tar"})).1, ["tar"]);
+        assert_eq!(needs("read_tree", serde_json::json!({})).1, Vec::<String>::new());
+        assert_eq!(needs("volume_add", serde_json::json!({"device": "d"})).0.as_deref(), Some("btrfs"));
+        for codec in [Codec::Lzo, Codec::Gzip, Codec::Zstd] {
+            assert!(crate::facts::KnownTool::find(codec.program().unwrap()).is_some(), "{codec:?}");
+        }
+        for tool in ["mount.nfs", "sshfs", "tar"] {
+            assert!(crate::facts::KnownTool::find(tool).is_some(), "{tool}");
+        }
+        for name in ACTION_NAMES {
+            let by_args = matches!(*name, "filesystem" | "mount" | "cold_read" | "read_tree");
+            assert_eq!(Action::needs_by_arguments(name).is_some(), by_args, "{name}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! Order matters for safety: everything that can say "no" (listed? tool?
 //! kernel? safety rules?) runs before the one step that writes (mkfs).
-//! The kernel is asked before the tool (`kernel::supports_filesystem`):
+//! The kernel is asked before the tool (by dispatch, from `Action::host_needs`):
 //! "the kernel has no reiserfs support" is the reason a person needs.
 //!
 //! Recorded with the cell: the mkfs version and the filesystem's own
@@ -44,11 +44,9 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FilesystemArgs) -> Result<S
             profile.name, entry.name
         )));
     };
-    let mkfs = profile.mkfs.first().ok_or_else(|| AgentError::bad_request("profile has no mkfs command"))?;
-    // The kernel first: without it, installing the tool would not help.
-    kernel::supports_filesystem(&st.view, fstype)?;
-    if cmd::which(mkfs).is_none() {
-        return Err(AgentError::unsupported(format!("{mkfs} is not installed on this host")));
+    // Its kernel support and mkfs were asked before the step (dispatch).
+    if profile.mkfs.is_empty() {
+        return Err(AgentError::bad_request("profile has no mkfs command"));
     }
 
     // A device named by its label or UUID keeps that name through the format, or is not formatted.

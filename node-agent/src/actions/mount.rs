@@ -4,7 +4,6 @@
 //! safety rules.
 
 use crate::state::{HostState, Mounted};
-use crate::{cmd, kernel};
 use benchrig_wire::args::MountArgs;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
@@ -35,7 +34,6 @@ pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentErro
             format!("{} is a local block device: use a `filesystem` step on a scratch device", args.source),
         ));
     }
-    network_fs_supported(st, &args.fstype)?;
     if st.mounted.iter().any(|m| m.scratch == args.name) {
         st.release(Some(&args.name)).map_err(AgentError::failed)?;
     }
@@ -104,19 +102,6 @@ fn from_elsewhere(args: &MountArgs) -> Result<(), AgentError> {
         if LOCAL_OPTIONS.contains(&name) || name.starts_with("make-") || name.starts_with("X-mount.") {
             return refuse(format!("option `{o}` mounts something local or elsewhere than named"));
         }
-    }
-    Ok(())
-}
-
-/// NFS needs the kernel's client and mount.nfs (nfs-common): without them
-/// the host cannot take part, which is "unsupported", not a failure.
-fn network_fs_supported(st: &HostState, fstype: &str) -> Result<(), AgentError> {
-    if !matches!(fstype, "nfs" | "nfs4") {
-        return Ok(());
-    }
-    kernel::supports_filesystem(&st.view, fstype)?;
-    if cmd::which("mount.nfs").is_none() {
-        return Err(AgentError::unsupported("mount.nfs is not installed on this host (nfs-common)"));
     }
     Ok(())
 }

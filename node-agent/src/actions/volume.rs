@@ -12,7 +12,7 @@ use crate::outbox::StepCtx;
 use crate::scratch::{self, ScratchBlock};
 use crate::state::{HostState, Mounted};
 use crate::undo::detach_loop;
-use crate::{cmd, kernel, tools};
+use crate::{cmd, tools};
 use benchrig_wire::args::{RaidProfile, VolumeArgs, VolumeChangeArgs};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::metrics::{RELOCATED, RELOCATION_RATE, TIME};
@@ -46,18 +46,10 @@ fn member(st: &HostState, name: &str) -> Result<ScratchBlock, AgentError> {
     scratch::resolve_and_check(st, &entry)
 }
 
-fn needs_btrfs(st: &HostState) -> Result<(), AgentError> {
-    if cmd::which("mkfs.btrfs").is_none() || cmd::which("btrfs").is_none() {
-        return Err(AgentError::unsupported("btrfs-progs (mkfs.btrfs, btrfs) is not installed on this host"));
-    }
-    kernel::supports_filesystem(&st.view, "btrfs")
-}
-
 pub fn make(st: &mut HostState, ctx: &StepCtx, args: &VolumeArgs) -> Result<StepOutput, AgentError> {
     if args.devices.is_empty() {
         return Err(AgentError::bad_request("a volume needs at least one device"));
     }
-    needs_btrfs(st)?;
     // A failed teardown must not leave a device in two volumes.
     for name in &args.devices {
         if st.mounted.iter().any(|m| m.scratch == *name) {
@@ -192,7 +184,6 @@ fn timed_change(
 }
 
 pub fn add(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result<StepOutput, AgentError> {
-    needs_btrfs(st)?;
     let vi = volume_index(st, args.volume.as_deref())?;
     if st.mounted.iter().any(|m| m.scratch == args.device) {
         return Err(AgentError::failed(format!("`{}` is already in use in this cell", args.device)));
@@ -222,7 +213,6 @@ pub fn add(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result
 }
 
 pub fn remove(st: &mut HostState, ctx: &StepCtx, args: &VolumeChangeArgs) -> Result<StepOutput, AgentError> {
-    needs_btrfs(st)?;
     let vi = volume_index(st, args.volume.as_deref())?;
     let entry = scratch::listed(st, &args.device)?;
     let path = match entry.kind {

@@ -2,7 +2,7 @@
 //! content is written (untimed), compressed by the agent or by the host's
 //! tool, only the compressed copy kept, the cache emptied; then the clock
 //! times reading it back to its uncompressed bytes: the agent reading (and
-//! decoding) it, or `cat` / `lzop -dc` / `gunzip -c` / `zstd -dc` with their
+//! decoding) it, or `cat` / `lzop -dc` / `gzip -dc` / `zstd -dc` with their
 //! output piped into the agent, which counts every byte (a tool writing to
 //! /dev/null is not a read anyone does). The tool's CPU time counts: it is
 //! waited for inside the timed region.
@@ -34,8 +34,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ColdReadArgs) -> Result<Ste
     let stored = stored_path(&path, args.codec);
     let external = args.tool == CodecTool::External;
     // Every "this host cannot" comes before any I/O.
-    let (compress_argv, read_argv) =
-        if external { tool_lines(args.codec, &path, &stored)? } else { (None, Vec::new()) };
+    let (compress_argv, read_argv) = if external { tool_lines(args.codec, &path, &stored) } else { (None, Vec::new()) };
 
     // Prepare (untimed): the content, compressed, only the compressed copy
     // left. The next repetition of the same cell reads the same file again:
@@ -129,24 +128,19 @@ fn stored_path(path: &Path, codec: Codec) -> PathBuf {
 
 type ArgvLine = Vec<String>;
 
-/// The host's compress command (none for raw) and read command, each
-/// program checked to exist on this host.
-fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> Result<(Option<ArgvLine>, ArgvLine), AgentError> {
+/// The host's compress command (none for raw) and read command. Each
+/// program is the codec's own ([`Codec::program`]; `gzip -dc`, not the
+/// `gunzip` script), which dispatch found on this host before the step.
+fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> (Option<ArgvLine>, ArgvLine) {
     let p = path.to_string_lossy().into_owned();
     let s = stored.to_string_lossy().into_owned();
     let line = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let (compress_argv, read_argv) = match codec {
+    match codec {
         Codec::Raw => (None, line(&["cat", &s])),
         Codec::Lzo => (Some(line(&["lzop", "-c", &p])), line(&["lzop", "-dc", &s])),
-        Codec::Gzip => (Some(line(&["gzip", "-c", "-6", &p])), line(&["gunzip", "-c", &s])),
+        Codec::Gzip => (Some(line(&["gzip", "-c", "-6", &p])), line(&["gzip", "-dc", &s])),
         Codec::Zstd => (Some(line(&["zstd", "-c", "-3", "-q", &p])), line(&["zstd", "-dc", "-q", &s])),
-    };
-    for prog in compress_argv.iter().chain([&read_argv]).map(|l| l[0].as_str()) {
-        if cmd::which(prog).is_none() {
-            return Err(AgentError::unsupported(format!("{prog} is not installed on this host")));
-        }
     }
-    Ok((compress_argv, read_argv))
 }
 
 /// Deterministic content in fixed 1 MiB chunks (so the bytes depend only on

@@ -15,9 +15,9 @@ use crate::inventory::{Inventory, Vars};
 use crate::playbook::{Play, Step};
 use crate::profiles;
 use crate::template::Templates;
-use benchrig_wire::facts::{Facts, KNOWN_TOOLS};
+use benchrig_wire::facts::{not_installed, Facts, KnownTool};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
-use benchrig_wire::steps::{Action, FilesystemArgs, FsProfile};
+use benchrig_wire::steps::{Action, FilesystemArgs, FsProfile, HostNeeds};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
@@ -311,8 +311,8 @@ fn conditions_hold(s: &Step, ctx: &Json, t: &Templates) -> Result<bool, ConfigEr
 }
 
 /// Render a step's arguments for a cell and build its action, and say
-/// whether this host visibly cannot run it (a tool its row needs, or for
-/// `filesystem` its profile's kernel support and mkfs, is missing).
+/// whether this host visibly cannot run it (its kernel or a tool lacks what
+/// [`Action::host_needs`] names, or a profile does not suit the scratch).
 fn build_action(
     s: &Step,
     ctx: &Json,
@@ -336,12 +336,7 @@ fn build_action(
         for name in action.scratch_names() {
             find_scratch(s, &m.scratch, m.host, name)?;
         }
-        // The agent says so too; facts tell before the host is touched.
-        // The kernel first, as the agent asks: without it, the tool would not help.
-        let (facts, name) = (m.facts, action.name());
-        let kernel = Action::kernel_filesystem(name).and_then(|fs| facts.and_then(|f| kernel_lacks(f, fs, m.host)));
-        let missing = Action::tools(name).iter().find(|t| facts.is_some_and(|f| f.tool(t).is_none()));
-        let why = kernel.or_else(|| missing.map(|t| format!("{t} not found on the host ({})", m.host)));
+        let why = m.facts.and_then(|f| lacks(f, &action.host_needs(), m.host));
         return Ok((action, why));
     }
     let text = |key: &str| -> Result<String, ConfigError> {
@@ -359,8 +354,10 @@ fn build_action(
         let known: Vec<&str> = known.iter().map(String::as_str).collect();
         err(format!("unknown filesystem profile `{profile_name}`")).with_hint(did_you_mean(&profile_name, &known))
     })?;
-    let why = unsupported_reason(entry, &profile, m.host, m.facts);
-    Ok((Action::Filesystem(FilesystemArgs { device, profile }), why))
+    let mismatch = kind_mismatch(entry, &profile);
+    let action = Action::Filesystem(FilesystemArgs { device, profile });
+    let why = mismatch.or_else(|| m.facts.and_then(|f| lacks(f, &action.host_needs(), m.host)));
+    Ok((action, why))
 }
 
 /// An `nfs_export` without `clients` in a role play exports to the cell's
@@ -424,29 +421,32 @@ fn resolve_profile(name: &str, overrides: &[FsProfile]) -> Option<FsProfile> {
     overrides.iter().find(|p| p.name == name).cloned().or_else(|| profiles::builtin(name))
 }
 
-/// What the inventory and facts already show this host cannot do. The agent
-/// checks again (kernel modules can load on demand, so only it can tell).
-fn unsupported_reason(entry: &ScratchDevice, profile: &FsProfile, host: &str, facts: Option<&Facts>) -> Option<String> {
+/// Why a profile cannot be used on this kind of scratch, as the inventory
+/// shows: a filesystem needs a device, `existing` a directory.
+fn kind_mismatch(entry: &ScratchDevice, profile: &FsProfile) -> Option<String> {
     match (entry.kind, &profile.fstype) {
-        (ScratchKind::Directory, Some(_)) => {
-            return Some(format!(
-                "scratch `{}` is a directory: profile `{}` needs a device to format",
-                entry.name, profile.name
-            ))
-        }
+        (ScratchKind::Directory, Some(_)) => Some(format!(
+            "scratch `{}` is a directory: profile `{}` needs a device to format",
+            entry.name, profile.name
+        )),
         (ScratchKind::Block | ScratchKind::Image, None) => {
-            return Some(format!("profile `{}` needs a scratch directory, `{}` is a device", profile.name, entry.name))
+            Some(format!("profile `{}` needs a scratch directory, `{}` is a device", profile.name, entry.name))
         }
-        _ => {}
+        _ => None,
     }
-    let facts = facts?;
-    // The kernel first: without it, installing the tool would not help.
-    if let Some(why) = profile.fstype.as_deref().and_then(|f| kernel_lacks(facts, f, host)) {
+}
+
+/// What a host's facts already show it lacks of a step's needs: the kernel
+/// first, as the agent asks (without it, a tool would not help), then a
+/// tool. Only tools the agent looks for can be missing from its facts;
+/// of any other (a play's own mkfs) only the agent can tell. It checks
+/// again: a kernel module can load on demand.
+fn lacks(facts: &Facts, needs: &HostNeeds, host: &str) -> Option<String> {
+    if let Some(why) = needs.kernel.and_then(|fs| kernel_lacks(facts, fs, host)) {
         return Some(why);
     }
-    let tool = profile.mkfs.first()?;
-    let known = KNOWN_TOOLS.iter().any(|(t, _)| t == tool);
-    (known && facts.tool(tool).is_none()).then(|| format!("{tool} is not installed on {host}"))
+    let missing = needs.tools.iter().find(|t| KnownTool::find(t).is_some() && facts.tool(t).is_none());
+    missing.map(|t| not_installed(t, host))
 }
 
 /// Why `host`'s kernel visibly cannot do `fstype` (as /proc/filesystems

@@ -487,7 +487,7 @@ mod tests {
         };
         let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
         assert!(cells[0].unsupported.is_none());
-        assert_eq!(cells[2].unsupported.as_deref(), Some("mkfs.xfs is not installed on h1"));
+        assert_eq!(cells[2].unsupported.as_deref(), Some("mkfs.xfs is not installed on h1 (xfsprogs)"));
     }
 
     const FIO_PB: &str = r#"
@@ -510,7 +510,7 @@ mod tests {
         };
         let without = Facts { tools: vec![tool("mkfs.ext4")], ..Default::default() };
         let cells = plan(FIO_PB, Vars::new(), Some(&without)).unwrap();
-        assert_eq!(cells[0].unsupported.as_deref(), Some("fio not found on the host (h1)"));
+        assert_eq!(cells[0].unsupported.as_deref(), Some("fio is not installed on h1"));
         let with = Facts { tools: vec![tool("mkfs.ext4"), tool("fio")], ..Default::default() };
         assert_eq!(plan(FIO_PB, Vars::new(), Some(&with)).unwrap()[0].unsupported, None);
         assert_eq!(plan(FIO_PB, Vars::new(), None).unwrap()[0].unsupported, None, "without facts the agent tells");
@@ -530,14 +530,56 @@ mod tests {
             |name: &str| benchrig_wire::facts::Tool { name: name.into(), path: format!("/sbin/{name}"), version: None };
         let with = |names: &[&str]| Facts { tools: names.iter().map(|n| tool(n)).collect(), ..Default::default() };
         let why = |facts: Facts| plan(pb, Vars::new(), Some(&facts)).unwrap()[0].unsupported.clone();
-        assert_eq!(why(with(&["btrfs"])).as_deref(), Some("mkfs.btrfs not found on the host (h1)"));
-        assert_eq!(why(with(&["mkfs.btrfs"])).as_deref(), Some("btrfs not found on the host (h1)"));
+        assert_eq!(why(with(&["btrfs"])).as_deref(), Some("mkfs.btrfs is not installed on h1 (btrfs-progs)"));
+        assert_eq!(why(with(&["mkfs.btrfs"])).as_deref(), Some("btrfs is not installed on h1 (btrfs-progs)"));
         assert_eq!(why(with(&["mkfs.btrfs", "btrfs"])), None);
         // The kernel first, as the agent asks: a tool would not help without it.
         let mut no_btrfs = with(&[]);
         no_btrfs.kernel.release = "6.1.0".into();
         no_btrfs.filesystems = vec!["ext4".into()];
         assert_eq!(why(no_btrfs).as_deref(), Some("the kernel (6.1.0) of h1 has no btrfs support"));
+    }
+
+    #[test]
+    fn a_program_a_step_s_arguments_name_is_looked_for_in_the_facts_too() {
+        let pb = r#"
+- name: c
+  hosts: all
+  matrix:
+    codec: [raw, zstd]
+    tool: [builtin, external]
+  setup:
+    - filesystem: {device: hdd0, profile: ext4}
+  benchmark:
+    - cold_read: {size: 1M, codec: "{{ codec }}", tool: "{{ tool }}"}
+"#;
+        let tool =
+            |name: &str| benchrig_wire::facts::Tool { name: name.into(), path: format!("/sbin/{name}"), version: None };
+        let facts = Facts { tools: vec![tool("mkfs.ext4")], ..Default::default() };
+        let cells = plan(pb, Vars::new(), Some(&facts)).unwrap();
+        let why: Vec<(String, Option<&str>)> = cells
+            .iter()
+            .map(|c| (format!("{}/{}", c.params["codec"], c.params["tool"]), c.unsupported.as_deref()))
+            .collect();
+        // Only zstd run by the host's own program needs it there.
+        assert_eq!(
+            why,
+            [
+                (r#""raw"/"builtin""#.into(), None),
+                (r#""raw"/"external""#.into(), None),
+                (r#""zstd"/"builtin""#.into(), None),
+                (r#""zstd"/"external""#.into(), Some("zstd is not installed on h1")),
+            ]
+        );
+        let nfs = "- name: n\n  hosts: all\n  setup:\n    - mount: {name: r, source: 's:/x', fstype: nfs4}\n  benchmark:\n    - noop: {}\n";
+        let mut old_kernel = facts.clone();
+        old_kernel.kernel.release = "5.10.0".into();
+        old_kernel.filesystems = vec!["ext4".into(), "nfs4".into()];
+        let why = plan(nfs, Vars::new(), Some(&old_kernel)).unwrap()[0].unsupported.clone();
+        assert_eq!(why.as_deref(), Some("mount.nfs is not installed on h1 (nfs-common)"));
+        old_kernel.filesystems = vec!["ext4".into()];
+        let why = plan(nfs, Vars::new(), Some(&old_kernel)).unwrap()[0].unsupported.clone();
+        assert_eq!(why.as_deref(), Some("the kernel (5.10.0) of h1 has no nfs4 support"));
     }
 
     #[test]
@@ -560,16 +602,16 @@ mod tests {
         // A kernel without modules: what it lists is all it has. Where the
         // kernel has the filesystem, the tool is looked at next.
         let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
-        assert_eq!(cells[0].unsupported.as_deref(), Some("mkfs.ext4 is not installed on h1"));
+        assert_eq!(cells[0].unsupported.as_deref(), Some("mkfs.ext4 is not installed on h1 (e2fsprogs)"));
         assert_eq!(cells[2].unsupported.as_deref(), Some("the kernel (6.18.4) of h1 has no xfs support"));
         // With modules but no readable list, only the agent can tell.
         facts.loadable_modules = true;
         let xfs = plan(PB, Vars::new(), Some(&facts)).unwrap()[2].unsupported.clone();
-        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1"));
+        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1 (xfsprogs)"));
         // XFS as a module not yet loaded is support.
         facts.module_filesystems = vec!["xfs".into()];
         let xfs = plan(PB, Vars::new(), Some(&facts)).unwrap()[2].unsupported.clone();
-        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1"));
+        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1 (xfsprogs)"));
     }
 
     #[test]

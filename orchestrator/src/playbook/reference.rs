@@ -53,6 +53,8 @@ pub struct ActionDoc {
     pub kernel: Option<&'static str>,
     /// The programs it needs on the host.
     pub tools: &'static [&'static str],
+    /// What its arguments add to those needs, in words.
+    pub needs_by_arguments: Option<&'static str>,
     /// It may write data onto its target (weighed against the target's size).
     pub writes_data: bool,
 }
@@ -76,6 +78,11 @@ impl ActionDoc {
             out.push(format!(
                 "Needs {} on the host: on a host whose facts lack {which}, its cells are unsupported",
                 needs.join(" and ")
+            ));
+        }
+        if let Some(more) = self.needs_by_arguments {
+            out.push(format!(
+                "Needs on the host, by its arguments: {more}. On a host whose facts lack one, its cells are unsupported"
             ));
         }
         if self.writes_data {
@@ -205,6 +212,7 @@ pub fn action(name: &str) -> Option<ActionDoc> {
         own_metrics: Action::metrics_argument(name),
         kernel: Action::kernel_filesystem(name),
         tools: Action::tools(name),
+        needs_by_arguments: Action::needs_by_arguments(name),
         writes_data: Action::writes_data(name),
     })
 }
@@ -551,6 +559,7 @@ mod tests {
             own_metrics: None,
             kernel: None,
             tools: &[],
+            needs_by_arguments: None,
             writes_data: false,
         }];
         assert_eq!(undescribed(&levels, &actions), ["l key k", "action x", "x argument a value w", "x metric time"]);

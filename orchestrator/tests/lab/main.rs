@@ -1999,7 +1999,7 @@ fn the_shipped_fio_playbook_runs_and_on_the_host_without_fio_its_cells_are_unsup
     let cells = s.cells(run.id).unwrap();
     let old = cells.iter().find(|c| c.host == "old").unwrap();
     assert_eq!(old.status, CellStatus::Unsupported);
-    assert!(old.reason.as_deref().unwrap_or_default().contains("fio not found on the host"), "{old:?}");
+    assert!(old.reason.as_deref().unwrap_or_default().contains("fio is not installed on old"), "{old:?}");
     let fast2 = cells.iter().find(|c| c.host == "fast2").unwrap();
     assert_eq!(fast2.status, CellStatus::Ok, "{fast2:?}");
     let samples = s.samples(run.id).unwrap();
@@ -2009,7 +2009,7 @@ fn the_shipped_fio_playbook_runs_and_on_the_host_without_fio_its_cells_are_unsup
     assert!(!samples.iter().any(|x| x.cell_id == old.id), "old measured nothing");
     let show = stdout(&b.run(&["show", "nofio"]));
     let line = show.lines().find(|l| l.starts_with("old")).unwrap_or_default();
-    assert!(line.contains("unsupported") && line.contains("fio not found on the host"), "{show}");
+    assert!(line.contains("unsupported") && line.contains("fio is not installed on old"), "{show}");
 }
 
 /// Issue 16's monitors end to end: a cold 256 MB read on `hdd` (model

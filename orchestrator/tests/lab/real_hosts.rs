@@ -251,7 +251,8 @@ fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
             "ext4" => assert_eq!(*status, CellStatus::Ok, "{key}: {reason}"),
             _ => {
                 assert_eq!(*status, CellStatus::Unsupported, "{key}");
-                assert_eq!(reason, &format!("mkfs.{fs} is not installed on tiny"), "{key}");
+                let package = if fs == "xfs" { "xfsprogs" } else { "btrfs-progs" };
+                assert_eq!(reason, &format!("mkfs.{fs} is not installed on tiny ({package})"), "{key}");
             }
         }
     }
