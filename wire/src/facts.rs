@@ -307,6 +307,13 @@ impl Facts {
         })
     }
 
+    /// The memory the host's limits leave the agent (and a tmpfs it
+    /// fills), where known.
+    pub fn usable_memory(&self) -> Option<u64> {
+        let limited = self.known_limits().map(|l| l.effective_memory_bytes);
+        limited.or(Some(self.memory.total_bytes)).filter(|&b| b > 0)
+    }
+
     pub fn supports_filesystem(&self, fstype: &str) -> bool {
         self.filesystems.iter().chain(&self.module_filesystems).any(|f| f == fstype)
     }

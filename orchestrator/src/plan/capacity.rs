@@ -1,8 +1,10 @@
-//! Does a cell's data fit on its scratch devices? Decided from the host's
-//! facts (`facts.scratch`) before the host is touched, so a cell that
-//! cannot fit is `unsupported` with the reason instead of failing midway
-//! with ENOSPC, or — worse — measuring something else (a device removed
-//! from a volume that held none of the data moves nothing).
+//! Does a cell's data fit on its scratch devices, or in its ramdisk (its
+//! own size, in the host's memory)? Decided from the host's facts
+//! (`facts.scratch`, the memory its limits leave) before the host is
+//! touched, so a cell that cannot fit is `unsupported` with the reason
+//! instead of failing midway with ENOSPC (or the OOM killer), or — worse —
+//! measuring something else (a device removed from a volume that held none
+//! of the data moves nothing).
 //!
 //! Pure: it walks a cell's planned steps per host as the agent will run
 //! them, keeping for each mount its devices and the bytes written to it.
@@ -29,6 +31,9 @@ struct Mount<'a> {
     /// The scratch devices under it, whose sizes the facts state (none
     /// for a ramdisk or a remote mount).
     devices: Vec<&'a str>,
+    /// A ramdisk's own size: a tmpfs holds data up to it, in the host's
+    /// memory.
+    in_memory: Option<u64>,
     /// Bytes per file written to it (a file written again replaces itself).
     files: BTreeMap<&'a str, u64>,
 }
@@ -52,17 +57,20 @@ pub trait HostStep {
 }
 
 /// Why the cell's data cannot fit, or `None` if it can or the sizes are unknown.
-/// `size(host, scratch)` is what that scratch device holds.
+/// `size(host, scratch)` is what that scratch device holds, `memory(host)`
+/// what the host's memory holds for the agent (its limits).
 pub fn shortfall<'a, S: HostStep + 'a>(
     steps: impl IntoIterator<Item = &'a S>,
     size: impl Fn(&str, &str) -> Option<u64>,
+    memory: impl Fn(&str) -> Option<u64>,
 ) -> Option<String> {
     let mut mounts: BTreeMap<&str, Vec<Mount>> = BTreeMap::new();
     for step in steps {
         let host = step.host();
         let capacity = |devices: &[&str]| devices.iter().map(|d| size(host, d)).sum::<Option<u64>>();
         let on_host = mounts.entry(host).or_default();
-        let mount = |name: &'a str, devices: Vec<&'a str>| Mount { name, devices, files: BTreeMap::new() };
+        let mount =
+            |name: &'a str, devices: Vec<&'a str>| Mount { name, devices, in_memory: None, files: BTreeMap::new() };
         let written: Option<Written> = match step.action() {
             Action::Filesystem(a) => {
                 on_host.push(mount(&a.device, vec![a.device.as_str()]));
@@ -73,10 +81,11 @@ pub fn shortfall<'a, S: HostStep + 'a>(
                 on_host.push(mount(name, a.devices.iter().map(String::as_str).collect()));
                 None
             }
-            // Targets too (a workload without one takes the newest), of a
-            // size no scratch device states: nothing is decided on them.
+            // Targets too (a workload without one takes the newest): a
+            // ramdisk of its own size, a remote mount of one nothing here
+            // states (nothing is decided on it).
             Action::Ramdisk(a) => {
-                on_host.push(mount(&a.name, vec![]));
+                on_host.push(Mount { in_memory: Some(a.size.0), ..mount(&a.name, vec![]) });
                 None
             }
             Action::Mount(a) => {
@@ -168,7 +177,23 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         let Some(w) = written else { continue };
         let Some(m) = pick(on_host, w.target) else { continue };
         m.files.insert(w.file, w.bytes);
-        let (data, cap) = (m.data() + w.transient, capacity(&m.devices).filter(|_| !m.devices.is_empty()));
+        let data = m.data() + w.transient;
+        if let Some(size) = m.in_memory {
+            if data > size {
+                return Some(format!("{} of data does not fit in ramdisk `{}` ({})", mem(data), m.name, mem(size)));
+            }
+            if let Some(ram) = memory(host).filter(|&r| data as f64 > r as f64 * FILL) {
+                return Some(format!(
+                    "{} of data in ramdisk `{}` does not fit in {host}'s memory ({}, of which {:.0}% may hold it)",
+                    mem(data),
+                    m.name,
+                    mem(ram),
+                    FILL * 100.0
+                ));
+            }
+            continue;
+        }
+        let cap = capacity(&m.devices).filter(|_| !m.devices.is_empty());
         if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
             return Some(format!(
                 "{} of data does not fit on {} ({}, of which {:.0}% may hold data)",
@@ -232,6 +257,28 @@ mod tests {
         (d != "unknown").then_some(GIB)
     }
 
+    fn no_memory(_: &str) -> Option<u64> {
+        None
+    }
+
+    #[test]
+    fn a_ramdisk_holds_its_own_size_and_no_more_than_the_hosts_memory() {
+        let steps = |size: &str, tree_files: u64| {
+            vec![
+                step("ramdisk", json!({"name": "ram", "size": size})),
+                // 12 KiB files: 3 blocks each.
+                step("tree", json!({"target": "ram", "files": tree_files, "dirs": 1, "size": "12k"})),
+            ]
+        };
+        // 1000 files × 12 KiB = 11.7 MiB.
+        assert_eq!(shortfall(&steps("52M", 1000), gib_each, no_memory), None);
+        let why = shortfall(&steps("8M", 1000), gib_each, no_memory);
+        assert_eq!(why.as_deref(), Some("11 MiB of data does not fit in ramdisk `ram` (8 MiB)"));
+        let small_host = |_: &str| Some(10 << 20);
+        let why = shortfall(&steps("52M", 1000), gib_each, small_host).unwrap();
+        assert!(why.starts_with("11 MiB of data in ramdisk `ram` does not fit in h's memory (10 MiB"), "{why}");
+    }
+
     fn remove_from_two(data: &str) -> Vec<PlannedStep> {
         vec![
             step("volume", json!({"devices": ["a", "b"], "data": "raid0"})),
@@ -243,8 +290,8 @@ mod tests {
 
     #[test]
     fn data_that_leaves_room_on_the_remaining_volume_fits() {
-        assert_eq!(shortfall(&remove_from_two("448M"), gib_each), None);
-        let why = shortfall(&remove_from_two("512M"), gib_each).unwrap();
+        assert_eq!(shortfall(&remove_from_two("448M"), gib_each, no_memory), None);
+        let why = shortfall(&remove_from_two("512M"), gib_each, no_memory).unwrap();
         assert_eq!(
             why,
             "512 MiB of data cannot be relocated when removing b: the volume has 1.0 GiB (a) after it, and btrfs needs room to move it: at most 45% of that, 460 MiB"
@@ -260,10 +307,12 @@ mod tests {
                 step("volume_add", json!({"device": "b"})),
             ]
         };
-        assert_eq!(shortfall(&add("448M"), gib_each), None);
-        let why = shortfall(&add("512M"), gib_each).unwrap();
+        assert_eq!(shortfall(&add("448M"), gib_each, no_memory), None);
+        let why = shortfall(&add("512M"), gib_each, no_memory).unwrap();
         assert!(why.contains("when adding b: the volume has 1.0 GiB (a) before it"), "{why}");
-        assert!(shortfall(&add("1100M"), gib_each).unwrap().starts_with("1.1 GiB of data does not fit on a (1.0 GiB"));
+        assert!(shortfall(&add("1100M"), gib_each, no_memory)
+            .unwrap()
+            .starts_with("1.1 GiB of data does not fit on a (1.0 GiB"));
     }
 
     #[test]
@@ -283,25 +332,28 @@ mod tests {
             ),
             step("seq_write", json!({"size": "900M"})),
         ];
-        assert_eq!(shortfall(&steps, gib_each), None);
+        assert_eq!(shortfall(&steps, gib_each, no_memory), None);
         let mut more = steps.clone();
         more.push(step("seq_write", json!({"size": "100M", "file": "third"})));
-        assert!(shortfall(&more, gib_each).unwrap().contains("of which 90% may hold data"));
+        assert!(shortfall(&more, gib_each, no_memory).unwrap().contains("of which 90% may hold data"));
     }
 
     #[test]
     fn unknown_sizes_decide_nothing() {
         let steps = vec![step("volume", json!({"devices": ["unknown"]})), step("seq_write", json!({"size": "100G"}))];
-        assert_eq!(shortfall(&steps, gib_each), None);
+        assert_eq!(shortfall(&steps, gib_each, no_memory), None);
     }
 
     #[test]
     fn raw_transfers_fit_their_devices() {
-        assert_eq!(shortfall(&[step("raw", json!({"op": "write", "device": "a", "size": "1G"}))], gib_each), None);
+        assert_eq!(
+            shortfall(&[step("raw", json!({"op": "write", "device": "a", "size": "1G"}))], gib_each, no_memory),
+            None
+        );
         let copy = step("raw", json!({"op": "copy", "device": "a", "to": "b", "size": "2G"}));
-        assert_eq!(shortfall(&[copy], gib_each).unwrap(), "2.0 GiB does not fit on b (1.0 GiB)");
+        assert_eq!(shortfall(&[copy], gib_each, no_memory).unwrap(), "2.0 GiB does not fit on b (1.0 GiB)");
         let read = step("raw", json!({"op": "read", "device": "a", "size": "2G"}));
-        assert!(shortfall(&[read], gib_each).unwrap().contains("cannot be read from a"));
+        assert!(shortfall(&[read], gib_each, no_memory).unwrap().contains("cannot be read from a"));
     }
 
     #[test]
@@ -317,17 +369,18 @@ mod tests {
         };
         // 2 × 256M + 200M = 712 MiB: fits in 90% of 1 GiB (921 MiB).
         assert_eq!(
-            shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 2}, "b": {"size": "200M"}})), gib_each),
+            shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 2}, "b": {"size": "200M"}})), gib_each, no_memory),
             None
         );
-        let why = shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 3}, "b": {"size": "200M"}})), gib_each);
+        let why =
+            shortfall(&fio(json!({"a": {"size": "256M", "numjobs": 3}, "b": {"size": "200M"}})), gib_each, no_memory);
         assert_eq!(why.as_deref(), Some("968 MiB of data does not fit on a (1.0 GiB, of which 90% may hold data)"));
         // Repetitions of one job rewrite its files; a job file on the host decides nothing.
         let mut twice = fio(json!({"a": {"size": "600M"}}));
         twice.push(twice[1].clone());
-        assert_eq!(shortfall(&twice, gib_each), None);
+        assert_eq!(shortfall(&twice, gib_each, no_memory), None);
         let on_host = vec![twice[0].clone(), step("fio", json!({"job_file": "/etc/big.fio"}))];
-        assert_eq!(shortfall(&on_host, gib_each), None);
+        assert_eq!(shortfall(&on_host, gib_each, no_memory), None);
     }
 
     fn ext4_on(device: &str) -> PlannedStep {
@@ -362,7 +415,7 @@ mod tests {
         assert!(writers.len() >= 6, "{writers:?}");
         for name in writers {
             let steps = too_big(name);
-            let why = shortfall(&steps, gib_each);
+            let why = shortfall(&steps, gib_each, no_memory);
             assert!(why.as_deref().is_some_and(|w| w.contains("does not fit on a")), "{name}: {why:?}");
         }
     }
@@ -379,15 +432,15 @@ mod tests {
         };
         // 900 MiB fits in 90% of 1 GiB (921.6 MiB); 1000 do not. On the
         // ramdisk, whose size no scratch device states, nothing is decided.
-        assert_eq!(shortfall(&steps(900, 1.0), gib_each), None);
+        assert_eq!(shortfall(&steps(900, 1.0), gib_each, no_memory), None);
         assert_eq!(
-            shortfall(&steps(500, 2.0), gib_each).unwrap(),
+            shortfall(&steps(500, 2.0), gib_each, no_memory).unwrap(),
             "1000 MiB of data does not fit on a (1.0 GiB, of which 90% may hold data)"
         );
         // A copy of a tree never built (or built where nothing is known) decides nothing.
         let mut unknown = steps(2000, 1.0);
         unknown.remove(1);
-        assert_eq!(shortfall(&unknown, gib_each), None);
+        assert_eq!(shortfall(&unknown, gib_each, no_memory), None);
     }
 
     #[test]
@@ -397,35 +450,35 @@ mod tests {
             step("ramdisk", json!({"name": "ram", "size": "3G"})),
             step("seq_write", json!({"size": "2G"})),
         ];
-        assert_eq!(shortfall(&on_ram, gib_each), None);
+        assert_eq!(shortfall(&on_ram, gib_each, no_memory), None);
         let named = vec![on_ram[0].clone(), on_ram[1].clone(), step("seq_write", json!({"size": "2G", "target": "a"}))];
-        assert!(shortfall(&named, gib_each).is_some());
+        assert!(shortfall(&named, gib_each, no_memory).is_some());
     }
 
     #[test]
     fn the_host_s_compressor_needs_room_for_the_plain_copy_beside_its_output() {
         let cold =
             |tool: &str| vec![ext4_on("a"), step("cold_read", json!({"size": "600M", "codec": "gzip", "tool": tool}))];
-        assert_eq!(shortfall(&cold("builtin"), gib_each), None);
-        let why = shortfall(&cold("external"), gib_each).unwrap();
+        assert_eq!(shortfall(&cold("builtin"), gib_each, no_memory), None);
+        let why = shortfall(&cold("external"), gib_each, no_memory).unwrap();
         assert!(why.starts_with("1.2 GiB of data does not fit on a"), "{why}");
         // Once compressed, only the compressed file stays.
         let mut after = cold("external");
         after[1] = step("cold_read", json!({"size": "400M", "codec": "gzip", "tool": "external"}));
         after.push(step("seq_write", json!({"size": "400M"})));
-        assert_eq!(shortfall(&after, gib_each), None);
+        assert_eq!(shortfall(&after, gib_each, no_memory), None);
     }
 
     #[test]
     fn a_tree_s_small_files_take_a_whole_block_each() {
         let tree = |size: &str| vec![ext4_on("a"), step("tree", json!({"files": 200_000, "dirs": 100, "size": size}))];
         // 200 000 × 100 B is 19 MiB of data, but 781 MiB of 4 KiB blocks.
-        assert_eq!(shortfall(&tree("100"), gib_each), None);
-        let why = shortfall(&tree("5000"), gib_each).unwrap();
+        assert_eq!(shortfall(&tree("100"), gib_each, no_memory), None);
+        let why = shortfall(&tree("5000"), gib_each, no_memory).unwrap();
         assert!(why.starts_with("1.5 GiB of data does not fit on a"), "{why}");
         let absurd =
             vec![ext4_on("a"), step("tree", json!({"files": u64::MAX, "dirs": 1, "size": "1G", "scale": 1e-12}))];
-        assert!(shortfall(&absurd, gib_each).is_some(), "saturates, never wraps");
+        assert!(shortfall(&absurd, gib_each, no_memory).is_some(), "saturates, never wraps");
     }
 
     #[test]
@@ -436,16 +489,16 @@ mod tests {
             step("volume_remove", json!({"device": "a"})),
             step("seq_write", json!({"size": "1900M", "target": "a"})),
         ];
-        let why = shortfall(&steps, gib_each).unwrap();
+        let why = shortfall(&steps, gib_each, no_memory).unwrap();
         assert!(why.contains("does not fit on b + c (2.0 GiB"), "{why}");
         steps.insert(2, step("unmount", json!({"device": "a"})));
-        assert_eq!(shortfall(&steps, gib_each), None, "unmounted by that name");
+        assert_eq!(shortfall(&steps, gib_each, no_memory), None, "unmounted by that name");
         // A ramdisk named like a scratch device is not a volume to relocate on.
         let ram = vec![
             step("ramdisk", json!({"name": "a", "size": "3G"})),
             step("seq_write", json!({"size": "2G"})),
             step("volume_remove", json!({"device": "b"})),
         ];
-        assert_eq!(shortfall(&ram, gib_each), None);
+        assert_eq!(shortfall(&ram, gib_each, no_memory), None);
     }
 }

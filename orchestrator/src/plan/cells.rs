@@ -172,9 +172,11 @@ impl<'a> PlayCtx<'a> {
             let benchmark = steps(&play.benchmark)?;
             let teardown = steps(&play.teardown)?;
             if unsupported.is_none() {
-                let size = |h: &str, d: &str| hosts.iter().find(|m| m.host == h)?.facts?.scratch_size(d);
-                unsupported =
-                    capacity::shortfall(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), size);
+                let facts = |h: &str| hosts.iter().find(|m| m.host == h)?.facts;
+                let size = |h: &str, d: &str| facts(h)?.scratch_size(d);
+                let memory = |h: &str| facts(h)?.usable_memory();
+                let steps = setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown);
+                unsupported = capacity::shortfall(steps, size, memory);
             }
             let host = benchmark.first().map(|s| s.host.clone()).unwrap_or_else(|| hosts[0].host.to_string());
             let devices = cell_devices(setup.iter().chain(&before_each).chain(&benchmark).chain(&teardown), &hosts);
