@@ -1,5 +1,6 @@
-//! Does a cell's data fit on its scratch devices, or in its ramdisk (its
-//! own size, in the host's memory)? Decided from the host's facts
+//! Does a cell's data fit on its scratch devices (their bytes, and the
+//! inodes mke2fs fixed), or in its ramdisk (its own size, in the host's
+//! memory)? Decided from the host's facts
 //! (`facts.scratch`, the memory its limits leave) before the host is
 //! touched, so a cell that cannot fit is `unsupported` with the reason
 //! instead of failing midway with ENOSPC (or the OOM killer), or — worse —
@@ -10,7 +11,7 @@
 //! them, keeping for each mount its devices and the bytes written to it.
 
 use crate::human::mem;
-use benchrig_wire::steps::{Action, Codec, CodecTool, RawOp};
+use benchrig_wire::steps::{Action, Codec, CodecTool, FsProfile, RawOp};
 use std::collections::BTreeMap;
 
 /// The share of a filesystem's size that data may take: the rest is the
@@ -34,15 +35,77 @@ struct Mount<'a> {
     /// A ramdisk's own size: a tmpfs holds data up to it, in the host's
     /// memory.
     in_memory: Option<u64>,
-    /// Bytes per file written to it (a file written again replaces itself).
-    files: BTreeMap<&'a str, u64>,
+    /// The inodes its filesystem was made with, where mkfs fixes them
+    /// (the ext family); XFS and btrfs make them as they go.
+    inodes: Option<Inodes>,
+    /// Bytes and inodes per file or tree written to it (written again, it
+    /// replaces itself).
+    files: BTreeMap<&'a str, Usage>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Usage {
+    bytes: u64,
+    inodes: u64,
 }
 
 impl Mount<'_> {
     fn data(&self) -> u64 {
-        self.files.values().sum()
+        self.files.values().map(|u| u.bytes).sum()
+    }
+
+    fn inodes_used(&self) -> u64 {
+        self.files.values().map(|u| u.inodes).sum()
     }
 }
+
+/// An ext filesystem's inode table: how many, and the bytes per inode
+/// mke2fs chose them by.
+#[derive(Clone, Copy)]
+struct Inodes {
+    count: u64,
+    ratio: Option<u64>,
+}
+
+/// What mke2fs makes ext2/3/4 of `bytes` with, by mke2fs.conf's defaults
+/// (Debian's, Fedora's and upstream's agree): an inode per `inode_ratio`
+/// bytes of its size class, unless the profile says `-N` or `-i`. `None`
+/// for another filesystem, or a profile whose `-T` picks a class here
+/// unknown.
+fn ext_inodes(profile: &FsProfile, bytes: u64) -> Option<Inodes> {
+    if !matches!(profile.fstype.as_deref(), Some("ext2" | "ext3" | "ext4")) {
+        return None;
+    }
+    let args = profile.mkfs.get(1..).unwrap_or_default();
+    // `-N 1000` or `-N1000`.
+    let value = |flag: &str| -> Option<&str> {
+        args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix(flag) {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(v) => Some(v),
+            None => None,
+        })
+    };
+    if let Some(count) = value("-N").and_then(|v| v.parse().ok()) {
+        return Some(Inodes { count, ratio: None });
+    }
+    if value("-T").is_some() {
+        return None;
+    }
+    const MIB: u64 = 1 << 20;
+    const TIB: u64 = 1 << 40;
+    let ratio = value("-i").and_then(|v| v.parse().ok()).unwrap_or(match bytes {
+        b if b < 3 * MIB => 8192,
+        b if b < 512 * MIB => 4096,
+        b if b < 4 * TIB => 16384,
+        b if b < 16 * TIB => 32768,
+        _ => 65536,
+    });
+    Some(Inodes { count: bytes / ratio.max(1), ratio: Some(ratio) })
+}
+
+/// The inodes an empty ext filesystem has in use already: the first ten,
+/// reserved, and lost+found (`df -i` on a fresh ext4: 11 used).
+const EXT_RESERVED_INODES: u64 = 11;
 
 /// The block size a data file's last block is rounded to: mkfs's (ext4's
 /// and XFS's) on a device the size of a scratch device.
@@ -69,11 +132,17 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         let host = step.host();
         let capacity = |devices: &[&str]| devices.iter().map(|d| size(host, d)).sum::<Option<u64>>();
         let on_host = mounts.entry(host).or_default();
-        let mount =
-            |name: &'a str, devices: Vec<&'a str>| Mount { name, devices, in_memory: None, files: BTreeMap::new() };
+        let mount = |name: &'a str, devices: Vec<&'a str>| Mount {
+            name,
+            devices,
+            in_memory: None,
+            inodes: None,
+            files: BTreeMap::new(),
+        };
         let written: Option<Written> = match step.action() {
             Action::Filesystem(a) => {
-                on_host.push(mount(&a.device, vec![a.device.as_str()]));
+                let inodes = size(host, &a.device).and_then(|b| ext_inodes(&a.profile, b));
+                on_host.push(Mount { inodes, ..mount(&a.device, vec![a.device.as_str()]) });
                 None
             }
             Action::Volume(a) => {
@@ -114,11 +183,18 @@ pub fn shortfall<'a, S: HostStep + 'a>(
                 let transient = if plain_too { a.size.0 } else { 0 };
                 Some(Written { transient, ..Written::kept(a.target.as_deref(), &a.file, a.size.0) })
             }
-            Action::Tree(a) => a.disk_bytes(BLOCK).map(|b| Written::kept(a.target.as_deref(), &a.dir, b)),
+            // Its files, its directories and the directory it is in.
+            Action::Tree(a) => match (a.disk_bytes(BLOCK), a.scaled_counts()) {
+                (Some(bytes), Ok((files, dirs))) => Some(Written {
+                    usage: Usage { bytes, inodes: files + dirs + 1 },
+                    ..Written::kept(a.target.as_deref(), &a.dir, bytes)
+                }),
+                _ => None,
+            },
             // As much as the tree it copies, where that tree was built.
             Action::CopyTree(a) => pick(on_host, Some(&a.from))
                 .and_then(|m| m.files.get(a.from_dir.as_str()).copied())
-                .map(|bytes| Written::kept(a.to.as_deref(), &a.to_dir, bytes)),
+                .map(|usage| Written { usage, ..Written::kept(a.to.as_deref(), &a.to_dir, usage.bytes) }),
             Action::VolumeAdd(a) | Action::VolumeRemove(a) => {
                 // Only a volume of scratch devices is one (the agent fails the rest).
                 let Some(m) = pick(on_host, a.volume.as_deref()).filter(|m| !m.devices.is_empty()) else { continue };
@@ -176,7 +252,7 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         };
         let Some(w) = written else { continue };
         let Some(m) = pick(on_host, w.target) else { continue };
-        m.files.insert(w.file, w.bytes);
+        m.files.insert(w.file, w.usage);
         let data = m.data() + w.transient;
         if let Some(size) = m.in_memory {
             if data > size {
@@ -192,6 +268,15 @@ pub fn shortfall<'a, S: HostStep + 'a>(
                 ));
             }
             continue;
+        }
+        if let Some(inodes) = m.inodes.filter(|i| m.inodes_used() + EXT_RESERVED_INODES > i.count) {
+            let per = inodes.ratio.map(|r| format!(", one per {} KiB of its size", r / 1024)).unwrap_or_default();
+            return Some(format!(
+                "{} files and directories do not fit on {}: its filesystem has {} inodes{per}",
+                m.inodes_used(),
+                m.devices.join(" + "),
+                inodes.count
+            ));
         }
         let cap = capacity(&m.devices).filter(|_| !m.devices.is_empty());
         if let Some(cap) = cap.filter(|&c| data as f64 > c as f64 * FILL) {
@@ -214,14 +299,15 @@ struct Written<'a> {
     /// The file or directory it writes there: written again, it replaces itself.
     file: &'a str,
     /// What stays.
-    bytes: u64,
-    /// What is there besides while the step runs, then goes.
+    usage: Usage,
+    /// Bytes there besides while the step runs, then gone.
     transient: u64,
 }
 
 impl<'a> Written<'a> {
+    /// One file (or one job's directory of files) of `bytes`.
     fn kept(target: Option<&'a str>, file: &'a str, bytes: u64) -> Written<'a> {
-        Written { target, file, bytes, transient: 0 }
+        Written { target, file, usage: Usage { bytes, inodes: 1 }, transient: 0 }
     }
 }
 
@@ -259,6 +345,32 @@ mod tests {
 
     fn no_memory(_: &str) -> Option<u64> {
         None
+    }
+
+    #[test]
+    fn a_tree_needs_an_inode_per_file_and_directory_where_mke2fs_fixed_them() {
+        let tree = |fstype: &str, mkfs: &[&str]| {
+            vec![
+                step("filesystem", json!({"device": "a", "profile": {"name": fstype, "fstype": fstype, "mkfs": mkfs}})),
+                // 70,000 files of 1 KiB: 273 MiB of blocks, which 1 GiB holds.
+                step("tree", json!({"files": 70000, "dirs": 100, "size": "1k"})),
+            ]
+        };
+        let why = shortfall(&tree("ext4", &["mkfs.ext4"]), gib_each, no_memory);
+        assert_eq!(
+            why.as_deref(),
+            Some("70101 files and directories do not fit on a: its filesystem has 65536 inodes, one per 16 KiB of its size")
+        );
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-i", "8192"]), gib_each, no_memory), None);
+        assert_eq!(shortfall(&tree("ext2", &["mkfs.ext2", "-N100000"]), gib_each, no_memory), None);
+        let few = shortfall(&tree("ext3", &["mkfs.ext3", "-N", "5000"]), gib_each, no_memory).unwrap();
+        assert!(few.ends_with("its filesystem has 5000 inodes"), "{few}");
+        // XFS and btrfs make inodes as they go; -T names a class here unknown.
+        assert_eq!(shortfall(&tree("xfs", &["mkfs.xfs"]), gib_each, no_memory), None);
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-T", "news"]), gib_each, no_memory), None);
+        // Under 512 MiB mke2fs takes its "small" class: one per 4 KiB.
+        let small = |_: &str, _: &str| Some(400 << 20);
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4"]), small, no_memory), None);
     }
 
     #[test]
@@ -471,7 +583,12 @@ mod tests {
 
     #[test]
     fn a_tree_s_small_files_take_a_whole_block_each() {
-        let tree = |size: &str| vec![ext4_on("a"), step("tree", json!({"files": 200_000, "dirs": 100, "size": size}))];
+        // XFS: its inodes are made as needed (ext4 on 1 GiB has 65,536).
+        let xfs = step(
+            "filesystem",
+            json!({"device": "a", "profile": {"name": "xfs", "fstype": "xfs", "mkfs": ["mkfs.xfs"]}}),
+        );
+        let tree = |size: &str| vec![xfs.clone(), step("tree", json!({"files": 200_000, "dirs": 100, "size": size}))];
         // 200 000 × 100 B is 19 MiB of data, but 781 MiB of 4 KiB blocks.
         assert_eq!(shortfall(&tree("100"), gib_each, no_memory), None);
         let why = shortfall(&tree("5000"), gib_each, no_memory).unwrap();

@@ -87,7 +87,7 @@ impl ActionDoc {
         }
         if self.writes_data {
             out.push(
-                "Writes data onto its target: a cell whose data would not fit the scratch devices or the ramdisk there (its size, and the host's memory) is unsupported"
+                "Writes data onto its target: a cell whose data would not fit the scratch devices there (their bytes, and an ext filesystem's inodes) or the ramdisk (its size, and the host's memory) is unsupported"
                     .to_string(),
             );
         }
