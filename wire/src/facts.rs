@@ -271,11 +271,11 @@ impl KnownTool {
     }
 }
 
-/// "mkfs.xfs is not installed on h1 (xfsprogs)": the package is named when
-/// it is not the tool's own name.
+/// "mkfs.xfs is not installed on h1 (package xfsprogs)": the package is
+/// named when it is not the tool's own name.
 pub fn not_installed(tool: &str, on: &str) -> String {
     match KnownTool::find(tool).map(|t| t.package).filter(|p| *p != tool) {
-        Some(package) => format!("{tool} is not installed on {on} ({package})"),
+        Some(package) => format!("{tool} is not installed on {on} (package {package})"),
         None => format!("{tool} is not installed on {on}"),
     }
 }
