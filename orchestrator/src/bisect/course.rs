@@ -112,9 +112,19 @@ impl Course {
     /// samples, or after the most runs, is called or undecided; one a run
     /// did not bring is undecided (more runs will not bring it).
     pub fn call(&self, samples: &Samples, rounds: usize, signals: &[SeriesKey]) -> Option<Verdict> {
-        let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
+        self.call_against((&self.measured[0], &self.measured[self.last()]), samples, rounds, signals)
+    }
+
+    /// [`Course::call`] against endpoints `(good, bad)`.
+    fn call_against(
+        &self,
+        (good, bad): (&Samples, &Samples),
+        samples: &Samples,
+        rounds: usize,
+        signals: &[SeriesKey],
+    ) -> Option<Verdict> {
         overall(signals.iter().map(|k| {
-            let (g, b) = (&good[k], &bad[k]);
+            let (Some(g), Some(b)) = (good.get(k), bad.get(k)) else { return Some(Verdict::Undecided) };
             let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
             match samples.get(k) {
                 Some(c) => {
@@ -173,28 +183,54 @@ impl Course {
     }
 
     /// The first bad revision and its parent, measured again apart: each
-    /// until called, then the answer.
+    /// until called, then the answer. When either comes out otherwise, the
+    /// lab may have moved since the endpoints were measured (a load spike
+    /// then, a disk warmed up since): the endpoints are measured again
+    /// too, once, beside the confirmation, and it is called against them.
+    /// Either way the answer stands only with the culprit bad and its
+    /// parent good, measured now.
     fn confirm(&self, first_bad: usize, signals: &[SeriesKey]) -> Action {
-        let parent = first_bad - 1;
-        let mut calls = Vec::new();
-        for (i, want) in [(first_bad, Verdict::Bad), (parent, Verdict::Good)] {
+        let last = self.last();
+        let first = match self.confirm_against((&self.measured[0], &self.measured[last]), first_bad, signals) {
+            Ok(wrong) if wrong.is_empty() => return Action::Done(Answer::Found(first_bad)),
+            Ok(wrong) => wrong,
+            Err(more) => return more,
+        };
+        let Some(fresh) = self.confirmed.get(&0).zip(self.confirmed.get(&last)) else {
+            let end = if self.confirmed.contains_key(&0) { last } else { 0 };
+            return Action::Measure { revision: end, purpose: BisectPurpose::Confirm };
+        };
+        match self.confirm_against(fresh, first_bad, signals) {
+            Ok(again) if again.is_empty() => Action::Done(Answer::Found(first_bad)),
+            Ok(again) => Action::Done(Answer::Unconfirmed {
+                first_bad,
+                why: format!("{}; against the endpoints measured again, {}", first.join("; "), again.join("; ")),
+            }),
+            Err(more) => more,
+        }
+    }
+
+    /// What the culprit's and its parent's confirming samples came out as
+    /// against endpoints `ends`, where not what the search found; `Err`:
+    /// which to measure again first.
+    fn confirm_against(
+        &self,
+        ends: (&Samples, &Samples),
+        first_bad: usize,
+        signals: &[SeriesKey],
+    ) -> Result<Vec<String>, Action> {
+        let mut wrong = Vec::new();
+        for (i, want) in [(first_bad, Verdict::Bad), (first_bad - 1, Verdict::Good)] {
             let empty = Samples::new();
             let again = self.confirmed.get(&i).unwrap_or(&empty);
             let rounds = self.confirm_rounds.get(&i).copied().unwrap_or(0);
-            match (rounds, self.call(again, rounds, signals)) {
-                (1.., Some(v)) => calls.push((i, want, v)),
-                _ => return Action::Measure { revision: i, purpose: BisectPurpose::Confirm },
+            match (rounds, self.call_against(ends, again, rounds, signals)) {
+                (1.., Some(got)) if got == want => {}
+                (1.., Some(got)) => wrong.push(format!("revision {i} measured {got} again (it was {want})")),
+                _ => return Err(Action::Measure { revision: i, purpose: BisectPurpose::Confirm }),
             }
         }
-        let wrong: Vec<String> = calls
-            .iter()
-            .filter(|(_, want, got)| want != got)
-            .map(|(i, want, got)| format!("revision {i} measured {got} again (it was {want})"))
-            .collect();
-        Action::Done(match wrong.is_empty() {
-            true => Answer::Found(first_bad),
-            false => Answer::Unconfirmed { first_bad, why: wrong.join("; ") },
-        })
+        Ok(wrong)
     }
 }
 
@@ -283,6 +319,11 @@ mod tests {
         }
 
         fn run(&mut self, rev: usize) -> Samples {
+            self.run_at(rev, 1.0)
+        }
+
+        /// A run with the lab at `speed` of what it was (0.5: half as fast).
+        fn run_at(&mut self, rev: usize, speed: f64) -> Samples {
             let mut out = Samples::new();
             let key = SeriesKey {
                 host: "hdd".into(),
@@ -295,7 +336,7 @@ mod tests {
                 .map(|_| {
                     let (u1, u2): (f64, f64) = (self.rng.random::<f64>().max(1e-12), self.rng.random());
                     let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                    Self::mean(rev) * (1.0 + 0.02 * z)
+                    Self::mean(rev) * speed * (1.0 + 0.02 * z)
                 })
                 .collect();
             out.insert(key, Sampled { unit: "MB/s".into(), better: Better::Higher, values });
@@ -304,6 +345,16 @@ mod tests {
 
         /// Bisects revisions `from..=to` of the tool to its answer.
         fn bisect(seed: u64, from: usize, to: usize) -> (Answer, Vec<(usize, BisectPurpose)>) {
+            Self::bisect_drifting(seed, from, to, |_, _| 1.0)
+        }
+
+        /// The same on a lab whose speed at the n-th step (for a purpose) is `speed(n, purpose)`.
+        fn bisect_drifting(
+            seed: u64,
+            from: usize,
+            to: usize,
+            speed: impl Fn(usize, BisectPurpose) -> f64,
+        ) -> (Answer, Vec<(usize, BisectPurpose)>) {
             let mut lab = Lab { rng: rand::rngs::ChaCha8Rng::seed_from_u64(seed), steps: Vec::new() };
             let mut c = Course::new(to - from + 1, 40, 5.0);
             for _ in 0..200 {
@@ -315,7 +366,7 @@ mod tests {
                             c.skipped[revision] = true;
                             continue;
                         }
-                        let got = lab.run(from + revision);
+                        let got = lab.run_at(from + revision, speed(lab.steps.len(), purpose));
                         let into = c.pool(revision, purpose);
                         for (k, s) in got {
                             into.entry(k)
@@ -343,6 +394,41 @@ mod tests {
             let confirms: Vec<usize> =
                 steps.iter().filter(|(_, p)| *p == BisectPurpose::Confirm).map(|(r, _)| *r).collect();
             assert!(confirms.contains(&23) && confirms.contains(&22), "seed {seed}: {steps:?}");
+        }
+    }
+
+    #[test]
+    fn a_lab_that_slowed_by_confirmation_time_is_measured_again_at_its_endpoints() {
+        // Half as fast from the confirmation on: the culprit's parent now
+        // measures nearer the bad endpoint of the start than the good one.
+        for seed in 0..10 {
+            let (answer, steps) = Lab::bisect_drifting(seed, 0, 40, |_, p| match p {
+                BisectPurpose::Confirm => 0.5,
+                _ => 1.0,
+            });
+            assert_eq!(answer, Answer::Found(23), "seed {seed}: {steps:?}");
+            let confirms: Vec<usize> =
+                steps.iter().filter(|(_, p)| *p == BisectPurpose::Confirm).map(|(r, _)| *r).collect();
+            assert!(confirms.contains(&0) && confirms.contains(&40), "the endpoints again: {steps:?}");
+        }
+        // A steady lab confirms without them.
+        let (_, steps) = Lab::bisect(3, 0, 40);
+        assert!(!steps.contains(&(0, BisectPurpose::Confirm)), "{steps:?}");
+    }
+
+    #[test]
+    fn a_lab_that_slowed_mid_search_never_names_a_wrong_commit() {
+        // Half as fast from the fourth step: the search goes wrong; the
+        // confirmation, against endpoints measured again, says so.
+        for seed in 0..10 {
+            let (answer, steps) = Lab::bisect_drifting(seed, 0, 40, |n, _| if n >= 4 { 0.5 } else { 1.0 });
+            match answer {
+                Answer::Found(i) => assert_eq!(i, 23, "seed {seed}: {steps:?}"),
+                Answer::Unconfirmed { why, .. } => {
+                    assert!(why.contains("against the endpoints measured again"), "{why}")
+                }
+                other => panic!("seed {seed}: {other:?} {steps:?}"),
+            }
         }
     }
 
