@@ -5,7 +5,9 @@
 //! measured again until `judge` calls it or it has had the most
 //! repetitions; at the end the first bad revision and its parent measured
 //! once more, apart, and called again (KernelCI's guard): the answer is
-//! found only when the culprit is bad again and its parent good again.
+//! found only when the culprit is bad again and its parent good again —
+//! against the endpoints of the start, or, when the lab has moved since,
+//! against the endpoints measured again beside them.
 
 use super::judge::{self, call, overall, regression, Endpoints};
 use super::search::{self, Verdict};
