@@ -592,7 +592,7 @@ pub struct BisectStart {
     /// Run for each revision (again for more repetitions), with `-e rev=REVISION`.
     #[arg(long, value_name = "PLAYBOOK", required_unless_present = "resume", help_heading = BISECT)]
     pub measure: Option<PathBuf>,
-    /// The metrics followed (a glob: `write throughput`, `*time`). Repeatable.
+    /// The metrics followed: a glob over a metric's name (`throughput`, `*time`), or its step's name and it (`write throughput`). Repeatable.
     #[arg(long, value_name = "GLOB", required_unless_present = "resume", help_heading = BISECT)]
     pub metric: Vec<String>,
     /// The most samples a series of one revision gets; past it, a revision still neither good nor bad is undecided.

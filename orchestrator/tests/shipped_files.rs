@@ -55,6 +55,26 @@ fn the_readme_playbook_example_parses() {
     assert_eq!(parsed.plays[0].benchmark.len(), 2);
 }
 
+/// The build and measure playbooks README.md shows for `bisect` parse as
+/// they are, each with the one play and step it shows.
+#[test]
+fn the_readme_bisect_playbooks_parse() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let section = readme.split("### Finding the change").nth(1).expect("the section");
+    let end = ["\n## ", "\n### "].iter().filter_map(|h| section.find(h)).min().unwrap_or(section.len());
+    let section = &section[..end];
+    let blocks: Vec<&str> =
+        section.split("```yaml\n").skip(1).map(|b| b.split("```").next().expect("a closed block")).collect();
+    assert_eq!(blocks.len(), 2, "build.yml and measure.yml");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in ["build.yml", "measure.yml"].into_iter().zip(blocks) {
+        let pb = dir.path().join(name);
+        std::fs::write(&pb, text).unwrap();
+        let parsed = benchrig::playbook::load(&pb).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((parsed.plays.len(), parsed.plays[0].benchmark.len()), (1, 1), "{name}");
+    }
+}
+
 /// The simulated lab's inventories (the netns hosts, the guests, arm1, the
 /// shaped hosts) share one bridge: an address held by two of them makes
 /// the second host's sshd unreachable (arm1 once failed to come up on the

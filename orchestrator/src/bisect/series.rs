@@ -20,11 +20,13 @@ pub struct Sampled {
 pub type Samples = IndexMap<SeriesKey, Sampled>;
 
 /// The followed series of a run (its `cells` and result `samples`), onto
-/// `into`: `metrics` picks them; a sample that is not a finite number, or
-/// whose direction is neither way, is left out.
+/// `into`: `metrics` picks them, by the metric's name (`throughput`) or
+/// its step's name and it (`write throughput`, as `show` and `compare`
+/// print them); a sample that is not a finite number is left out.
 pub fn gather(into: &mut Samples, cells: &[CellRow], samples: &[SampleRow], metrics: &globset::GlobSet) {
     let cell_of: std::collections::HashMap<i64, &CellRow> = cells.iter().map(|c| (c.id, c)).collect();
-    for s in samples.iter().filter(|s| s.value.is_finite() && metrics.is_match(&s.metric)) {
+    let followed = |s: &SampleRow| metrics.is_match(&s.metric) || metrics.is_match(format!("{} {}", s.step, s.metric));
+    for s in samples.iter().filter(|s| s.value.is_finite() && followed(s)) {
         let Some(c) = cell_of.get(&s.cell_id) else { continue };
         let better = s.better;
         let key = SeriesKey {
@@ -63,5 +65,15 @@ mod tests {
         assert_eq!((key.host.as_str(), key.metric.as_str()), ("h1", "throughput"));
         assert_eq!((first.values.as_slice(), first.better), ([10.0, 20.0].as_slice(), Better::Higher));
         assert_eq!(pooled[1].values, [11.0, 21.0]);
+        // By the step's name too, as `show` prints a step and its metric.
+        let by_step = |glob: &str| {
+            let set = globset::GlobSetBuilder::new().add(globset::Glob::new(glob).unwrap()).build().unwrap();
+            let mut pooled = Samples::new();
+            gather(&mut pooled, &cells, &run(10.0), &set);
+            pooled.keys().map(|k| k.metric.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(by_step("read throughput"), ["throughput", "throughput"]);
+        assert_eq!(by_step("read *"), ["throughput", "throughput", "time"]);
+        assert!(by_step("write throughput").is_empty());
     }
 }
