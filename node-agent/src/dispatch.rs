@@ -4,8 +4,7 @@
 
 use crate::outbox::StepCtx;
 use crate::state::HostState;
-use crate::{actions, cmd, kernel, workloads};
-use benchrig_wire::facts::not_installed;
+use crate::{actions, needs, workloads};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::{Action, StepOutput};
 
@@ -14,7 +13,9 @@ use benchrig_wire::steps::{Action, StepOutput};
 /// them) goes into its output here, whichever workload it was.
 pub fn run(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput, AgentError> {
     ctx.check_cancel()?;
-    host_can(st, action)?;
+    if needs::asked_by_dispatch(action) {
+        needs::check(st, action)?;
+    }
     let mut out = step(st, ctx, action)?;
     // `benchrig doc` lists the metrics of the action's row: every test that
     // runs a step through here holds the workload to them.
@@ -28,21 +29,6 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOut
         out.monitors = ctx.watch.take().map(Box::new);
     }
     Ok(out)
-}
-
-/// The kernel support and programs the step's row and arguments name
-/// ([`Action::host_needs`]), asked of this host before the step starts, as
-/// the planner asked its facts: the same list, so the two cannot disagree.
-/// The kernel first: without it, installing a tool would not help.
-fn host_can(st: &HostState, action: &Action) -> Result<(), AgentError> {
-    let needs = action.host_needs();
-    if let Some(fstype) = needs.kernel {
-        kernel::supports_filesystem(&st.view, fstype)?;
-    }
-    match needs.tools.iter().find(|t| cmd::which(t).is_none()) {
-        Some(tool) => Err(AgentError::unsupported(not_installed(tool, "this host"))),
-        None => Ok(()),
-    }
 }
 
 fn step(st: &mut HostState, ctx: &StepCtx, action: &Action) -> Result<StepOutput, AgentError> {

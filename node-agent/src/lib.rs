@@ -34,6 +34,7 @@ pub mod kmsg;
 pub mod ledger;
 pub mod measure;
 pub mod monitor;
+pub mod needs;
 pub mod outbox;
 pub mod real_device;
 pub mod safety;

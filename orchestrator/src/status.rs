@@ -105,7 +105,8 @@ pub enum BisectPurpose {
     Endpoint,
     /// A revision between them.
     Candidate,
-    /// The first bad revision or its parent, measured again at the end.
+    /// The first bad revision or its parent measured again at the end, and
+    /// the endpoints too when those two do not come out as before.
     Confirm,
 }
 

@@ -271,11 +271,12 @@ impl KnownTool {
     }
 }
 
-/// "mkfs.xfs is not installed on h1 (package xfsprogs)": the package is
-/// named when it is not the tool's own name.
+/// "mkfs.xfs is not installed on h1 (Debian package xfsprogs)": the
+/// package is named when it is not the tool's own name (Debian's names:
+/// elsewhere most are the same; Fedora's nfs-utils holds both NFS ones).
 pub fn not_installed(tool: &str, on: &str) -> String {
     match KnownTool::find(tool).map(|t| t.package).filter(|p| *p != tool) {
-        Some(package) => format!("{tool} is not installed on {on} (package {package})"),
+        Some(package) => format!("{tool} is not installed on {on} (Debian package {package})"),
         None => format!("{tool} is not installed on {on}"),
     }
 }
@@ -310,7 +311,7 @@ impl Facts {
     /// The memory the host's limits leave the agent (and a tmpfs it
     /// fills), where known.
     pub fn usable_memory(&self) -> Option<u64> {
-        let limited = self.known_limits().map(|l| l.effective_memory_bytes);
+        let limited = self.known_limits().map(|l| l.effective_memory_bytes).filter(|&b| b > 0);
         limited.or(Some(self.memory.total_bytes)).filter(|&b| b > 0)
     }
 

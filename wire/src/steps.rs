@@ -280,7 +280,7 @@ impl Action {
     pub fn needs_by_arguments(name: &str) -> Option<&'static str> {
         match name {
             "filesystem" => Some("the kernel's support for its profile's filesystem, and the profile's mkfs"),
-            "mount" => Some("for `fstype: nfs` or `nfs4`, the kernel's support for it and `mount.nfs`; for `fuse.sshfs`, the kernel's fuse and `sshfs`"),
+            "mount" => Some("for `fstype: nfs` or `nfs4`, the kernel's support for it and `mount.nfs`; for `fuse.sshfs` or `sshfs`, the kernel's fuse and `sshfs`"),
             "cold_read" => Some("with `tool: external`, the codec's program (`lzop`, `gzip` or `zstd`)"),
             "read_tree" => Some("with `reader: gnu_tar`, `tar`"),
             _ => None,

@@ -2,7 +2,7 @@
 //!
 //! Order matters for safety: everything that can say "no" (listed? tool?
 //! kernel? safety rules?) runs before the one step that writes (mkfs).
-//! The kernel is asked before the tool (by dispatch, from `Action::host_needs`):
+//! The kernel is asked before the tool (`needs::check`, from `Action::host_needs`):
 //! "the kernel has no reiserfs support" is the reason a person needs.
 //!
 //! Recorded with the cell: the mkfs version and the filesystem's own
@@ -19,10 +19,10 @@ use crate::safety::DeviceProbe;
 use crate::scratch::{self, ScratchBlock};
 use crate::state::{HostState, Mounted};
 use crate::undo::detach_loop;
-use crate::{cmd, facts, tools};
+use crate::{cmd, facts, needs, tools};
 use benchrig_wire::messages::{AgentError, LogLevel};
 use benchrig_wire::scratch::{ScratchDevice, ScratchKind};
-use benchrig_wire::steps::{FilesystemArgs, FsProfile, StepOutput};
+use benchrig_wire::steps::{Action, FilesystemArgs, FsProfile, StepOutput};
 use serde_json::json;
 use std::path::Path;
 use std::time::Instant;
@@ -44,10 +44,11 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FilesystemArgs) -> Result<S
             profile.name, entry.name
         )));
     };
-    // Its kernel support and mkfs were asked before the step (dispatch).
     if profile.mkfs.is_empty() {
         return Err(AgentError::bad_request("profile has no mkfs command"));
     }
+    // The kernel's support for it, then its mkfs.
+    needs::check(st, &Action::Filesystem(args.clone()))?;
 
     // A device named by its label or UUID keeps that name through the format, or is not formatted.
     let keep = fs_name::keep(FsName::of(&entry.path).as_ref(), &profile.mkfs).map_err(AgentError::unsupported)?;

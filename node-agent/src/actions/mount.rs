@@ -6,7 +6,7 @@
 use crate::state::{HostState, Mounted};
 use benchrig_wire::args::MountArgs;
 use benchrig_wire::messages::AgentError;
-use benchrig_wire::steps::StepOutput;
+use benchrig_wire::steps::{Action, StepOutput};
 use std::os::unix::fs::FileTypeExt;
 use std::time::Instant;
 
@@ -34,6 +34,8 @@ pub fn run(st: &mut HostState, args: &MountArgs) -> Result<StepOutput, AgentErro
             format!("{} is a local block device: use a `filesystem` step on a scratch device", args.source),
         ));
     }
+    // The kernel's client and its mount helper (nfs), fuse and sshfs.
+    crate::needs::check(st, &Action::Mount(args.clone()))?;
     if st.mounted.iter().any(|m| m.scratch == args.name) {
         st.release(Some(&args.name)).map_err(AgentError::failed)?;
     }

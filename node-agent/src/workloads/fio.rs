@@ -19,6 +19,7 @@ use crate::state::HostState;
 use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use crate::tools;
 use benchrig_wire::args::FioArgs;
+use benchrig_wire::facts::not_installed;
 use benchrig_wire::fio::FioJob;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::metrics::{self, MetricDecl, FIO_DIRECTIONS};
@@ -45,7 +46,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
             FioJob::parse(&text, &args.allow).map_err(|e| AgentError::bad_request(format!("fio: {path}: {e}")))?
         }
     };
-    let fio = cmd::which("fio").ok_or_else(|| AgentError::unsupported("fio not found on the host"))?;
+    let fio = cmd::which("fio").ok_or_else(|| AgentError::unsupported(not_installed("fio", "this host")))?;
     let t = st.target(args.target.as_deref())?;
     let (dir, devices) = (t.mountpoint.join(&args.dir), t.devices.clone());
     std::fs::create_dir_all(&dir)

@@ -22,6 +22,7 @@ use crate::outbox::StepCtx;
 use crate::state::HostState;
 use crate::supervisor::{self, StdoutTo, Supervised};
 use benchrig_wire::args::{ReadTreeArgs, TreeReader};
+use benchrig_wire::facts::not_installed;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
 use std::ffi::OsString;
@@ -42,10 +43,9 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<Ste
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let tar = match args.reader {
         TreeReader::Builtin => None,
-        TreeReader::GnuTar => Some(
-            cmd::which("tar")
-                .ok_or_else(|| AgentError::unsupported("read_tree: `tar` is not installed on this host"))?,
-        ),
+        TreeReader::GnuTar => {
+            Some(cmd::which("tar").ok_or_else(|| AgentError::unsupported(not_installed("tar", "this host")))?)
+        }
     };
     let cold = if args.cold { make_cold(ctx, st) } else { None };
     let meter = Meter::start(ctx, &st.view, &devices);

@@ -89,6 +89,28 @@ impl Course {
         self.measured.len() - 1
     }
 
+    /// Revision `i` is the good or the bad endpoint.
+    pub fn is_endpoint(&self, i: usize) -> bool {
+        i == 0 || i == self.last()
+    }
+
+    /// The endpoints the confirmation is called against: those measured
+    /// again once both are, else those of the start.
+    fn confirm_ends(&self) -> (&Samples, &Samples) {
+        match self.confirmed.get(&0).zip(self.confirmed.get(&self.last())) {
+            Some(fresh) => fresh,
+            None => (&self.measured[0], &self.measured[self.last()]),
+        }
+    }
+
+    /// What revision `i`'s confirming samples are so far, against
+    /// [`Course::confirm_ends`].
+    pub fn confirm_call(&self, i: usize, signals: &[SeriesKey]) -> Option<Verdict> {
+        let samples = self.confirmed.get(&i)?;
+        let rounds = self.confirm_rounds.get(&i).copied().unwrap_or(0);
+        self.call_against(self.confirm_ends(), samples, rounds, signals)
+    }
+
     /// The series that regressed between the endpoints, and those that
     /// may yet: undecided, with room for more repetitions.
     pub fn signals(&self) -> (Vec<SeriesKey>, Vec<SeriesKey>) {
@@ -202,6 +224,23 @@ impl Course {
             let end = if self.confirmed.contains_key(&0) { last } else { 0 };
             return Action::Measure { revision: end, purpose: BisectPurpose::Confirm };
         };
+        // Measured again as often as at the start, at most, while they do
+        // not yet differ on every signal as they did then.
+        if !signals.iter().all(|k| self.differ(fresh, k)) {
+            let runs = |i: usize| self.confirm_rounds.get(&i).copied().unwrap_or(0);
+            let fewer = if runs(0) <= runs(last) { 0 } else { last };
+            if runs(fewer) < self.rounds[fewer] {
+                return Action::Measure { revision: fewer, purpose: BisectPurpose::Confirm };
+            }
+            return Action::Done(Answer::Unconfirmed {
+                first_bad,
+                why: format!(
+                    "{}; the endpoints measured again no longer differ by {}% or more",
+                    first.join("; "),
+                    self.threshold_pct
+                ),
+            });
+        }
         match self.confirm_against(fresh, first_bad, signals) {
             Ok(again) if again.is_empty() => Action::Done(Answer::Found(first_bad)),
             Ok(again) => Action::Done(Answer::Unconfirmed {
@@ -210,6 +249,13 @@ impl Course {
             }),
             Err(more) => more,
         }
+    }
+
+    /// Whether endpoints `(good, bad)` differ on series `k` as a signal does.
+    fn differ(&self, (good, bad): (&Samples, &Samples), k: &SeriesKey) -> bool {
+        let (Some(g), Some(b)) = (good.get(k), bad.get(k)) else { return false };
+        let e = Endpoints { good: &g.values, bad: &b.values, better: g.better };
+        regression(e, self.threshold_pct).is_some_and(|r| r.outcome == Outcome::Different)
     }
 
     /// What the culprit's and its parent's confirming samples came out as
@@ -347,15 +393,16 @@ mod tests {
 
         /// Bisects revisions `from..=to` of the tool to its answer.
         fn bisect(seed: u64, from: usize, to: usize) -> (Answer, Vec<(usize, BisectPurpose)>) {
-            Self::bisect_drifting(seed, from, to, |_, _| 1.0)
+            Self::bisect_drifting(seed, from, to, |_, _, _| 1.0)
         }
 
-        /// The same on a lab whose speed at the n-th step (for a purpose) is `speed(n, purpose)`.
+        /// The same on a lab whose speed at the n-th step (for a purpose, of
+        /// a revision) is `speed(n, purpose, revision)`.
         fn bisect_drifting(
             seed: u64,
             from: usize,
             to: usize,
-            speed: impl Fn(usize, BisectPurpose) -> f64,
+            speed: impl Fn(usize, BisectPurpose, usize) -> f64,
         ) -> (Answer, Vec<(usize, BisectPurpose)>) {
             let mut lab = Lab { rng: rand::rngs::ChaCha8Rng::seed_from_u64(seed), steps: Vec::new() };
             let mut c = Course::new(to - from + 1, 40, 5.0);
@@ -368,7 +415,7 @@ mod tests {
                             c.skipped[revision] = true;
                             continue;
                         }
-                        let got = lab.run_at(from + revision, speed(lab.steps.len(), purpose));
+                        let got = lab.run_at(from + revision, speed(lab.steps.len(), purpose, from + revision));
                         let into = c.pool(revision, purpose);
                         for (k, s) in got {
                             into.entry(k)
@@ -404,7 +451,7 @@ mod tests {
         // Half as fast from the confirmation on: the culprit's parent now
         // measures nearer the bad endpoint of the start than the good one.
         for seed in 0..10 {
-            let (answer, steps) = Lab::bisect_drifting(seed, 0, 40, |_, p| match p {
+            let (answer, steps) = Lab::bisect_drifting(seed, 0, 40, |_, p, _| match p {
                 BisectPurpose::Confirm => 0.5,
                 _ => 1.0,
             });
@@ -416,6 +463,32 @@ mod tests {
         // A steady lab confirms without them.
         let (_, steps) = Lab::bisect(3, 0, 40);
         assert!(!steps.contains(&(0, BisectPurpose::Confirm)), "{steps:?}");
+        // The culprit next to an endpoint: its confirmation is that
+        // endpoint's measurement again, and the answer still stands.
+        for (from, to, first_bad) in [(22, 23, 1), (22, 25, 1), (20, 23, 3)] {
+            for speed in [1.0, 0.5] {
+                let (answer, steps) = Lab::bisect_drifting(5, from, to, |_, p, _| match p {
+                    BisectPurpose::Confirm => speed,
+                    _ => 1.0,
+                });
+                assert_eq!(answer, Answer::Found(first_bad), "{from}..={to} at {speed}: {steps:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn endpoints_that_no_longer_differ_leave_the_answer_unconfirmed() {
+        // From the confirmation on, every revision is as fast as the good one.
+        let (answer, steps) = Lab::bisect_drifting(4, 0, 40, |_, p, rev| match p {
+            BisectPurpose::Confirm => 100.0 / Lab::mean(rev),
+            _ => 1.0,
+        });
+        let Answer::Unconfirmed { why, .. } = answer else { panic!("{answer:?} {steps:?}") };
+        assert!(why.ends_with("the endpoints measured again no longer differ by 5% or more"), "{why}");
+        // Each endpoint measured again as often as at the start, no more.
+        let again = |r: usize| steps.iter().filter(|s| **s == (r, BisectPurpose::Confirm)).count();
+        let first = |r: usize| steps.iter().filter(|s| **s == (r, BisectPurpose::Endpoint)).count();
+        assert_eq!((again(0), again(40)), (first(0), first(40)), "{steps:?}");
     }
 
     #[test]
@@ -423,7 +496,7 @@ mod tests {
         // Half as fast from the fourth step: the search goes wrong; the
         // confirmation, against endpoints measured again, says so.
         for seed in 0..10 {
-            let (answer, steps) = Lab::bisect_drifting(seed, 0, 40, |n, _| if n >= 4 { 0.5 } else { 1.0 });
+            let (answer, steps) = Lab::bisect_drifting(seed, 0, 40, |n, _, _| if n >= 4 { 0.5 } else { 1.0 });
             match answer {
                 Answer::Found(i) => assert_eq!(i, 23, "seed {seed}: {steps:?}"),
                 Answer::Unconfirmed { why, .. } => {

@@ -104,7 +104,7 @@ impl Bisect {
             if let (Some(build), true) = (&self.recipe.build, built != Some(revision)) {
                 match self.run(build, rev, held.clone()).await? {
                     Ran::Ok(run) => (step.build_run, built) = (Some(run), Some(revision)),
-                    Ran::Failed(run) if purpose != BisectPurpose::Endpoint => {
+                    Ran::Failed(run) if purpose == BisectPurpose::Candidate => {
                         step.build_run = Some(run);
                         step.verdict = Some(BisectVerdict::Skip);
                         course.skipped[revision] = true;
@@ -112,10 +112,17 @@ impl Bisect {
                         self.store.add_bisect_step(self.id, &step)?;
                         continue;
                     }
-                    Ran::Failed(run) => anyhow::bail!(
+                    Ran::Failed(run) if purpose == BisectPurpose::Endpoint => anyhow::bail!(
                         "the {} endpoint {} did not build (run {run}): a bisect needs both endpoints",
                         if revision == 0 { "good" } else { "bad" },
                         rev.short()
+                    ),
+                    // Built once already: a build that fails now is the lab's
+                    // (a full disk, a mirror down), not the revision's.
+                    Ran::Failed(run) => anyhow::bail!(
+                        "revision {} built before and not again to be confirmed (run {run}); `benchrig bisect --resume {}` tries again",
+                        rev.short(),
+                        self.id
                     ),
                     Ran::Stopped(stopped) => return Err(stopped.into()),
                 }
@@ -139,12 +146,13 @@ impl Bisect {
                     BisectPurpose::Confirm => &course.confirmed[&revision],
                     _ => &course.measured[revision],
                 };
-                let endpoint = purpose == BisectPurpose::Endpoint;
-                let rounds = match purpose {
-                    BisectPurpose::Confirm => course.confirm_rounds[&revision],
-                    _ => course.rounds[revision],
+                // An endpoint measured again to confirm is a reference, not called.
+                let endpoint = purpose == BisectPurpose::Endpoint || course.is_endpoint(revision);
+                step.verdict = match purpose {
+                    _ if endpoint => None,
+                    BisectPurpose::Confirm => course.confirm_call(revision, &signals),
+                    _ => course.call(samples, course.rounds[revision], &signals),
                 };
-                step.verdict = (!endpoint).then(|| course.call(samples, rounds, &signals)).flatten();
                 step.figures = Some(serde_json::to_string(&course.figures(samples, &signals, endpoint))?);
             }
             self.store.add_bisect_step(self.id, &step)?;

@@ -69,43 +69,68 @@ struct Inodes {
 
 /// What mke2fs makes ext2/3/4 of `bytes` with, by mke2fs.conf's defaults
 /// (Debian's, Fedora's and upstream's agree): an inode per `inode_ratio`
-/// bytes of its size class, unless the profile says `-N` or `-i`. `None`
-/// for another filesystem, or a profile whose `-T` picks a class here
-/// unknown.
+/// bytes of its size class or the profile's `-T` class, unless the profile
+/// says `-i` or `-N` (the last of each counts, as for mke2fs). `None` for
+/// another filesystem, or a `-T` class here unknown.
 fn ext_inodes(profile: &FsProfile, bytes: u64) -> Option<Inodes> {
     if !matches!(profile.fstype.as_deref(), Some("ext2" | "ext3" | "ext4")) {
         return None;
     }
     let args = profile.mkfs.get(1..).unwrap_or_default();
-    // `-N 1000` or `-N1000`.
+    // `-N 1000` or `-N1000`; the last one given.
     let value = |flag: &str| -> Option<&str> {
-        args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix(flag) {
+        args.iter().enumerate().rev().find_map(|(i, a)| match a.strip_prefix(flag) {
             Some("") => args.get(i + 1).map(String::as_str),
             Some(v) => Some(v),
             None => None,
         })
     };
     if let Some(count) = value("-N").and_then(|v| v.parse().ok()) {
+        // mke2fs rounds it up to whole inode-table blocks: at least this.
         return Some(Inodes { count, ratio: None });
-    }
-    if value("-T").is_some() {
-        return None;
     }
     const MIB: u64 = 1 << 20;
     const TIB: u64 = 1 << 40;
-    let ratio = value("-i").and_then(|v| v.parse().ok()).unwrap_or(match bytes {
-        b if b < 3 * MIB => 8192,
-        b if b < 512 * MIB => 4096,
-        b if b < 4 * TIB => 16384,
-        b if b < 16 * TIB => 32768,
-        _ => 65536,
-    });
-    Some(Inodes { count: bytes / ratio.max(1), ratio: Some(ratio) })
+    let class = match value("-T") {
+        Some(t) => Some(t),
+        None => Some(match bytes {
+            b if b < 3 * MIB => "floppy",
+            b if b < 512 * MIB => "small",
+            b if b < 4 * TIB => "default",
+            b if b < 16 * TIB => "big",
+            _ => "huge",
+        }),
+    };
+    let by_class = match class? {
+        "floppy" => 8192,
+        "small" | "news" => 4096,
+        "default" => 16384,
+        "big" => 32768,
+        "huge" => 65536,
+        "largefile" => MIB,
+        "largefile4" => 4 * MIB,
+        _ => return None,
+    };
+    let ratio = value("-i").and_then(|v| v.parse().ok()).unwrap_or(by_class).max(1);
+    Some(Inodes { count: bytes / ratio, ratio: Some(ratio) })
+}
+
+impl Inodes {
+    /// What is counted on of `count`: mke2fs gives each block group a whole
+    /// number of inode-table blocks, which can come out a little under
+    /// size / ratio (100 MiB: 25,584, not 25,600; 511 MiB: 0.2% under).
+    fn margin(&self) -> u64 {
+        if self.ratio.is_some() {
+            self.count / 256
+        } else {
+            0
+        }
+    }
 }
 
 /// The inodes an empty ext filesystem has in use already: the first ten,
-/// reserved, and lost+found (`df -i` on a fresh ext4: 11 used).
-const EXT_RESERVED_INODES: u64 = 11;
+/// reserved, lost+found, and with the `orphan_file` feature its file.
+const EXT_RESERVED_INODES: u64 = 12;
 
 /// The block size a data file's last block is rounded to: mkfs's (ext4's
 /// and XFS's) on a device the size of a scratch device.
@@ -186,7 +211,8 @@ pub fn shortfall<'a, S: HostStep + 'a>(
             // Its files, its directories and the directory it is in.
             Action::Tree(a) => match (a.disk_bytes(BLOCK), a.scaled_counts()) {
                 (Some(bytes), Ok((files, dirs))) => Some(Written {
-                    usage: Usage { bytes, inodes: files + dirs + 1 },
+                    // `dirs` counts the tree's own directory.
+                    usage: Usage { bytes, inodes: files + dirs },
                     ..Written::kept(a.target.as_deref(), &a.dir, bytes)
                 }),
                 _ => None,
@@ -258,24 +284,33 @@ pub fn shortfall<'a, S: HostStep + 'a>(
             if data > size {
                 return Some(format!("{} of data does not fit in ramdisk `{}` ({})", mem(data), m.name, mem(size)));
             }
-            if let Some(ram) = memory(host).filter(|&r| data as f64 > r as f64 * FILL) {
+            // Every ramdisk of the host holds its data in memory at once.
+            let ramdisks: Vec<&Mount> = on_host.iter().filter(|r| r.in_memory.is_some() && r.data() > 0).collect();
+            let in_memory = w.transient + ramdisks.iter().map(|r| r.data()).sum::<u64>();
+            if let Some(ram) = memory(host).filter(|&r| in_memory as f64 > r as f64 * FILL) {
+                let names: Vec<String> = ramdisks.iter().map(|r| format!("`{}`", r.name)).collect();
                 return Some(format!(
-                    "{} of data in ramdisk `{}` does not fit in {host}'s memory ({}, of which {:.0}% may hold it)",
-                    mem(data),
-                    m.name,
+                    "{} of data in ramdisk{} {} does not fit in {host}'s memory ({}, of which {:.0}% may hold it)",
+                    mem(in_memory),
+                    if names.len() > 1 { "s" } else { "" },
+                    names.join(" and "),
                     mem(ram),
                     FILL * 100.0
                 ));
             }
             continue;
         }
-        if let Some(inodes) = m.inodes.filter(|i| m.inodes_used() + EXT_RESERVED_INODES > i.count) {
-            let per = inodes.ratio.map(|r| format!(", one per {} KiB of its size", r / 1024)).unwrap_or_default();
+        if let Some(i) = m.inodes.filter(|i| m.inodes_used() + EXT_RESERVED_INODES + i.margin() > i.count) {
+            let per = i.ratio.map(|r| format!(" (one per {r} bytes of its size)")).unwrap_or_default();
+            let margin = match i.margin() {
+                0 => String::new(),
+                n => format!(" and {n} a margin for mke2fs's rounding"),
+            };
             return Some(format!(
-                "{} files and directories do not fit on {}: its filesystem has {} inodes{per}",
+                "{} files and directories do not fit on {}: its filesystem has about {} inodes{per}, of which {EXT_RESERVED_INODES} are its own{margin}",
                 m.inodes_used(),
                 m.devices.join(" + "),
-                inodes.count
+                i.count
             ));
         }
         let cap = capacity(&m.devices).filter(|_| !m.devices.is_empty());
@@ -359,15 +394,20 @@ mod tests {
         let why = shortfall(&tree("ext4", &["mkfs.ext4"]), gib_each, no_memory);
         assert_eq!(
             why.as_deref(),
-            Some("70101 files and directories do not fit on a: its filesystem has 65536 inodes, one per 16 KiB of its size")
+            Some("70100 files and directories do not fit on a: its filesystem has about 65536 inodes (one per 16384 bytes of its size), of which 12 are its own and 256 a margin for mke2fs's rounding")
         );
         assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-i", "8192"]), gib_each, no_memory), None);
         assert_eq!(shortfall(&tree("ext2", &["mkfs.ext2", "-N100000"]), gib_each, no_memory), None);
         let few = shortfall(&tree("ext3", &["mkfs.ext3", "-N", "5000"]), gib_each, no_memory).unwrap();
-        assert!(few.ends_with("its filesystem has 5000 inodes"), "{few}");
-        // XFS and btrfs make inodes as they go; -T names a class here unknown.
+        assert!(few.ends_with("its filesystem has about 5000 inodes, of which 12 are its own"), "{few}");
+        // The last -i counts, as for mke2fs; -T picks a class's ratio.
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-i", "4096", "-i", "8192"]), gib_each, no_memory), None);
+        assert!(shortfall(&tree("ext4", &["mkfs.ext4", "-i", "8192", "-i", "16384"]), gib_each, no_memory).is_some());
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-T", "small"]), gib_each, no_memory), None);
+        assert!(shortfall(&tree("ext4", &["mkfs.ext4", "-T", "largefile"]), gib_each, no_memory).is_some());
+        // XFS and btrfs make inodes as they go; a -T class here unknown decides nothing.
         assert_eq!(shortfall(&tree("xfs", &["mkfs.xfs"]), gib_each, no_memory), None);
-        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-T", "news"]), gib_each, no_memory), None);
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-T", "mine"]), gib_each, no_memory), None);
         // Under 512 MiB mke2fs takes its "small" class: one per 4 KiB.
         let small = |_: &str, _: &str| Some(400 << 20);
         assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4"]), small, no_memory), None);
@@ -389,6 +429,16 @@ mod tests {
         let small_host = |_: &str| Some(10 << 20);
         let why = shortfall(&steps("52M", 1000), gib_each, small_host).unwrap();
         assert!(why.starts_with("11 MiB of data in ramdisk `ram` does not fit in h's memory (10 MiB"), "{why}");
+        // Two ramdisks of 7 MiB each: each fits 10 MiB alone, not both at once.
+        let two = vec![
+            step("ramdisk", json!({"name": "r1", "size": "8M"})),
+            step("seq_write", json!({"target": "r1", "size": "7M"})),
+            step("ramdisk", json!({"name": "r2", "size": "8M"})),
+            step("seq_write", json!({"target": "r2", "size": "7M"})),
+        ];
+        assert_eq!(shortfall(&two[..2], gib_each, small_host), None);
+        let why = shortfall(&two, gib_each, small_host).unwrap();
+        assert!(why.starts_with("14 MiB of data in ramdisks `r1` and `r2` does not fit in h's memory"), "{why}");
     }
 
     fn remove_from_two(data: &str) -> Vec<PlannedStep> {

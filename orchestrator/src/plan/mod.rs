@@ -487,7 +487,7 @@ mod tests {
         };
         let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
         assert!(cells[0].unsupported.is_none());
-        assert_eq!(cells[2].unsupported.as_deref(), Some("mkfs.xfs is not installed on h1 (package xfsprogs)"));
+        assert_eq!(cells[2].unsupported.as_deref(), Some("mkfs.xfs is not installed on h1 (Debian package xfsprogs)"));
     }
 
     const FIO_PB: &str = r#"
@@ -530,8 +530,14 @@ mod tests {
             |name: &str| benchrig_wire::facts::Tool { name: name.into(), path: format!("/sbin/{name}"), version: None };
         let with = |names: &[&str]| Facts { tools: names.iter().map(|n| tool(n)).collect(), ..Default::default() };
         let why = |facts: Facts| plan(pb, Vars::new(), Some(&facts)).unwrap()[0].unsupported.clone();
-        assert_eq!(why(with(&["btrfs"])).as_deref(), Some("mkfs.btrfs is not installed on h1 (package btrfs-progs)"));
-        assert_eq!(why(with(&["mkfs.btrfs"])).as_deref(), Some("btrfs is not installed on h1 (package btrfs-progs)"));
+        assert_eq!(
+            why(with(&["btrfs"])).as_deref(),
+            Some("mkfs.btrfs is not installed on h1 (Debian package btrfs-progs)")
+        );
+        assert_eq!(
+            why(with(&["mkfs.btrfs"])).as_deref(),
+            Some("btrfs is not installed on h1 (Debian package btrfs-progs)")
+        );
         assert_eq!(why(with(&["mkfs.btrfs", "btrfs"])), None);
         // The kernel first, as the agent asks: a tool would not help without it.
         let mut no_btrfs = with(&[]);
@@ -576,7 +582,7 @@ mod tests {
         old_kernel.kernel.release = "5.10.0".into();
         old_kernel.filesystems = vec!["ext4".into(), "nfs4".into()];
         let why = plan(nfs, Vars::new(), Some(&old_kernel)).unwrap()[0].unsupported.clone();
-        assert_eq!(why.as_deref(), Some("mount.nfs is not installed on h1 (package nfs-common)"));
+        assert_eq!(why.as_deref(), Some("mount.nfs is not installed on h1 (Debian package nfs-common)"));
         old_kernel.filesystems = vec!["ext4".into()];
         let why = plan(nfs, Vars::new(), Some(&old_kernel)).unwrap()[0].unsupported.clone();
         assert_eq!(why.as_deref(), Some("the kernel (5.10.0) of h1 has no nfs4 support"));
@@ -602,16 +608,19 @@ mod tests {
         // A kernel without modules: what it lists is all it has. Where the
         // kernel has the filesystem, the tool is looked at next.
         let cells = plan(PB, Vars::new(), Some(&facts)).unwrap();
-        assert_eq!(cells[0].unsupported.as_deref(), Some("mkfs.ext4 is not installed on h1 (package e2fsprogs)"));
+        assert_eq!(
+            cells[0].unsupported.as_deref(),
+            Some("mkfs.ext4 is not installed on h1 (Debian package e2fsprogs)")
+        );
         assert_eq!(cells[2].unsupported.as_deref(), Some("the kernel (6.18.4) of h1 has no xfs support"));
         // With modules but no readable list, only the agent can tell.
         facts.loadable_modules = true;
         let xfs = plan(PB, Vars::new(), Some(&facts)).unwrap()[2].unsupported.clone();
-        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1 (package xfsprogs)"));
+        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1 (Debian package xfsprogs)"));
         // XFS as a module not yet loaded is support.
         facts.module_filesystems = vec!["xfs".into()];
         let xfs = plan(PB, Vars::new(), Some(&facts)).unwrap()[2].unsupported.clone();
-        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1 (package xfsprogs)"));
+        assert_eq!(xfs.as_deref(), Some("mkfs.xfs is not installed on h1 (Debian package xfsprogs)"));
     }
 
     #[test]

@@ -252,7 +252,7 @@ fn a_busybox_host_runs_the_quickstart_with_the_mkfs_it_has() {
             _ => {
                 assert_eq!(*status, CellStatus::Unsupported, "{key}");
                 let package = if fs == "xfs" { "xfsprogs" } else { "btrfs-progs" };
-                assert_eq!(reason, &format!("mkfs.{fs} is not installed on tiny (package {package})"), "{key}");
+                assert_eq!(reason, &format!("mkfs.{fs} is not installed on tiny (Debian package {package})"), "{key}");
             }
         }
     }
