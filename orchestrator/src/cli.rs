@@ -699,7 +699,7 @@ pub struct ChangeSettings {
 /// Which runs and metrics a history reads, and how it finds changes.
 #[derive(Args, Debug)]
 pub struct HistoryQuery {
-    /// The runs of this playbook (its path as runs stored it, or its file name); default: the newest run's.
+    /// The runs of this playbook (its path as runs stored it, or its file name); default: the newest run's path, exactly.
     #[arg(long, help_heading = SELECTION)]
     pub playbook: Option<String>,
     /// Only runs whose name matches this glob (`nightly-*`).

@@ -237,3 +237,26 @@ fn the_site_links_every_page_it_has_and_a_new_night_writes_only_its_own() {
     assert_eq!(out.status.code(), Some(1));
     assert!(err(&out).contains("site.json") && err(&out).contains("not a site benchrig wrote"), "{}", err(&out));
 }
+
+#[test]
+fn a_playbook_run_from_two_directories_gets_a_history_page_for_each() {
+    let b = Bench::new();
+    let elsewhere = |mut doc: Json| {
+        doc["run"]["playbook"] = "lab/speed.yml".into();
+        doc
+    };
+    // Nights 1-3 of speed.yml, 4-6 of lab/speed.yml: stored ids 1-6.
+    stored(&b.db(), (0..3).map(|i| night(i, 100.0, 5)).chain((3..6).map(|i| elsewhere(night(i, 50.0, 5)))));
+    let site = b.dir.path().join("site");
+    let out = b.run(&["site", "-o", site.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", err(&out));
+    assert!(err(&out).contains("2 of 2 history page(s) changed"), "{}", err(&out));
+    let page_of = |playbook: &str| std::fs::read_to_string(site.join(benchrig::site::history_path(playbook))).unwrap();
+    let nights = |page: &str| (1..=6).filter(|i| page.contains(&format!("night-{i:03}"))).collect::<Vec<_>>();
+    // Before, speed.yml's page took lab/speed.yml's nights too, by file name.
+    let (own, other) = (page_of("speed.yml"), page_of("lab/speed.yml"));
+    assert!(own.contains("history — speed.yml<") && !other.contains("speed.yml,"), "{own}");
+    assert!(other.contains("history — lab/speed.yml<"), "{other}");
+    assert!(nights(&own).iter().all(|i| *i <= 3) && nights(&own).contains(&3), "nights 1 to 3 alone: {own}");
+    assert!(nights(&other).iter().all(|i| *i >= 4) && nights(&other).contains(&6), "nights 4 to 6 alone: {other}");
+}

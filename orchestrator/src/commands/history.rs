@@ -48,9 +48,18 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<i32> {
 /// The history `q` asks for: its runs, and its series analysed, each
 /// change with its id and what the store says was done about it.
 pub fn analysed(store: &Store, q: &HistoryQuery) -> anyhow::Result<(Vec<HistoryRun>, Vec<Analysis>)> {
+    analysed_of(store, q, q.playbook.clone().map(select::PlaybookChoice::Named))
+}
+
+/// [`analysed`], of the runs of `playbook` (in place of `q.playbook`).
+pub fn analysed_of(
+    store: &Store,
+    q: &HistoryQuery,
+    playbook: Option<select::PlaybookChoice>,
+) -> anyhow::Result<(Vec<HistoryRun>, Vec<Analysis>)> {
     let name = q.name.as_deref().map(|g| globset::Glob::new(g).map(|g| g.compile_matcher())).transpose()?;
     let sel = select::Selection {
-        playbook: q.playbook.clone(),
+        playbook,
         name,
         status: None,
         since: q.from.clone(),

@@ -2,7 +2,7 @@
 
 use crate::cli::{ExportArgs, ImportArgs, ReportArgs, ReportFormat, RunsArgs, ShowArgs};
 use crate::exit_code;
-use crate::history::select::{filter, Selection};
+use crate::history::select::{filter, PlaybookChoice, Selection};
 use crate::store::Store;
 use crate::terminal_table::table;
 
@@ -10,7 +10,7 @@ pub fn list(args: RunsArgs) -> anyhow::Result<i32> {
     let store = Store::open(&args.db.db)?;
     let name = args.name.as_deref().map(|g| globset::Glob::new(g).map(|g| g.compile_matcher())).transpose()?;
     let sel = Selection {
-        playbook: args.playbook,
+        playbook: args.playbook.map(PlaybookChoice::Named),
         name,
         status: args.status,
         since: args.from,

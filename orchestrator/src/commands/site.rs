@@ -87,7 +87,7 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
     for (playbook, its_runs) in &by_playbook {
         let page = history_path(playbook);
         let query = HistoryQuery {
-            playbook: Some(playbook.to_string()),
+            playbook: None,
             name: None,
             from: None,
             to: None,
@@ -107,7 +107,9 @@ pub fn run(args: SiteArgs) -> anyhow::Result<i32> {
         };
         // A playbook with no finished run yet has no history to draw.
         if its_runs.iter().any(|r| r.status != crate::status::RunStatus::Running) {
-            let (hruns, analyses) = super::history::analysed(&store, &query)?;
+            // Its page is of this stored path alone: `q.yml`'s is not `dir/q.yml`'s too.
+            let exactly = Some(crate::history::select::PlaybookChoice::Stored(playbook.to_string()));
+            let (hruns, analyses) = super::history::analysed_of(&store, &query, exactly)?;
             let links = SiteLinks(&manifest);
             pages += write(dir, &page, &crate::history::html::render(&hruns, &analyses, &links))? as usize;
             for (a, c) in crate::history::analyze::stable_changes(&analyses) {

@@ -7,10 +7,20 @@ use crate::status::RunStatus;
 use crate::store::RunRow;
 use std::path::Path;
 
+/// Whose runs: a playbook as a person names it, or as runs stored it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlaybookChoice {
+    /// `--playbook`: the path as runs stored it, or a bare file name that
+    /// also takes the runs started from other directories.
+    Named(String),
+    /// Exactly this stored path: the site's page for it, or the newest
+    /// run's when none is named (`q.yml` then is not `dir/q.yml`).
+    Stored(String),
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
-    /// The playbook's path as runs stored it, or its file name.
-    pub playbook: Option<String>,
+    pub playbook: Option<PlaybookChoice>,
     /// A glob over run names (`nightly-*`).
     pub name: Option<globset::GlobMatcher>,
     /// Only runs in this state.
@@ -22,11 +32,15 @@ pub struct Selection {
     pub last: Option<usize>,
 }
 
-/// Whether run `r` was of `playbook`: the same path, or the same file name
-/// when only a name is given (runs started from other directories).
-fn same_playbook(r: &RunRow, playbook: &str) -> bool {
-    let file = |p: &str| Path::new(p).file_name().map(|f| f.to_os_string());
-    r.playbook == playbook || (!playbook.contains('/') && file(&r.playbook) == file(playbook))
+impl PlaybookChoice {
+    /// Whether run `r` was of this playbook.
+    fn takes(&self, r: &RunRow) -> bool {
+        let file = |p: &str| Path::new(p).file_name().map(|f| f.to_os_string());
+        match self {
+            PlaybookChoice::Stored(p) => r.playbook == *p,
+            PlaybookChoice::Named(p) => r.playbook == *p || (!p.contains('/') && file(&r.playbook) == file(p)),
+        }
+    }
 }
 
 /// The runs of `all` (in id order) the selection keeps, oldest first: what
@@ -34,7 +48,7 @@ fn same_playbook(r: &RunRow, playbook: &str) -> bool {
 pub fn filter(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
     let picked: Vec<RunRow> = all
         .iter()
-        .filter(|r| sel.playbook.as_deref().is_none_or(|p| same_playbook(r, p)))
+        .filter(|r| sel.playbook.as_ref().is_none_or(|p| p.takes(r)))
         .filter(|r| sel.name.as_ref().is_none_or(|g| r.name.as_deref().is_some_and(|n| g.is_match(n))))
         .filter(|r| sel.status.is_none_or(|s| r.status == s))
         // RFC 3339 UTC stamps order as text; a bare date is the start of its day.
@@ -52,7 +66,7 @@ pub fn pick(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
     let finished: Vec<RunRow> = all.iter().filter(|r| r.status != RunStatus::Running).cloned().collect();
     let mut sel = sel.clone();
     if sel.playbook.is_none() && sel.name.is_none() {
-        sel.playbook = finished.last().map(|r| r.playbook.clone());
+        sel.playbook = finished.last().map(|r| PlaybookChoice::Stored(r.playbook.clone()));
     }
     filter(&finished, &sel)
 }
@@ -61,6 +75,7 @@ pub fn pick(all: &[RunRow], sel: &Selection) -> Vec<RunRow> {
 mod tests {
     use super::*;
     use crate::store::testing::run_row as run;
+    use PlaybookChoice::{Named, Stored};
 
     fn ids(v: Vec<RunRow>) -> Vec<i64> {
         v.into_iter().map(|r| r.id).collect()
@@ -82,8 +97,8 @@ mod tests {
             ids(pick(&all, &s))
         };
         assert_eq!(sel(&|_| {}), [1, 3, 5], "the newest finished run's playbook; a running one is not in yet");
-        assert_eq!(sel(&|s| s.playbook = Some("q.yml".into())), [1, 2, 3, 5], "by file name: any directory");
-        assert_eq!(sel(&|s| s.playbook = Some("playbooks/other.yml".into())), [4]);
+        assert_eq!(sel(&|s| s.playbook = Some(Named("q.yml".into()))), [1, 2, 3, 5], "by file name: any directory");
+        assert_eq!(sel(&|s| s.playbook = Some(Named("playbooks/other.yml".into()))), [4]);
         let glob = globset::Glob::new("nightly-*").unwrap().compile_matcher();
         assert_eq!(sel(&|s| s.name = Some(glob.clone())), [1, 3, 4, 5], "a glob alone: any playbook");
         assert_eq!(sel(&|s| s.since = Some("2026-11-29".into())), [3, 5]);
@@ -105,7 +120,20 @@ mod tests {
         };
         assert_eq!(sel(&|_| {}), [1, 2, 3], "every run, a running one too, of any playbook");
         assert_eq!(sel(&|s| s.status = Some(RunStatus::Failed)), [2]);
-        assert_eq!(sel(&|s| s.playbook = Some("q.yml".into())), [1, 2]);
+        assert_eq!(sel(&|s| s.playbook = Some(Named("q.yml".into()))), [1, 2]);
         assert_eq!(sel(&|s| s.last = Some(1)), [3]);
+    }
+
+    #[test]
+    fn a_stored_path_takes_its_own_runs_only_a_name_takes_every_directorys() {
+        let all = [
+            run(1, "nightly-1", "playbooks/q.yml", "2026-11-28T02:00:00Z", RunStatus::Ok),
+            run(2, "adhoc", "q.yml", "2026-11-28T12:00:00Z", RunStatus::Ok),
+        ];
+        let sel = |playbook| ids(pick(&all, &Selection { playbook, last: Some(100), ..Default::default() }));
+        assert_eq!(sel(None), [2], "the newest run's playbook, as it stored it: q.yml is not playbooks/q.yml");
+        assert_eq!(sel(Some(Stored("q.yml".into()))), [2], "the site's page for q.yml");
+        assert_eq!(sel(Some(Named("q.yml".into()))), [1, 2], "a name a person gives: any directory");
+        assert_eq!(sel(Some(Stored("playbooks/q.yml".into()))), [1]);
     }
 }
