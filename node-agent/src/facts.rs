@@ -94,7 +94,9 @@ pub fn module_filesystems(modules_dir: &std::path::Path) -> Vec<String> {
     types
 }
 
-fn distribution() -> Distribution {
+/// os-release's names for this host (read again for a missing tool's
+/// message: only on that failure, and it is a small file).
+pub fn distribution() -> Distribution {
     let text = fs::read_to_string("/etc/os-release")
         .or_else(|_| fs::read_to_string("/usr/lib/os-release"))
         .unwrap_or_default();
@@ -104,7 +106,12 @@ fn distribution() -> Distribution {
             .map(|v| v.trim_matches('"').to_string())
             .unwrap_or_default()
     };
-    Distribution { id: get("ID"), version_id: get("VERSION_ID"), pretty_name: get("PRETTY_NAME") }
+    Distribution {
+        id: get("ID"),
+        version_id: get("VERSION_ID"),
+        pretty_name: get("PRETTY_NAME"),
+        id_like: get("ID_LIKE"),
+    }
 }
 
 fn cpu(view: &SysView) -> Cpu {

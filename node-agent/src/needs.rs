@@ -15,7 +15,7 @@ pub fn check(st: &HostState, action: &Action) -> Result<(), AgentError> {
         kernel::supports_filesystem(&st.view, fstype)?;
     }
     match needs.tools.iter().find(|t| cmd::which(t).is_none()) {
-        Some(tool) => Err(AgentError::unsupported(not_installed(tool, "this host"))),
+        Some(tool) => Err(AgentError::unsupported(not_installed(tool, "this host", &crate::facts::distribution()))),
         None => Ok(()),
     }
 }

@@ -124,6 +124,31 @@ pub struct Distribution {
     pub id: String,
     pub version_id: String,
     pub pretty_name: String,
+    /// os-release's `ID_LIKE`: the distributions this one derives from
+    /// (`rhel centos fedora` on Rocky), space-separated.
+    #[serde(default)]
+    pub id_like: String,
+}
+
+/// Whose package names a host's missing tool is named by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PackageFamily {
+    /// Debian, Ubuntu and their derivatives (`apt install`).
+    Debian,
+    /// Fedora, RHEL and theirs: CentOS, Rocky, Alma, Oracle, Amazon (`dnf install`).
+    Fedora,
+}
+
+impl Distribution {
+    /// The family of its `ID`, else of the first `ID_LIKE` that has one;
+    /// `None` for any other (Alpine, SUSE, no os-release at all).
+    pub fn package_family(&self) -> Option<PackageFamily> {
+        std::iter::once(self.id.as_str()).chain(self.id_like.split_whitespace()).find_map(|id| match id {
+            "debian" | "ubuntu" => Some(PackageFamily::Debian),
+            "fedora" | "rhel" | "centos" => Some(PackageFamily::Fedora),
+            _ => None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -224,45 +249,46 @@ pub struct AgentInfo {
 }
 
 /// A tool an agent looks for: the flag that makes it print its version,
-/// and the (Debian/Ubuntu) package that brings it, for the message that
-/// says it is missing.
+/// and the package that brings it on Debian and on Fedora/RHEL, for the
+/// message that says it is missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownTool {
     pub name: &'static str,
     pub version_flag: &'static str,
-    pub package: &'static str,
+    pub debian: &'static str,
+    pub fedora: &'static str,
 }
 
-const fn tool(name: &'static str, version_flag: &'static str, package: &'static str) -> KnownTool {
-    KnownTool { name, version_flag, package }
+const fn tool(name: &'static str, version_flag: &'static str, debian: &'static str, fedora: &'static str) -> KnownTool {
+    KnownTool { name, version_flag, debian, fedora }
 }
 
 /// The tools an agent looks for. Shared so the planner knows that a tool
 /// missing from a host's facts is really absent, not merely unasked.
 pub const KNOWN_TOOLS: &[KnownTool] = &[
-    tool("mkfs.ext2", "-V", "e2fsprogs"),
-    tool("mkfs.ext3", "-V", "e2fsprogs"),
-    tool("mkfs.ext4", "-V", "e2fsprogs"),
-    tool("mkfs.xfs", "-V", "xfsprogs"),
-    tool("mkfs.btrfs", "--version", "btrfs-progs"),
-    tool("mkfs.jfs", "-V", "jfsutils"),
-    tool("mkfs.reiserfs", "-V", "reiserfsprogs"),
-    tool("mkfs.f2fs", "-V", "f2fs-tools"),
-    tool("mkfs.vfat", "--help", "dosfstools"),
-    tool("dumpe2fs", "-V", "e2fsprogs"),
-    tool("xfs_info", "-V", "xfsprogs"),
-    tool("btrfs", "--version", "btrfs-progs"),
-    tool("losetup", "--version", "mount"),
-    tool("mount", "--version", "mount"),
-    tool("blkid", "-V", "util-linux"),
-    tool("lzop", "--version", "lzop"),
-    tool("gzip", "--version", "gzip"),
-    tool("zstd", "--version", "zstd"),
-    tool("tar", "--version", "tar"),
-    tool("fio", "--version", "fio"),
-    tool("sshfs", "--version", "sshfs"),
-    tool("mount.nfs", "-V", "nfs-common"),
-    tool("exportfs", "-h", "nfs-kernel-server"),
+    tool("mkfs.ext2", "-V", "e2fsprogs", "e2fsprogs"),
+    tool("mkfs.ext3", "-V", "e2fsprogs", "e2fsprogs"),
+    tool("mkfs.ext4", "-V", "e2fsprogs", "e2fsprogs"),
+    tool("mkfs.xfs", "-V", "xfsprogs", "xfsprogs"),
+    tool("mkfs.btrfs", "--version", "btrfs-progs", "btrfs-progs"),
+    tool("mkfs.jfs", "-V", "jfsutils", "jfsutils"),
+    tool("mkfs.reiserfs", "-V", "reiserfsprogs", "reiserfs-utils"),
+    tool("mkfs.f2fs", "-V", "f2fs-tools", "f2fs-tools"),
+    tool("mkfs.vfat", "--help", "dosfstools", "dosfstools"),
+    tool("dumpe2fs", "-V", "e2fsprogs", "e2fsprogs"),
+    tool("xfs_info", "-V", "xfsprogs", "xfsprogs"),
+    tool("btrfs", "--version", "btrfs-progs", "btrfs-progs"),
+    tool("losetup", "--version", "mount", "util-linux"),
+    tool("mount", "--version", "mount", "util-linux"),
+    tool("blkid", "-V", "util-linux", "util-linux"),
+    tool("lzop", "--version", "lzop", "lzop"),
+    tool("gzip", "--version", "gzip", "gzip"),
+    tool("zstd", "--version", "zstd", "zstd"),
+    tool("tar", "--version", "tar", "tar"),
+    tool("fio", "--version", "fio", "fio"),
+    tool("sshfs", "--version", "sshfs", "fuse-sshfs"),
+    tool("mount.nfs", "-V", "nfs-common", "nfs-utils"),
+    tool("exportfs", "-h", "nfs-kernel-server", "nfs-utils"),
 ];
 
 impl KnownTool {
@@ -272,12 +298,18 @@ impl KnownTool {
 }
 
 /// "mkfs.xfs is not installed on h1 (Debian package xfsprogs)": the
-/// package is named when it is not the tool's own name (Debian's names:
-/// elsewhere most are the same; Fedora's nfs-utils holds both NFS ones).
-pub fn not_installed(tool: &str, on: &str) -> String {
-    match KnownTool::find(tool).map(|t| t.package).filter(|p| *p != tool) {
-        Some(package) => format!("{tool} is not installed on {on} (Debian package {package})"),
-        None => format!("{tool} is not installed on {on}"),
+/// package of the host's family is named when it is not the tool's own
+/// name. Of a family we have no names for, Debian's are given as such
+/// (most distributions' are the same).
+pub fn not_installed(tool: &str, on: &str, distribution: &Distribution) -> String {
+    let (family, package) = match (KnownTool::find(tool), distribution.package_family()) {
+        (Some(t), Some(PackageFamily::Fedora)) => ("Fedora/RHEL", t.fedora),
+        (Some(t), _) => ("Debian", t.debian),
+        (None, _) => ("", tool),
+    };
+    match package == tool {
+        true => format!("{tool} is not installed on {on}"),
+        false => format!("{tool} is not installed on {on} ({family} package {package})"),
     }
 }
 
@@ -334,6 +366,25 @@ impl Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_tool_is_named_by_the_package_of_its_hosts_family() {
+        let os =
+            |id: &str, id_like: &str| Distribution { id: id.into(), id_like: id_like.into(), ..Default::default() };
+        let said = |d: &Distribution| not_installed("sshfs", "h", d);
+        assert_eq!(said(&os("debian", "")), "sshfs is not installed on h");
+        assert_eq!(said(&os("fedora", "")), "sshfs is not installed on h (Fedora/RHEL package fuse-sshfs)");
+        assert_eq!(said(&os("almalinux", "rhel centos fedora")), said(&os("fedora", "")), "by ID_LIKE");
+        assert_eq!(os("linuxmint", "ubuntu debian").package_family(), Some(PackageFamily::Debian));
+        assert_eq!(os("alpine", "").package_family(), None);
+        // Of a family we have no names for, Debian's, said to be Debian's.
+        let exportfs = not_installed("exportfs", "h", &os("alpine", ""));
+        assert_eq!(exportfs, "exportfs is not installed on h (Debian package nfs-kernel-server)");
+        assert_eq!(not_installed("mkfs.foo", "h", &os("fedora", "")), "mkfs.foo is not installed on h");
+        // Older facts, stored without ID_LIKE, still read.
+        let old: Distribution = serde_json::from_str(r#"{"id":"rocky","version_id":"9","pretty_name":"R"}"#).unwrap();
+        assert_eq!(old.package_family(), None);
+    }
 
     #[test]
     fn facts_stored_before_limits_still_read() {

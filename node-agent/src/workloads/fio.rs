@@ -46,7 +46,8 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
             FioJob::parse(&text, &args.allow).map_err(|e| AgentError::bad_request(format!("fio: {path}: {e}")))?
         }
     };
-    let fio = cmd::which("fio").ok_or_else(|| AgentError::unsupported(not_installed("fio", "this host")))?;
+    let fio = cmd::which("fio")
+        .ok_or_else(|| AgentError::unsupported(not_installed("fio", "this host", &crate::facts::distribution())))?;
     let t = st.target(args.target.as_deref())?;
     let (dir, devices) = (t.mountpoint.join(&args.dir), t.devices.clone());
     std::fs::create_dir_all(&dir)

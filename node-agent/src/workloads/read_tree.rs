@@ -43,9 +43,9 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<Ste
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let tar = match args.reader {
         TreeReader::Builtin => None,
-        TreeReader::GnuTar => {
-            Some(cmd::which("tar").ok_or_else(|| AgentError::unsupported(not_installed("tar", "this host")))?)
-        }
+        TreeReader::GnuTar => Some(cmd::which("tar").ok_or_else(|| {
+            AgentError::unsupported(not_installed("tar", "this host", &crate::facts::distribution()))
+        })?),
     };
     let cold = if args.cold { make_cold(ctx, st) } else { None };
     let meter = Meter::start(ctx, &st.view, &devices);

@@ -448,7 +448,7 @@ fn lacks(facts: &Facts, needs: &HostNeeds, host: &str) -> Option<String> {
         return Some(why);
     }
     let missing = needs.tools.iter().find(|t| KnownTool::find(t).is_some() && facts.tool(t).is_none());
-    missing.map(|t| not_installed(t, host))
+    missing.map(|t| not_installed(t, host, &facts.distribution))
 }
 
 /// Why `host`'s kernel visibly cannot do `fstype` (as /proc/filesystems

@@ -583,6 +583,12 @@ mod tests {
         old_kernel.filesystems = vec!["ext4".into(), "nfs4".into()];
         let why = plan(nfs, Vars::new(), Some(&old_kernel)).unwrap()[0].unsupported.clone();
         assert_eq!(why.as_deref(), Some("mount.nfs is not installed on h1 (Debian package nfs-common)"));
+        // A Rocky host is named the package dnf would install.
+        let mut rocky = old_kernel.clone();
+        rocky.distribution.id = "rocky".into();
+        rocky.distribution.id_like = "rhel centos fedora".into();
+        let why = plan(nfs, Vars::new(), Some(&rocky)).unwrap()[0].unsupported.clone();
+        assert_eq!(why.as_deref(), Some("mount.nfs is not installed on h1 (Fedora/RHEL package nfs-utils)"));
         old_kernel.filesystems = vec!["ext4".into()];
         let why = plan(nfs, Vars::new(), Some(&old_kernel)).unwrap()[0].unsupported.clone();
         assert_eq!(why.as_deref(), Some("the kernel (5.10.0) of h1 has no nfs4 support"));
