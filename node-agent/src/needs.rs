@@ -8,16 +8,22 @@ use crate::{cmd, kernel};
 use benchrig_wire::facts::not_installed;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::Action;
+use std::path::PathBuf;
 
 pub fn check(st: &HostState, action: &Action) -> Result<(), AgentError> {
     let needs = action.host_needs();
     if let Some(fstype) = needs.kernel {
         kernel::supports_filesystem(&st.view, fstype)?;
     }
-    match needs.tools.iter().find(|t| cmd::which(t).is_none()) {
-        Some(tool) => Err(AgentError::unsupported(not_installed(tool, "this host", &crate::facts::distribution()))),
-        None => Ok(()),
-    }
+    needs.tools.iter().try_for_each(|t| program(t).map(drop))
+}
+
+/// Where `tool` is on this host's PATH, or why the step cannot run here.
+/// A workload that runs a program dispatch checked asks here for its path,
+/// so the message is the same whoever finds it missing.
+pub fn program(tool: &str) -> Result<PathBuf, AgentError> {
+    cmd::which(tool)
+        .ok_or_else(|| AgentError::unsupported(not_installed(tool, "this host", &crate::facts::distribution())))
 }
 
 /// Whether dispatch asks before the step starts. `filesystem` and `mount`

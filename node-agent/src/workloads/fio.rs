@@ -12,14 +12,12 @@
 //! goes back in the info as `fio_output`, which the action's row `keeps`:
 //! the orchestrator stores it as an artifact, not in every sample's info.
 
-use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use crate::supervisor::{self, Ended, StdoutTo, Supervised};
 use crate::tools;
 use benchrig_wire::args::FioArgs;
-use benchrig_wire::facts::not_installed;
 use benchrig_wire::fio::FioJob;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::metrics::{self, MetricDecl, FIO_DIRECTIONS};
@@ -46,8 +44,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
             FioJob::parse(&text, &args.allow).map_err(|e| AgentError::bad_request(format!("fio: {path}: {e}")))?
         }
     };
-    let fio = cmd::which("fio")
-        .ok_or_else(|| AgentError::unsupported(not_installed("fio", "this host", &crate::facts::distribution())))?;
+    let fio = crate::needs::program("fio")?;
     let t = st.target(args.target.as_deref())?;
     let (dir, devices) = (t.mountpoint.join(&args.dir), t.devices.clone());
     std::fs::create_dir_all(&dir)

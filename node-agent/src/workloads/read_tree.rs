@@ -16,13 +16,11 @@
 
 use super::transfer_output;
 use super::tree::{cold_info, existing_tree, make_cold};
-use crate::cmd;
 use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use crate::supervisor::{self, StdoutTo, Supervised};
 use benchrig_wire::args::{ReadTreeArgs, TreeReader};
-use benchrig_wire::facts::not_installed;
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::steps::StepOutput;
 use std::ffi::OsString;
@@ -43,9 +41,7 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &ReadTreeArgs) -> Result<Ste
     let (root, devices) = existing_tree(st, args.target.as_deref(), &args.dir)?;
     let tar = match args.reader {
         TreeReader::Builtin => None,
-        TreeReader::GnuTar => Some(cmd::which("tar").ok_or_else(|| {
-            AgentError::unsupported(not_installed("tar", "this host", &crate::facts::distribution()))
-        })?),
+        TreeReader::GnuTar => Some(crate::needs::program("tar")?),
     };
     let cold = if args.cold { make_cold(ctx, st) } else { None };
     let meter = Meter::start(ctx, &st.view, &devices);
