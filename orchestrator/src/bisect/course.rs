@@ -94,6 +94,15 @@ impl Course {
         i == 0 || i == self.last()
     }
 
+    /// The endpoints a step of `purpose` is called against: for a
+    /// confirmation, [`Course::confirm_ends`]; else those of the start.
+    pub fn ends_for(&self, purpose: BisectPurpose) -> (&Samples, &Samples) {
+        match purpose {
+            BisectPurpose::Confirm => self.confirm_ends(),
+            _ => (&self.measured[0], &self.measured[self.last()]),
+        }
+    }
+
     /// The endpoints the confirmation is called against: those measured
     /// again once both are, else those of the start.
     fn confirm_ends(&self) -> (&Samples, &Samples) {
@@ -227,10 +236,12 @@ impl Course {
         // Measured again as often as at the start, at most, while they do
         // not yet differ on every signal as they did then.
         if !signals.iter().all(|k| self.differ(fresh, k)) {
+            // Each up to its own count at the start (which differ when
+            // one end was measured more while a series was undecided).
             let runs = |i: usize| self.confirm_rounds.get(&i).copied().unwrap_or(0);
-            let fewer = if runs(0) <= runs(last) { 0 } else { last };
-            if runs(fewer) < self.rounds[fewer] {
-                return Action::Measure { revision: fewer, purpose: BisectPurpose::Confirm };
+            let short = [0, last].into_iter().filter(|&i| runs(i) < self.rounds[i]).min_by_key(|&i| runs(i));
+            if let Some(end) = short {
+                return Action::Measure { revision: end, purpose: BisectPurpose::Confirm };
             }
             return Action::Done(Answer::Unconfirmed {
                 first_bad,
@@ -298,22 +309,27 @@ pub struct Figures {
 
 impl Course {
     /// `samples`' figures on each of `signals` (each followed series for
-    /// an endpoint, before there are signals).
-    pub fn figures(&self, samples: &Samples, signals: &[SeriesKey], endpoint: bool) -> Vec<Figures> {
-        let keys: Vec<&SeriesKey> = match endpoint || signals.is_empty() {
+    /// an endpoint, before there are signals), compared with `ends` (the
+    /// endpoints its verdict is called against, [`Course::ends_for`];
+    /// none for an endpoint).
+    pub fn figures(
+        &self,
+        samples: &Samples,
+        signals: &[SeriesKey],
+        ends: Option<(&Samples, &Samples)>,
+    ) -> Vec<Figures> {
+        let keys: Vec<&SeriesKey> = match ends.is_none() || signals.is_empty() {
             true => samples.keys().collect(),
             false => signals.iter().collect(),
         };
-        let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
         keys.into_iter()
             .filter_map(|k| {
                 let c = samples.get(k)?;
                 let s = crate::stats::Summary::of(&c.values)?;
-                let called = (!endpoint).then(|| {
+                let called = ends.and_then(|(good, bad)| {
                     let e = Endpoints { good: &good.get(k)?.values, bad: &bad.get(k)?.values, better: c.better };
                     call(e, &c.values, false)
                 });
-                let called = called.flatten();
                 Some(Figures {
                     series: k.describe(),
                     n: s.n,
@@ -406,27 +422,33 @@ mod tests {
         ) -> (Answer, Vec<(usize, BisectPurpose)>) {
             let mut lab = Lab { rng: rand::rngs::ChaCha8Rng::seed_from_u64(seed), steps: Vec::new() };
             let mut c = Course::new(to - from + 1, 40, 5.0);
+            let answer = lab.drive(&mut c, from, speed);
+            (answer, lab.steps)
+        }
+
+        /// Takes course `c` (of revisions from `from`) on to its answer.
+        fn drive(&mut self, c: &mut Course, from: usize, speed: impl Fn(usize, BisectPurpose, usize) -> f64) -> Answer {
             for _ in 0..200 {
                 match c.next() {
-                    Action::Done(answer) => return (answer, lab.steps),
+                    Action::Done(answer) => return answer,
                     Action::Measure { revision, purpose } => {
-                        lab.steps.push((from + revision, purpose));
+                        self.steps.push((from + revision, purpose));
                         if from + revision == 11 {
                             c.skipped[revision] = true;
                             continue;
                         }
-                        let got = lab.run_at(from + revision, speed(lab.steps.len(), purpose, from + revision));
-                        let into = c.pool(revision, purpose);
-                        for (k, s) in got {
-                            into.entry(k)
-                                .or_insert_with(|| Sampled { values: vec![], ..s.clone() })
-                                .values
-                                .extend(s.values);
-                        }
+                        let got = self.run_at(from + revision, speed(self.steps.len(), purpose, from + revision));
+                        Self::add(c.pool(revision, purpose), got);
                     }
                 }
             }
-            panic!("no answer in 200 steps: {:?}", lab.steps);
+            panic!("no answer in 200 steps: {:?}", self.steps);
+        }
+
+        fn add(into: &mut Samples, got: Samples) {
+            for (k, s) in got {
+                into.entry(k).or_insert_with(|| Sampled { values: vec![], ..s.clone() }).values.extend(s.values);
+            }
         }
     }
 
@@ -489,6 +511,30 @@ mod tests {
         let again = |r: usize| steps.iter().filter(|s| **s == (r, BisectPurpose::Confirm)).count();
         let first = |r: usize| steps.iter().filter(|s| **s == (r, BisectPurpose::Endpoint)).count();
         assert_eq!((again(0), again(40)), (first(0), first(40)), "{steps:?}");
+    }
+
+    #[test]
+    fn each_endpoint_is_measured_again_up_to_its_own_count_at_the_start() {
+        // The bad end measured three times at the start (more repetitions
+        // while a series was undecided), the good one once; from the
+        // confirmation on, every revision is as fast as the good one.
+        let mut lab = Lab { rng: rand::rngs::ChaCha8Rng::seed_from_u64(6), steps: Vec::new() };
+        let mut c = Course::new(41, 40, 5.0);
+        let good = lab.run(0);
+        Lab::add(c.pool(0, BisectPurpose::Endpoint), good);
+        for _ in 0..3 {
+            let bad = lab.run(40);
+            Lab::add(c.pool(40, BisectPurpose::Endpoint), bad);
+        }
+        let answer = lab.drive(&mut c, 0, |_, p, rev| match p {
+            BisectPurpose::Confirm => 100.0 / Lab::mean(rev),
+            _ => 1.0,
+        });
+        assert!(matches!(answer, Answer::Unconfirmed { .. }), "{answer:?} {:?}", lab.steps);
+        let again = |r: usize| lab.steps.iter().filter(|s| **s == (r, BisectPurpose::Confirm)).count();
+        // 0 once more as the culprit's parent would count too: none here,
+        // as the culprit (23) is no neighbour of it.
+        assert_eq!((again(0), again(40)), (1, 3), "{:?}", lab.steps);
     }
 
     #[test]

@@ -153,7 +153,8 @@ impl Bisect {
                     BisectPurpose::Confirm => course.confirm_call(revision, &signals),
                     _ => course.call(samples, course.rounds[revision], &signals),
                 };
-                step.figures = Some(serde_json::to_string(&course.figures(samples, &signals, endpoint))?);
+                let ends = (!endpoint).then(|| course.ends_for(purpose));
+                step.figures = Some(serde_json::to_string(&course.figures(samples, &signals, ends))?);
             }
             self.store.add_bisect_step(self.id, &step)?;
         }
