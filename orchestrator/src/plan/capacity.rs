@@ -50,13 +50,22 @@ struct Usage {
 }
 
 impl Mount<'_> {
+    // Saturating: a tree's size saturates (`TreeArgs::disk_bytes`), and a
+    // sum that wrapped would say it fits.
     fn data(&self) -> u64 {
-        self.files.values().map(|u| u.bytes).sum()
+        self.files.values().fold(0, |sum, u| sum.saturating_add(u.bytes))
     }
 
     fn inodes_used(&self) -> u64 {
-        self.files.values().map(|u| u.inodes).sum()
+        self.files.values().fold(0, |sum, u| sum.saturating_add(u.inodes))
     }
+}
+
+/// Mount `m` on the host, in place of one of its name: the agent releases
+/// that first (a ramdisk, mount or filesystem made again starts empty).
+fn put<'a>(on_host: &mut Vec<Mount<'a>>, m: Mount<'a>) {
+    on_host.retain(|o| o.name != m.name);
+    on_host.push(m);
 }
 
 /// An ext filesystem's inode table: how many, and the bytes per inode
@@ -85,7 +94,8 @@ fn ext_inodes(profile: &FsProfile, bytes: u64) -> Option<Inodes> {
             None => None,
         })
     };
-    if let Some(count) = value("-N").and_then(|v| v.parse().ok()) {
+    // `-N 0` is mke2fs's default, as if not given.
+    if let Some(count) = value("-N").and_then(|v| v.parse().ok()).filter(|&n: &u64| n > 0) {
         // mke2fs rounds it up to whole inode-table blocks: at least this.
         return Some(Inodes { count, ratio: None });
     }
@@ -167,23 +177,23 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         let written: Option<Written> = match step.action() {
             Action::Filesystem(a) => {
                 let inodes = size(host, &a.device).and_then(|b| ext_inodes(&a.profile, b));
-                on_host.push(Mount { inodes, ..mount(&a.device, vec![a.device.as_str()]) });
+                put(on_host, Mount { inodes, ..mount(&a.device, vec![a.device.as_str()]) });
                 None
             }
             Action::Volume(a) => {
                 let name = a.devices.first().map_or("", String::as_str);
-                on_host.push(mount(name, a.devices.iter().map(String::as_str).collect()));
+                put(on_host, mount(name, a.devices.iter().map(String::as_str).collect()));
                 None
             }
             // Targets too (a workload without one takes the newest): a
             // ramdisk of its own size, a remote mount of one nothing here
             // states (nothing is decided on it).
             Action::Ramdisk(a) => {
-                on_host.push(Mount { in_memory: Some(a.size.0), ..mount(&a.name, vec![]) });
+                put(on_host, Mount { in_memory: Some(a.size.0), ..mount(&a.name, vec![]) });
                 None
             }
             Action::Mount(a) => {
-                on_host.push(mount(&a.name, vec![]));
+                put(on_host, mount(&a.name, vec![]));
                 None
             }
             Action::Unmount(a) => {
@@ -279,14 +289,14 @@ pub fn shortfall<'a, S: HostStep + 'a>(
         let Some(w) = written else { continue };
         let Some(m) = pick(on_host, w.target) else { continue };
         m.files.insert(w.file, w.usage);
-        let data = m.data() + w.transient;
+        let data = m.data().saturating_add(w.transient);
         if let Some(size) = m.in_memory {
             if data > size {
                 return Some(format!("{} of data does not fit in ramdisk `{}` ({})", mem(data), m.name, mem(size)));
             }
             // Every ramdisk of the host holds its data in memory at once.
             let ramdisks: Vec<&Mount> = on_host.iter().filter(|r| r.in_memory.is_some() && r.data() > 0).collect();
-            let in_memory = w.transient + ramdisks.iter().map(|r| r.data()).sum::<u64>();
+            let in_memory = ramdisks.iter().fold(w.transient, |sum, r| sum.saturating_add(r.data()));
             if let Some(ram) = memory(host).filter(|&r| in_memory as f64 > r as f64 * FILL) {
                 let names: Vec<String> = ramdisks.iter().map(|r| format!("`{}`", r.name)).collect();
                 return Some(format!(
@@ -300,7 +310,8 @@ pub fn shortfall<'a, S: HostStep + 'a>(
             }
             continue;
         }
-        if let Some(i) = m.inodes.filter(|i| m.inodes_used() + EXT_RESERVED_INODES + i.margin() > i.count) {
+        if let Some(i) = m.inodes.filter(|i| m.inodes_used().saturating_add(EXT_RESERVED_INODES + i.margin()) > i.count)
+        {
             let per = i.ratio.map(|r| format!(" (one per {r} bytes of its size)")).unwrap_or_default();
             let margin = match i.margin() {
                 0 => String::new(),
@@ -398,6 +409,11 @@ mod tests {
         );
         assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-i", "8192"]), gib_each, no_memory), None);
         assert_eq!(shortfall(&tree("ext2", &["mkfs.ext2", "-N100000"]), gib_each, no_memory), None);
+        // `-N 0` is mke2fs's default count, not none.
+        assert!(shortfall(&tree("ext4", &["mkfs.ext4", "-N", "0"]), gib_each, no_memory)
+            .unwrap()
+            .contains("65536 inodes"));
+        assert_eq!(shortfall(&tree("ext4", &["mkfs.ext4", "-N", "0", "-i", "8192"]), gib_each, no_memory), None);
         let few = shortfall(&tree("ext3", &["mkfs.ext3", "-N", "5000"]), gib_each, no_memory).unwrap();
         assert!(few.ends_with("its filesystem has about 5000 inodes, of which 12 are its own"), "{few}");
         // The last -i counts, as for mke2fs; -T picks a class's ratio.
@@ -439,6 +455,10 @@ mod tests {
         assert_eq!(shortfall(&two[..2], gib_each, small_host), None);
         let why = shortfall(&two, gib_each, small_host).unwrap();
         assert!(why.starts_with("14 MiB of data in ramdisks `r1` and `r2` does not fit in h's memory"), "{why}");
+        // One made again (as before_each does) starts empty: the agent
+        // releases the old one first, so its data is not counted twice.
+        let again = vec![two[0].clone(), two[1].clone(), two[0].clone(), two[1].clone()];
+        assert_eq!(shortfall(&again, gib_each, small_host), None);
     }
 
     fn remove_from_two(data: &str) -> Vec<PlannedStep> {
