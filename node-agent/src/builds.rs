@@ -3,7 +3,9 @@
 //! `.ok` stamp once verified) and none would ever be removed: a lab that
 //! upgrades benchrig every few weeks gathers megabytes per host forever.
 //! So an agent marks itself used (touches its stamp) and removes the
-//! builds nobody started for [`UNUSED_FOR`]. A build removed while an
+//! builds nobody started for [`UNUSED_FOR`]. Only a verified start marks
+//! (an unverified build has no stamp to vouch for it): on a host with no
+//! tool to hash it, a build goes [`UNUSED_FOR`] after its upload. A build removed while an
 //! older benchrig still uses it is only uploaded again by that benchrig.
 //!
 //! Only regular files whose whole name is a build's (or its stamp's) are

@@ -166,9 +166,9 @@ actions! {
     /// Read one file raw or decompress it (lzo, gzip, zstd) from a cold cache.
     ColdRead(ColdReadArgs) = "cold_read" => [THROUGHPUT, TIME, USER, SYS] writes data,
     /// Add a device to a volume and rebalance, timed: data relocated per second.
-    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] kernel "btrfs" needs ["mkfs.btrfs", "btrfs"],
+    VolumeAdd(VolumeChangeArgs) = "volume_add" => [RELOCATION_RATE, RELOCATED, TIME] kernel "btrfs" needs ["btrfs"],
     /// Remove a device from a volume, timed: data relocated per second.
-    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] kernel "btrfs" needs ["mkfs.btrfs", "btrfs"],
+    VolumeRemove(VolumeChangeArgs) = "volume_remove" => [RELOCATION_RATE, RELOCATED, TIME] kernel "btrfs" needs ["btrfs"],
     /// Sequential read, write (checked like mkfs) or device-to-device copy on raw scratch devices.
     Raw(RawArgs) = "raw" => [THROUGHPUT, TIME] writes data,
     /// Any command, timed; metrics parsed from its output (JSON path or regex).

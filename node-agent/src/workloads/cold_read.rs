@@ -15,7 +15,7 @@ use crate::measure::Meter;
 use crate::outbox::StepCtx;
 use crate::state::HostState;
 use crate::supervisor::{self, Ended, StdoutTo, Supervised};
-use crate::{cmd, tools};
+use crate::tools;
 use benchrig_wire::args::{Codec, CodecTool, ColdReadArgs, ContentKind};
 use benchrig_wire::messages::AgentError;
 use benchrig_wire::metrics::{SYS, USER};
@@ -134,13 +134,17 @@ type ArgvLine = Vec<String>;
 fn tool_lines(codec: Codec, path: &Path, stored: &Path) -> (Option<ArgvLine>, ArgvLine) {
     let p = path.to_string_lossy().into_owned();
     let s = stored.to_string_lossy().into_owned();
-    let line = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    match codec {
-        Codec::Raw => (None, line(&["cat", &s])),
-        Codec::Lzo => (Some(line(&["lzop", "-c", &p])), line(&["lzop", "-dc", &s])),
-        Codec::Gzip => (Some(line(&["gzip", "-c", "-6", &p])), line(&["gzip", "-dc", &s])),
-        Codec::Zstd => (Some(line(&["zstd", "-c", "-3", "-q", &p])), line(&["zstd", "-dc", "-q", &s])),
-    }
+    let line = |program: &str, flags: &[&str], file: String| {
+        std::iter::once(program.to_string()).chain(flags.iter().map(|f| f.to_string())).chain([file]).collect()
+    };
+    let Some(program) = codec.program() else { return (None, line("cat", &[], s)) };
+    let (compress, read): (&[&str], &[&str]) = match codec {
+        // Raw has no program (above).
+        Codec::Lzo | Codec::Raw => (&["-c"], &["-dc"]),
+        Codec::Gzip => (&["-c", "-6"], &["-dc"]),
+        Codec::Zstd => (&["-c", "-3", "-q"], &["-dc", "-q"]),
+    };
+    (Some(line(program, compress, p)), line(program, read, s))
 }
 
 /// Deterministic content in fixed 1 MiB chunks (so the bytes depend only on
@@ -226,8 +230,7 @@ fn prepare(
 }
 
 fn spawn(argv: &[String], stdout: StdoutTo) -> Result<Supervised, AgentError> {
-    let prog = cmd::which(&argv[0])
-        .ok_or_else(|| AgentError::unsupported(format!("{} is not installed on this host", argv[0])))?;
+    let prog = crate::needs::program(&argv[0])?;
     Supervised::spawn(supervisor::command(&prog).args(&argv[1..]), stdout)
         .map_err(|e| AgentError::failed(format!("cannot run {}: {e}", argv[0])))
 }
@@ -303,6 +306,24 @@ fn read_external(ctx: &StepCtx, argv: &[String], bs: usize, total: u64) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_s_tools_are_the_codec_s_own_program() {
+        let (p, s) = (Path::new("/m/f"), Path::new("/m/f.gz"));
+        assert_eq!(tool_lines(Codec::Raw, p, s), (None, vec!["cat".to_string(), "/m/f.gz".into()]));
+        assert_eq!(
+            tool_lines(Codec::Gzip, p, s),
+            (
+                Some(["gzip", "-c", "-6", "/m/f"].map(String::from).to_vec()),
+                ["gzip", "-dc", "/m/f.gz"].map(String::from).to_vec()
+            )
+        );
+        for codec in [Codec::Lzo, Codec::Gzip, Codec::Zstd] {
+            let (compress, read) = tool_lines(codec, p, s);
+            assert_eq!(compress.unwrap()[0], codec.program().unwrap());
+            assert_eq!(read[0], codec.program().unwrap());
+        }
+    }
 
     #[test]
     fn compressed_copies_get_the_codec_extension() {
