@@ -94,12 +94,17 @@ impl Course {
         i == 0 || i == self.last()
     }
 
+    /// The endpoints as measured at the start: (good, bad).
+    fn start_ends(&self) -> (&Samples, &Samples) {
+        (&self.measured[0], &self.measured[self.last()])
+    }
+
     /// The endpoints a step of `purpose` is called against: for a
     /// confirmation, [`Course::confirm_ends`]; else those of the start.
     pub fn ends_for(&self, purpose: BisectPurpose) -> (&Samples, &Samples) {
         match purpose {
             BisectPurpose::Confirm => self.confirm_ends(),
-            _ => (&self.measured[0], &self.measured[self.last()]),
+            _ => self.start_ends(),
         }
     }
 
@@ -108,7 +113,7 @@ impl Course {
     fn confirm_ends(&self) -> (&Samples, &Samples) {
         match self.confirmed.get(&0).zip(self.confirmed.get(&self.last())) {
             Some(fresh) => fresh,
-            None => (&self.measured[0], &self.measured[self.last()]),
+            None => self.start_ends(),
         }
     }
 
@@ -123,7 +128,7 @@ impl Course {
     /// The series that regressed between the endpoints, and those that
     /// may yet: undecided, with room for more repetitions.
     pub fn signals(&self) -> (Vec<SeriesKey>, Vec<SeriesKey>) {
-        let (good, bad) = (&self.measured[0], &self.measured[self.last()]);
+        let (good, bad) = self.start_ends();
         let room = self.rounds[0].max(self.rounds[self.last()]) < self.max_reps;
         let (mut signals, mut undecided) = (Vec::new(), Vec::new());
         for (key, g) in good {
@@ -145,7 +150,7 @@ impl Course {
     /// samples, or after the most runs, is called or undecided; one a run
     /// did not bring is undecided (more runs will not bring it).
     pub fn call(&self, samples: &Samples, rounds: usize, signals: &[SeriesKey]) -> Option<Verdict> {
-        self.call_against((&self.measured[0], &self.measured[self.last()]), samples, rounds, signals)
+        self.call_against(self.start_ends(), samples, rounds, signals)
     }
 
     /// [`Course::call`] against endpoints `(good, bad)`.
@@ -224,7 +229,7 @@ impl Course {
     /// parent good, measured now.
     fn confirm(&self, first_bad: usize, signals: &[SeriesKey]) -> Action {
         let last = self.last();
-        let first = match self.confirm_against((&self.measured[0], &self.measured[last]), first_bad, signals) {
+        let first = match self.confirm_against(self.start_ends(), first_bad, signals) {
             Ok(wrong) if wrong.is_empty() => return Action::Done(Answer::Found(first_bad)),
             Ok(wrong) => wrong,
             Err(more) => return more,
@@ -346,7 +351,7 @@ impl Course {
 /// The endpoints' figures per series, for a bisect that found no
 /// regression to say why: each series' regression test.
 pub fn endpoint_figures(c: &Course) -> Vec<(SeriesKey, judge::Regression)> {
-    let (good, bad) = (&c.measured[0], &c.measured[c.last()]);
+    let (good, bad) = c.start_ends();
     good.iter()
         .filter_map(|(k, g)| {
             let b = bad.get(k)?;
