@@ -538,6 +538,20 @@ impl FioJob {
         on(&self.global) || self.jobs.iter().any(|(_, l)| on(l))
     }
 
+    /// Whether any section turns fio's steady-state check on: a duration
+    /// (`ss_dur`, alias `steadystate_duration`) other than fio's default 0;
+    /// `ss` alone only names the criterion.
+    pub fn steady_state(&self) -> bool {
+        let on = |l: &Lines| {
+            l.iter().any(|(k, v)| {
+                matches!(k.as_str(), "ss_dur" | "steadystate_duration")
+                    && v.as_deref()
+                        .is_some_and(|v| !v.trim_start_matches('0').trim_end_matches(char::is_alphabetic).is_empty())
+            })
+        };
+        on(&self.global) || self.jobs.iter().any(|(_, l)| on(l))
+    }
+
     /// The bytes the job's files take: per job, `numjobs` clones each with
     /// `filesize` × `nrfiles`, else `size` (fio lays files out before it
     /// reads them, so a read job writes them too). `None` when a size is
@@ -594,6 +608,15 @@ mod tests {
         // 64 MiB for rr, twice that for sw's two clones.
         assert_eq!(job.data_bytes(), Some(3 * (64 << 20)));
         assert!(!job.group_reporting());
+    }
+
+    #[test]
+    fn steady_state_is_on_with_a_duration_other_than_zero() {
+        let on = |text: &str| FioJob::parse(text, &[]).unwrap().steady_state();
+        assert!(on("[j]\nrw=read\nss=iops:1%\nss_dur=3\n"));
+        assert!(on("[global]\nsteadystate_duration=30s\n[j]\nrw=read\n"));
+        assert!(!on("[j]\nrw=read\nss=iops:1%\n"), "ss alone: fio's ss_dur is 0");
+        assert!(!on("[j]\nrw=read\nss_dur=0\n") && !on("[j]\nrw=read\nss_dur=0s\n"));
     }
 
     #[test]

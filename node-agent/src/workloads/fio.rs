@@ -84,7 +84,10 @@ pub fn run(st: &mut HostState, ctx: &StepCtx, args: &FioArgs) -> Result<StepOutp
     let stdout = String::from_utf8_lossy(&captured.stdout);
     let stderr = captured.stderr_text();
     if !status.success() {
-        return Err(AgentError::failed(format!("fio {status}: {}", complaint(&stderr, &stdout))));
+        let version = tools::version("fio");
+        let why = known_crash(&status, &job, version.as_deref())
+            .unwrap_or_else(|| format!("fio {status}: {}", complaint(&stderr, &stdout)));
+        return Err(AgentError::failed(why));
     }
     let (doc, doc_text) = document(&stdout).map_err(|e| AgentError::failed(format!("fio: {e}")))?;
     let report = Report::walk(&doc, job.group_reporting()).map_err(|e| AgentError::failed(format!("fio: {e}")))?;
@@ -135,6 +138,43 @@ fn complaint(stderr: &str, stdout: &str) -> String {
         return said.join("; ");
     }
     supervisor::last_line(stderr).or_else(|| supervisor::last_line(stdout)).unwrap_or("(no output)").to_string()
+}
+
+/// The first fio release whose steady-state check no longer divides by
+/// the milliseconds since its last check (upstream commit 90e678ba).
+const SS_DIVIDE_FIXED: (u32, u32) = (3, 35);
+
+/// What to say when fio died of a bug of its own that benchrig knows, not
+/// of the job: fio before 3.35 computes a steady-state job's rate as
+/// `1000 * bytes / rate_time`, `rate_time` being whole milliseconds since
+/// the job's last check (steadystate.c). When a check falls in the same
+/// millisecond as the job's start, that is an integer division by zero:
+/// SIGFPE, about once in a thousand steady-state jobs, and more often
+/// when the machine is loaded. A valid job; nothing but a run again helps.
+fn known_crash(status: &std::process::ExitStatus, job: &FioJob, version: Option<&str>) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    if status.signal() != Some(libc::SIGFPE) || !job.steady_state() {
+        return None;
+    }
+    let release = version.and_then(release_of);
+    if release.is_some_and(|r| r >= SS_DIVIDE_FIXED) {
+        return None;
+    }
+    let which = version.unwrap_or("fio (version unknown)");
+    Some(format!(
+        "{which} crashed (SIGFPE) in its steady-state check: a known bug of fio before 3.35, which divides by \
+         the milliseconds since a job's last check, zero when that check falls in the job's first millisecond \
+         (about 1 steady-state job in 1000; fixed upstream by commit 90e678ba). The job is valid and no figures \
+         were lost but this repetition's. Run the failed cells again (`benchrig run --resume RUN \
+         --retry-failed`), or give the host fio 3.35 or later"
+    ))
+}
+
+/// `fio-3.33` (what `fio --version` prints) as (3, 33).
+fn release_of(version: &str) -> Option<(u32, u32)> {
+    let digits = version.trim().trim_start_matches("fio-");
+    let mut parts = digits.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// The JSON document fio printed (the first line that opens one; fio may
@@ -322,6 +362,27 @@ mod tests {
             r.metrics.iter().any(|m| m.name == "w#0.write.iops")
                 && r.metrics.iter().any(|m| m.name == "w#1.write.iops")
         );
+    }
+
+    #[test]
+    fn fios_steady_state_division_by_zero_is_named_as_its_bug_with_the_way_out() {
+        use std::os::unix::process::ExitStatusExt;
+        let ss = FioJob::parse("[steady]\nrw=read\nss=iops:0%\nss_dur=3\n", &[]).unwrap();
+        let plain = FioJob::parse("[rr]\nrw=randread\n", &[]).unwrap();
+        let fpe = std::process::ExitStatus::from_raw(libc::SIGFPE);
+        let said = known_crash(&fpe, &ss, Some("fio-3.33")).expect("fio 3.33's known crash");
+        assert!(said.starts_with("fio-3.33 crashed (SIGFPE) in its steady-state check: a known bug"), "{said}");
+        assert!(said.contains("--retry-failed") && said.contains("fio 3.35 or later"), "{said}");
+        assert!(known_crash(&fpe, &ss, None).unwrap().starts_with("fio (version unknown) crashed"));
+        // Not that bug: a fixed fio, a job without steady state, another signal, an exit status.
+        assert_eq!(known_crash(&fpe, &ss, Some("fio-3.35")), None);
+        assert_eq!(known_crash(&fpe, &ss, Some("fio-3.39-12-gabc")), None);
+        assert_eq!(known_crash(&fpe, &plain, Some("fio-3.33")), None);
+        assert_eq!(known_crash(&std::process::ExitStatus::from_raw(libc::SIGSEGV), &ss, Some("fio-3.33")), None);
+        assert_eq!(known_crash(&std::process::ExitStatus::from_raw(1 << 8), &ss, Some("fio-3.33")), None);
+        assert_eq!(release_of("fio-3.33"), Some((3, 33)));
+        assert_eq!(release_of("fio-2.2.10"), Some((2, 2)));
+        assert_eq!(release_of("fio"), None);
     }
 
     #[test]
