@@ -31,6 +31,7 @@ for s in $stages; do
 done
 [[ $rounds =~ ^[1-9][0-9]*$ && $hog =~ ^[0-9]+$ ]] || { log "usage: [HOG=N] [STAGES=...] ci/stress.sh [ROUNDS]"; exit 2; }
 mkdir -p "$out"
+rm -f "$out"/round*.log
 
 hog_pids=()
 hog_down() {
@@ -73,6 +74,8 @@ stage() {
     local round=$1 name=$2 file rc=0 t0=$SECONDS tests
     shift 2
     file=$out/round$round-$name.log
+    # A stage named twice in STAGES keeps both logs.
+    [[ -e $file ]] && file=$out/round$round-$name-$SECONDS.log
     step "round $round: $name"
     "$@" >"$file" 2>&1 || rc=$?
     mapfile -t tests < <(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$file")
