@@ -6,9 +6,10 @@
 #   ci/stress.sh [ROUNDS]        every stage ROUNDS times (default 2)
 #
 #   HOG=N          hog processes (`yes`, nice 0), default one per core
-#   STAGES="..."   which stages, of: root lab guests arm (default "lab guests";
-#                  root: the agent's tests that need root, the disk model's
-#                  calibration among them)
+#   STAGES="..."   which stages, of: root local lab guests arm (default
+#                  "lab guests"; root: the agent's tests that need root, the
+#                  disk model's calibration among them; local: the nightly
+#                  script and bisect on this machine)
 #
 # Run as root on a machine .ci/run has set up (packages, rustup targets):
 # it builds the agents and the test binaries before the hog starts, brings
@@ -27,7 +28,7 @@ log() { printf '%s\n' "stress: $*" >&2; }
 step() { printf '\n== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 for s in $stages; do
-    [[ $s == root || $s == lab || $s == guests || $s == arm ]] || { log "unknown stage '$s' (root, lab, guests, arm)"; exit 2; }
+    case $s in root | local | lab | guests | arm) ;; *) log "unknown stage '$s' (root, local, lab, guests, arm)"; exit 2 ;; esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ && $hog =~ ^[0-9]+$ ]] || { log "usage: [HOG=N] [STAGES=...] ci/stress.sh [ROUNDS]"; exit 2; }
 mkdir -p "$out"
@@ -52,7 +53,8 @@ ci/build-agents.sh
 # The root stage's list is ci/test.sh's.
 root_tests=(--test codec_exec --test fio_workload --test monitor_oracle --test monitors --test tree_workloads
             --test tune_kmsg --test calibration)
-cargo test --locked --workspace --no-run --test lab --test vm --test arm "${root_tests[@]}"
+local_tests=(--test nightly_script --test bisect_local)
+cargo test --locked --workspace --no-run --test lab --test vm --test arm "${root_tests[@]}" "${local_tests[@]}"
 [[ " $stages " == *" guests "* ]] && ci/vm.sh image >/dev/null
 [[ " $stages " == *" arm "* ]] && ci/arm.sh image >/dev/null
 
@@ -91,6 +93,9 @@ for ((r = 1; r <= rounds; r++)); do
         case $s in
         root)
             stage "$r" root cargo test --locked --workspace "${root_tests[@]}" -- --ignored
+            ;;
+        local)
+            stage "$r" local cargo test --locked --workspace "${local_tests[@]}" -- --ignored
             ;;
         lab)
             ci/lab.sh up >/dev/null

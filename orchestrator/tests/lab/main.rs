@@ -1899,12 +1899,12 @@ fn a_fio_job_on_two_hosts_gives_each_host_the_figures_of_its_own_fio() {
           rr: { rw: randread, bs: 4k, size: 16M }
           # A criterion no real disk meets: IOPS the same in each of 3 seconds
           # (with 1 s, one sample, any criterion is met). Never attained, and flagged.
-          # A write with `ss_ramp` steers clear of fio 3.33's division by zero
-          # (workloads/fio.rs's known_crash): that needs a check within a
-          # millisecond of the job's start, and with a ramp no check
-          # divides before the ramp is over, a second or more after the last
-          # check or the start. A write lays no file out first, so the job
-          # starts as soon as fio starts it.
+          # A write with `ss_ramp` all but rules out fio 3.33's division by
+          # zero (workloads/fio.rs's known_crash): with a ramp, fio divides
+          # only once it is over, a second or more after the job's start and
+          # its last check. Only a check in the moment between fio marking the
+          # job running and the job starting its clock can cut that short, and
+          # a write, which lays no file out first, keeps that moment short.
           steady: { rw: write, bs: 64k, size: 16M, time_based: ~, runtime: 4, ss: "iops:0%", ss_dur: 3, ss_ramp: 1, stonewall: ~ }
   teardown:
     - unmount: { device: ssd0 }
