@@ -2,6 +2,12 @@
 # ci/lib.sh — what the lab's scripts (lab.sh, arm.sh, vm.sh) and test.sh
 # share; sourced, not run. The sourcing script defines log() and die().
 
+# The agent's tests that need root (loop devices, mounts, dropped caches, a
+# user switch), as cargo test arguments: test.sh's stage and stress.sh's.
+# shellcheck disable=SC2034 # used by the scripts that source this
+ROOT_TESTS=(--test codec_exec --test fio_workload --test monitor_oracle --test monitors --test tree_workloads
+            --test tune_kmsg --test calibration)
+
 # kill_all WHAT CMD [ARGS]: kill -9 every pid CMD prints (never this shell)
 # until it prints none, appending them to KILLED; 1 if some survive 10 s.
 # When the last process of a lab host is gone, its mount namespace goes too.

@@ -25,6 +25,9 @@ hog=${HOG:-$(nproc)}
 stages=${STAGES:-lab guests}
 out=${OUT:-/var/tmp/benchrig-stress}
 log() { printf '%s\n' "stress: $*" >&2; }
+# ROOT_TESTS, the root stage's list, as ci/test.sh runs it.
+# shellcheck source=lib.sh
+source ci/lib.sh
 step() { printf '\n== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 for s in $stages; do
@@ -50,11 +53,8 @@ trap teardown EXIT
 
 step "agents and test binaries (before the hog)"
 ci/build-agents.sh
-# The root stage's list is ci/test.sh's.
-root_tests=(--test codec_exec --test fio_workload --test monitor_oracle --test monitors --test tree_workloads
-            --test tune_kmsg --test calibration)
 local_tests=(--test nightly_script --test bisect_local)
-cargo test --locked --workspace --no-run --test lab --test vm --test arm "${root_tests[@]}" "${local_tests[@]}"
+cargo test --locked --workspace --no-run --test lab --test vm --test arm "${ROOT_TESTS[@]}" "${local_tests[@]}"
 [[ " $stages " == *" guests "* ]] && ci/vm.sh image >/dev/null
 [[ " $stages " == *" arm "* ]] && ci/arm.sh image >/dev/null
 
@@ -92,7 +92,7 @@ for ((r = 1; r <= rounds; r++)); do
     for s in $stages; do
         case $s in
         root)
-            stage "$r" root cargo test --locked --workspace "${root_tests[@]}" -- --ignored
+            stage "$r" root cargo test --locked --workspace "${ROOT_TESTS[@]}" -- --ignored
             ;;
         local)
             stage "$r" local cargo test --locked --workspace "${local_tests[@]}" -- --ignored

@@ -75,8 +75,7 @@ step "unit tests (the store's on SQLite and on PostgreSQL)"
 cargo test --locked --workspace
 
 step "the agent's tests that need root (loop devices, mounts, dropped caches, a user switch; ignored without --ignored)"
-cargo test --locked --workspace --test codec_exec --test fio_workload --test monitor_oracle --test monitors \
-    --test tree_workloads --test tune_kmsg --test calibration -- --ignored
+cargo test --locked --workspace "${ROOT_TESTS[@]}" -- --ignored
 cargo test --locked --workspace --lib -- --ignored the_switch_stays_on_its_thread
 
 # Every later stage names --workspace, as the unit tests do: `-p benchrig`
