@@ -12,6 +12,31 @@ for t in cc gcc clang ld make cargo rustc; do
     ! command -v "$t" >/dev/null || die "the root has $t: not a machine without build tools"
 done
 
+# AGENT_TRIPLES: every agent the artifact must carry (install-test.sh
+# copies lib.sh beside this script).
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# agents_run DIR: every agent build is in DIR/<triple>/, and those this
+# x86_64 machine runs natively start (`--version`); the ARM ones are
+# checked to be ARM executables (byte 18 of an ELF header: its machine).
+agents_run() {
+    local dir=$1 t f machine
+    for t in "${AGENT_TRIPLES[@]}"; do
+        f=$dir/$t/benchrig-agent
+        [[ -x $f ]] || die "no agent for $t in $dir"
+        case $t in
+            x86_64-* | i?86-*) "$f" --version >/dev/null || die "the $t agent does not run" ;;
+            aarch64-*) machine=b7 ;;&
+            arm*) machine=28 ;;&
+            a*)
+                [[ $(od -An -tx1 -j18 -N1 "$f" | tr -d ' ') == "$machine" ]] || die "the $t agent is not an ARM executable"
+                ;;
+        esac
+    done
+    echo "agents: ${AGENT_TRIPLES[*]}"
+}
+
 start=$(date +%s.%N)
 # since_start WHAT: the seconds since "install" began.
 since_start() { awk -v s="$start" -v e="$(date +%s.%N)" -v w="$1" 'BEGIN { printf "%s: install to first table: %.1f s\n", w, e - s }'; }
@@ -46,6 +71,7 @@ case $kind in
         tar -C /opt -xzf "$file"
         bin=$(echo /opt/benchrig-*/benchrig)
         "$bin" --version
+        agents_run "$(dirname "$bin")/agents"
         # No ssh here: the quickstart on this machine needs none.
         ! command -v ssh >/dev/null || die "the root has ssh; the tarball test wants a root without it"
         # Without the .deb's Recommends, only ext4 (e2fsprogs is in every Debian).
@@ -59,9 +85,7 @@ case $kind in
             die "apt-get could not install the .deb offline: a dependency missing from ci/install-test.sh's DEB_DEPENDS?"
         }
         benchrig --version
-        for t in x86_64-unknown-linux-musl i686-unknown-linux-musl aarch64-unknown-linux-musl; do
-            [[ -x /usr/lib/benchrig/agents/$t/benchrig-agent ]] || die "no agent for $t"
-        done
+        agents_run /usr/lib/benchrig/agents
         for f in /usr/share/man/man1/benchrig-run.1.gz /usr/share/bash-completion/completions/benchrig \
                  /usr/share/zsh/vendor-completions/_benchrig /usr/share/fish/vendor_completions.d/benchrig.fish \
                  /usr/share/benchrig/playbook.schema.json; do

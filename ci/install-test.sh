@@ -66,7 +66,7 @@ image() {
 in_root() {
     local r=$1
     shift
-    cp ci/install-check.sh "$r/tmp/"
+    cp ci/install-check.sh ci/lib.sh "$r/tmp/"
     # shellcheck disable=SC2016 # expanded by the inner bash
     timeout --kill-after=10 900 unshare --mount --pid --net --fork --propagation private bash -euo pipefail -c '
         r=$1

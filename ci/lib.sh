@@ -6,7 +6,17 @@
 # user switch), as cargo test arguments: test.sh's stage and stress.sh's.
 # shellcheck disable=SC2034 # used by the scripts that source this
 ROOT_TESTS=(--test codec_exec --test fio_workload --test monitor_oracle --test monitors --test tree_workloads
-            --test tune_kmsg --test calibration)
+            --test tune_kmsg --test calibration --test cpu_floor)
+
+# Every agent build benchrig ships (ci/build-agents.sh builds them; the
+# tarball and the .deb carry them; ci/install-check.sh checks them). The
+# first three have rustup's std; the others have std built by cargo.
+# shellcheck disable=SC2034 # used by the scripts that source this
+AGENTS_SHIPPED_STD=(x86_64-unknown-linux-musl i686-unknown-linux-musl aarch64-unknown-linux-musl)
+# shellcheck disable=SC2034
+AGENTS_BUILT_STD=(i586-unknown-linux-musl armv7-unknown-linux-musleabihf)
+# shellcheck disable=SC2034
+AGENT_TRIPLES=("${AGENTS_SHIPPED_STD[@]}" "${AGENTS_BUILT_STD[@]}")
 
 # kill_all WHAT CMD [ARGS]: kill -9 every pid CMD prints (never this shell)
 # until it prints none, appending them to KILLED; 1 if some survive 10 s.

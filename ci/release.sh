@@ -42,7 +42,9 @@ export SOURCE_DATE_EPOCH
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 [[ -n $version ]] || die "no version in Cargo.toml's [workspace.package]"
 target=x86_64-unknown-linux-musl
-triples=(x86_64-unknown-linux-musl i686-unknown-linux-musl aarch64-unknown-linux-musl)
+# shellcheck source=lib.sh
+source ci/lib.sh
+triples=("${AGENT_TRIPLES[@]}")
 build=${CARGO_TARGET_DIR:-target}
 
 if ! command -v musl-gcc >/dev/null; then

@@ -51,6 +51,7 @@ images_ready() {
 # binfmt entry the rootfs build registered) down first; idempotent.
 teardown() {
     images_ready >/dev/null 2>&1 || true
+    [[ -z ${emulated_pid:-} ]] || wait "$emulated_pid" 2>/dev/null || true
     ci/lab.sh down || true
     ci/postgres.sh down || true
 }
@@ -122,6 +123,14 @@ ci/bench-roundtrip.sh
 step "the guests' image, arm1's rootfs and the install test's root, built in the background since the start"
 images_ready
 
+# The agent's unit tests on a Pentium and on a Cortex-A7, under qemu-user
+# (ci/emulated-cpus.sh; the image build above installed qemu-user): in the
+# background, niced, beside the aarch64 host's and the guests' stages, in a
+# target dir of their own. Waited for before the lab goes down.
+emulated_log=$(mktemp /tmp/benchrig-emulated.XXXXXX)
+nice -n 19 ci/emulated-cpus.sh >"$emulated_log" 2>&1 &
+emulated_pid=$!
+
 step "the lab's aarch64 host: arm64 rootfs (cached), sshd under qemu-user (up twice: idempotent)"
 # ci/arm.sh installs qemu-user and debootstrap itself, registers
 # qemu-aarch64 with binfmt_misc (F flag) if nothing usable is registered, and
@@ -151,6 +160,17 @@ step "guests down, and nothing left behind"
 ci/vm.sh down
 ci/vm.sh down >/dev/null   # idempotent
 nothing_left "the guests" "no qemu, tap or mount left" vm_leftovers
+
+step "the agent's unit tests on a Pentium and a Cortex-A7 (qemu-user), run in the background since the images were ready"
+emulated_rc=0
+wait "$emulated_pid" || emulated_rc=$?
+emulated_pid=
+grep -E '^(==|   \(|test result|failures:|    [a-z_:]+$)|panicked|error' "$emulated_log" || true
+if ((emulated_rc)); then
+    tail -60 "$emulated_log"
+    exit "$emulated_rc"
+fi
+rm -f "$emulated_log"
 
 step "lab down, and nothing left behind"
 trap - EXIT

@@ -55,15 +55,17 @@ EOF
 # Each suite and arch is an image of its own, cached apart (flavour below).
 # --------------------------------------------------------------------------
 GUEST_TABLE=$(cat <<'EOF'
-# name  ip          port  mem   disks size bps       cpu    suite    arch
-old61   10.77.0.21  2221  1024  2     1G   20971520  -      bookworm amd64
-old61b  10.77.0.22  2222  1024  2     1G   20971520  40000  bookworm amd64
-old510  10.77.0.23  2223  768   1     1G   20971520  -      bullseye amd64
-old32   10.77.0.24  2224  768   1     1G   20971520  -      bookworm i386
+# name  ip          port  mem   disks size bps       cpu    suite    arch  model
+old61   10.77.0.21  2221  1024  2     1G   20971520  -      bookworm amd64 max
+old61b  10.77.0.22  2222  1024  2     1G   20971520  40000  bookworm amd64 max
+old510  10.77.0.23  2223  768   1     1G   20971520  -      bullseye amd64 max
+old32   10.77.0.24  2224  768   1     1G   20971520  -      bookworm i386  pentium3
 EOF
 )
 # old61b is the slower machine of the pair (40% of a core for its emulated
-# CPU), as seed 001 had a Pentium and a 486 serving each other.
+# CPU), as seed 001 had a Pentium and a 486 serving each other. `model` is
+# qemu's -cpu: old32 is a Pentium III (CMOV and SSE, no SSE2), the oldest
+# CPU Debian 12's 686 kernel boots on, so it gets the i586 agent.
 
 LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
 VMROOT=/var/tmp/benchrig-vm
@@ -85,7 +87,7 @@ GUEST_PACKAGES_BUT_KERNEL=(openssh-server jfsutils reiserfsprogs nfs-kernel-serv
 GUEST_PACKAGES=("${GUEST_PACKAGES_BUT_KERNEL[@]}" "$KERNEL_PKG")
 
 GUESTS=()
-declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU G_SUITE G_ARCH
+declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU G_SUITE G_ARCH G_MODEL
 
 log() { printf '%s\n' "vm: $*" >&2; }
 die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
@@ -93,18 +95,18 @@ die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_guests() {
-    local name ip port mem disks size bps cpu suite arch
-    while read -r name ip port mem disks size bps cpu suite arch; do
+    local name ip port mem disks size bps cpu suite arch model
+    while read -r name ip port mem disks size bps cpu suite arch model; do
         [[ -z $name || $name == \#* ]] && continue
         [[ $name =~ ^[a-z0-9]{1,10}$ ]] || die "bad guest name '$name' in GUEST_TABLE"
-        [[ -n $arch ]] || die "incomplete GUEST_TABLE line for '$name'"
+        [[ -n $model ]] || die "incomplete GUEST_TABLE line for '$name'"
         [[ $suite =~ ^(bookworm|bullseye)$ && $arch =~ ^(amd64|i386)$ ]] \
             || die "guest '$name': suite bookworm or bullseye, arch amd64 or i386"
         [[ $disks =~ ^[12]$ ]] || die "guest '$name': disks must be 1 or 2"
         GUESTS+=("$name")
         G_IP[$name]=$ip G_PORT[$name]=$port G_MEM[$name]=$mem
         G_DISKS[$name]=$disks G_SIZE[$name]=$size G_BPS[$name]=$bps G_CPU[$name]=$cpu
-        G_SUITE[$name]=$suite G_ARCH[$name]=$arch
+        G_SUITE[$name]=$suite G_ARCH[$name]=$arch G_MODEL[$name]=$model
     done <<<"$GUEST_TABLE"
 }
 
@@ -438,7 +440,7 @@ start_guest() {   # start_guest GUEST IMAGEDIR
     echo "$mode" >"$d/net"
     local args=(
         -name "$NAME_PREFIX$g,process=$PROC_PREFIX$g"
-        -accel tcg -cpu max -smp 1 -m "${G_MEM[$g]}"
+        -accel tcg -cpu "${G_MODEL[$g]}" -smp 1 -m "${G_MEM[$g]}"
         -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append"
         -drive "file=$d/root.img,if=virtio,format=raw,cache=unsafe"
         -netdev "$netdev"

@@ -16,6 +16,8 @@ fn main() {
         .filter(|c| !c.is_empty())
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]));
     println!("cargo:rustc-env=BENCHRIG_COMMIT={}", commit.as_deref().unwrap_or("unknown"));
+    // The Rust target this is built for: which agent build a host runs.
+    println!("cargo:rustc-env=BENCHRIG_TARGET={}", std::env::var("TARGET").unwrap_or_default());
     // Built again when HEAD moves (a commit, a checkout); not on every
     // change to the index, which would rebuild everything after a `git add`.
     if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {

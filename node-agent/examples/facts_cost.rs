@@ -13,7 +13,7 @@ fn cpu_s() -> f64 {
 fn main() {
     let rounds: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let view = SysView::real();
-    let agent = AgentInfo { version: String::new(), sha256: String::new(), protocol: 0 };
+    let agent = AgentInfo { version: String::new(), sha256: String::new(), protocol: 0, build: String::new() };
     let (wall, cpu) = (Instant::now(), cpu_s());
     for _ in 0..rounds {
         std::hint::black_box(facts::gather(&view, agent.clone()));

@@ -58,7 +58,12 @@ pub fn serve<R: Read + Send + 'static>(input: R, out: Outbox, view: SysView, sha
 /// [`serve`], taking the orchestrator for gone after `silence` without a frame.
 pub fn serve_with<R: Read + Send + 'static>(input: R, out: Outbox, view: SysView, sha256: String, silence: Duration) {
     let hello = hello(&sha256);
-    let agent = AgentInfo { version: hello.agent_version.clone(), sha256, protocol: PROTOCOL_VERSION };
+    let agent = AgentInfo {
+        version: hello.agent_version.clone(),
+        sha256,
+        protocol: PROTOCOL_VERSION,
+        build: benchrig_wire::TARGET.into(),
+    };
     out.send(&AgentMsg::Hello(hello));
 
     let heartbeat = Heartbeat::start(out.clone());

@@ -246,6 +246,10 @@ pub struct AgentInfo {
     pub version: String,
     pub sha256: String,
     pub protocol: u32,
+    /// The build's Rust target (the host's CPU chose it); empty from an
+    /// agent older than this field.
+    #[serde(default)]
+    pub build: String,
 }
 
 /// A tool an agent looks for: the flag that makes it print its version,

@@ -26,6 +26,8 @@ pub use schemars;
 /// The commit benchrig and its agents were built from (`build.rs`), as
 /// their `--version` says.
 pub const COMMIT: &str = env!("BENCHRIG_COMMIT");
+/// The Rust target this binary was built for (`i586-unknown-linux-musl`).
+pub const TARGET: &str = env!("BENCHRIG_TARGET");
 
 /// `0.1.0 (commit 1a2b3c4d5e6f)`: the version both binaries print.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BENCHRIG_COMMIT"), ")");

@@ -46,6 +46,9 @@ pub fn human(name: &str, via: &str, f: &Facts) -> String {
     s += &format!("  {} · kernel {} · {}\n", f.arch, f.kernel.release, f.distribution.pretty_name);
     let mhz = f.cpu.mhz.map(|m| format!(" @ {m:.0} MHz")).unwrap_or_default();
     s += &format!("  cpu: {} × {}{mhz}\n", f.cpu.count, f.cpu.model);
+    if !f.agent.build.is_empty() {
+        s += &format!("  agent: {} build\n", f.agent.build);
+    }
     s += &format!("  memory: {}\n", gib(f.memory.total_bytes));
     if let Some(l) = f.known_limits() {
         s += &format!("  limits: {}\n", limits_text(&l));

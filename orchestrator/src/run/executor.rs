@@ -97,6 +97,8 @@ pub struct CellRunner<'a> {
 fn classify(step: &PlannedStep, e: RequestError) -> CellOutcome {
     match e {
         RequestError::Lost(reason) => CellOutcome::HostLost { host: step.host.clone(), reason },
+        // The agent died on the host: a failure of the host, not the network.
+        RequestError::Died(reason) => CellOutcome::Failed(format!("{}: {reason}", step.name)),
         RequestError::Agent(a) => {
             let msg = format!("{}: {a}", step.name);
             match a.code {

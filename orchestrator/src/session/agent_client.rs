@@ -2,7 +2,7 @@
 //! to their events by id, heartbeats watched, and a clear "lost" state when
 //! the agent or the link dies.
 
-use crate::session::transport::RemoteProcess;
+use crate::session::transport::{ProcessExit, RemoteProcess};
 use benchrig_wire::frame::{self, FrameError, HEADER_LEN};
 use benchrig_wire::messages::{AgentError, AgentMsg, Envelope, Event, Hello, Reply, Request};
 use benchrig_wire::PROTOCOL_VERSION;
@@ -31,6 +31,46 @@ pub enum RequestError {
     /// The agent or the link to it is gone.
     #[error("agent lost: {0}")]
     Lost(String),
+    /// The agent died on the host, by a signal: the host failed, the
+    /// network did not.
+    #[error("{0}")]
+    Died(String),
+}
+
+/// How an agent that died by a signal is told: its shell exits 128+N then
+/// (deploy's start script runs it as a child), and ssh passes that on.
+/// `build` is the agent build's target, for what SIGILL usually means.
+pub fn death(status: Option<i32>, build: &str) -> Option<String> {
+    let n = status?.checked_sub(128).filter(|n| (1..=31).contains(n))?;
+    let (name, what, why) = match n {
+        1 => ("SIGHUP", "hangup", String::new()),
+        2 => ("SIGINT", "interrupt", String::new()),
+        4 => ("SIGILL", "illegal instruction", format!("this CPU lacks an instruction its {build} build uses")),
+        6 => ("SIGABRT", "abort", "the agent aborted itself (its stderr above says why)".into()),
+        7 => ("SIGBUS", "bus error", "a memory access the hardware refused".into()),
+        8 => ("SIGFPE", "arithmetic exception", String::new()),
+        9 => ("SIGKILL", "killed", "by the kernel's out-of-memory killer (see the host's dmesg) or by a user".into()),
+        11 => ("SIGSEGV", "segmentation fault", "a bug in the agent: please report it".into()),
+        13 => ("SIGPIPE", "broken pipe", String::new()),
+        15 => ("SIGTERM", "terminated", "by a user or a service manager on the host".into()),
+        _ => return Some(format!("the agent died of signal {n}")),
+    };
+    Some(match why.is_empty() {
+        true => format!("the agent died of {name} ({what})"),
+        false => format!("the agent died of {name} ({what}): {why}"),
+    })
+}
+
+/// The agent's process exit, taken by whichever needs it first: the reader
+/// when the agent's output ends, or the shutdown.
+type SharedExit = Arc<Mutex<Option<Box<dyn ProcessExit>>>>;
+
+/// Whether the agent died by a signal, once its output ended: its exit
+/// status, waited for a little (it follows the end of output closely).
+async fn died(exit: &SharedExit, build: &str) -> Option<String> {
+    let exit = exit.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+    let status = tokio::time::timeout(Duration::from_secs(10), exit.wait()).await.ok()?;
+    death(status, build)
 }
 
 #[derive(Default)]
@@ -38,6 +78,8 @@ struct Routes {
     open: HashMap<u64, mpsc::UnboundedSender<Event>>,
     /// Why the session ended, once it has.
     closed: Option<String>,
+    /// It ended because the agent died by a signal.
+    died: bool,
 }
 
 type Writer = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
@@ -58,23 +100,34 @@ pub struct AgentClient {
     next_id: AtomicU64,
     pub hello: Hello,
     tasks: Vec<JoinHandle<()>>,
-    // In a mutex only to make the client Sync; taken once at shutdown.
-    exit: Mutex<Option<Box<dyn crate::session::transport::ProcessExit>>>,
+    exit: SharedExit,
 }
 
 impl AgentClient {
-    /// Read the agent's hello and check it: our protocol, and the binary we pushed.
-    pub async fn handshake(proc: RemoteProcess, label: &str, expected_sha: &str) -> Result<Self, String> {
+    /// Read the agent's hello and check it: our protocol, and the binary we
+    /// pushed (`expected_sha`, of the `build` target).
+    pub async fn handshake(proc: RemoteProcess, label: &str, expected_sha: &str, build: &str) -> Result<Self, String> {
         let RemoteProcess { stdin, mut stdout, stderr, exit } = proc;
+        let exit: SharedExit = Arc::new(Mutex::new(Some(exit)));
         let stderr_task = tokio::spawn(forward_stderr(stderr, label.to_string()));
         let first = tokio::time::timeout(Duration::from_secs(60), read_msg(&mut stdout))
             .await
-            .map_err(|_| "the agent did not say hello within 60 s".to_string())?
-            .map_err(|e| format!("the agent did not start: {e}"))?;
+            .map_err(|_| "the agent did not say hello within 60 s".to_string())?;
         let hello = match first {
-            Some(AgentMsg::Hello(h)) => h,
-            Some(other) => return Err(format!("the agent spoke before saying hello: {other:?}")),
-            None => return Err("the agent exited before saying hello (see its stderr above)".into()),
+            Ok(Some(AgentMsg::Hello(h))) => h,
+            Ok(Some(other)) => return Err(format!("the agent spoke before saying hello: {other:?}")),
+            Ok(None) => {
+                return Err(match died(&exit, build).await {
+                    Some(death) => format!("{death}, before saying hello"),
+                    None => "the agent exited before saying hello (see its stderr above)".into(),
+                })
+            }
+            Err(e) => {
+                return Err(match died(&exit, build).await {
+                    Some(death) => format!("{death}, before saying hello"),
+                    None => format!("the agent did not start: {e}"),
+                })
+            }
         };
         if hello.protocol != PROTOCOL_VERSION {
             return Err(format!(
@@ -90,7 +143,8 @@ impl AgentClient {
         }
         let routes: Arc<Mutex<Routes>> = Default::default();
         let last_seen = Arc::new(Mutex::new(Instant::now()));
-        let reader = tokio::spawn(read_loop(stdout, routes.clone(), last_seen.clone()));
+        let ended = Ended { exit: exit.clone(), build: build.to_string() };
+        let reader = tokio::spawn(read_loop(stdout, routes.clone(), last_seen.clone(), ended));
         let watchdog = tokio::spawn(watchdog(routes.clone(), last_seen.clone()));
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(stdin));
         let beat = tokio::spawn(beat(writer.clone()));
@@ -100,7 +154,7 @@ impl AgentClient {
             next_id: AtomicU64::new(1),
             hello,
             tasks: vec![reader, watchdog, beat, stderr_task],
-            exit: Mutex::new(Some(exit)),
+            exit,
         })
     }
 
@@ -132,12 +186,14 @@ impl AgentClient {
         let (tx, mut rx) = mpsc::unbounded_channel();
         {
             let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(why) = &r.closed {
-                return Err(RequestError::Lost(why.clone()));
+            if r.closed.is_some() {
+                return Err(ended(&r));
             }
             r.open.insert(id, tx);
         }
-        self.send(id, request).await?;
+        if let Err(e) = self.send(id, request).await {
+            return Err(self.why_unwritable(e).await);
+        }
         let mut cancel = cancel;
         // When the cancel was sent: the request must end within CANCEL_LIMIT of it.
         let mut cancel_sent: Option<tokio::time::Instant> = None;
@@ -176,9 +232,25 @@ impl AgentClient {
                 Some(Event::Result { reply }) => return Ok(reply),
                 Some(Event::Error(e)) => return Err(RequestError::Agent(e)),
                 Some(other) => on_event(&other),
-                None => return Err(RequestError::Lost(self.lost().unwrap_or_else(|| "the agent went away".into()))),
+                None => return Err(ended(&self.routes.lock().unwrap_or_else(|e| e.into_inner()))),
             }
         }
+    }
+
+    /// A write to the agent failed: when its output has ended too, the
+    /// reader is telling how (a signal is the host's failure, not a lost
+    /// link), which takes it up to the wait for the exit status.
+    async fn why_unwritable(&self, e: RequestError) -> RequestError {
+        for _ in 0..240 {
+            {
+                let r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+                if r.closed.is_some() {
+                    return ended(&r);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        e
     }
 
     /// Round trip of a bare ping.
@@ -248,19 +320,41 @@ async fn read_msg<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<AgentMsg>, F
     frame::decode(&body).map(Some)
 }
 
+/// The error a request gets from a session that is over.
+fn ended(r: &Routes) -> RequestError {
+    let why = r.closed.clone().unwrap_or_else(|| "the agent went away".into());
+    if r.died {
+        RequestError::Died(why)
+    } else {
+        RequestError::Lost(why)
+    }
+}
+
 fn close(routes: &Mutex<Routes>, why: String) {
+    close_as(routes, why, false)
+}
+
+fn close_as(routes: &Mutex<Routes>, why: String, died: bool) {
     let mut r = routes.lock().unwrap_or_else(|e| e.into_inner());
     if r.closed.is_none() {
         r.closed = Some(why);
+        r.died = died;
     }
     // Dropping the senders wakes every waiting request with "lost".
     r.open.clear();
+}
+
+/// What the reader needs to tell how the agent ended.
+struct Ended {
+    exit: SharedExit,
+    build: String,
 }
 
 async fn read_loop(
     mut stdout: Box<dyn AsyncRead + Send + Unpin>,
     routes: Arc<Mutex<Routes>>,
     last_seen: Arc<Mutex<Instant>>,
+    ended: Ended,
 ) {
     loop {
         let msg = read_msg(&mut stdout).await;
@@ -277,8 +371,18 @@ async fn read_loop(
                 }
             }
             Ok(Some(AgentMsg::Heartbeat { .. })) | Ok(Some(AgentMsg::Hello(_))) => {}
-            Ok(None) => return close(&routes, "the agent's channel closed (agent exited or connection lost)".into()),
-            Err(e) => return close(&routes, format!("broken frame from the agent: {e}")),
+            Ok(None) => {
+                return match died(&ended.exit, &ended.build).await {
+                    Some(death) => close_as(&routes, death, true),
+                    None => close(&routes, "the agent's channel closed (agent exited or connection lost)".into()),
+                }
+            }
+            Err(e) => {
+                return match died(&ended.exit, &ended.build).await {
+                    Some(death) => close_as(&routes, death, true),
+                    None => close(&routes, format!("broken frame from the agent: {e}")),
+                }
+            }
         }
     }
 }
@@ -318,6 +422,56 @@ mod tests {
         async fn wait(self: Box<Self>) -> Option<i32> {
             Some(0)
         }
+    }
+
+    /// The exit of a process that ended with this status.
+    struct ExitedWith(Option<i32>);
+    #[async_trait]
+    impl ProcessExit for ExitedWith {
+        async fn wait(self: Box<Self>) -> Option<i32> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn a_shells_status_above_128_is_the_signal_that_killed_the_agent() {
+        assert_eq!(
+            death(Some(132), "i686-unknown-linux-musl").as_deref(),
+            Some(
+                "the agent died of SIGILL (illegal instruction): this CPU lacks an instruction its i686-unknown-linux-musl build uses"
+            )
+        );
+        assert!(death(Some(139), "x").unwrap().starts_with("the agent died of SIGSEGV (segmentation fault)"));
+        assert_eq!(death(Some(128 + 30), "x").as_deref(), Some("the agent died of signal 30"));
+        // Not a signal: an exit of its own, ssh's 255, or no status at all.
+        for status in [Some(0), Some(1), Some(128), Some(255), None] {
+            assert_eq!(death(status, "x"), None, "{status:?}");
+        }
+    }
+
+    /// An agent killed by a signal is said to have died of it, before its
+    /// hello and after: a failure of the host, not a lost link.
+    #[tokio::test]
+    async fn an_agent_killed_by_a_signal_is_said_to_have_died_not_lost() {
+        let (mut proc, fake) = pair();
+        proc.exit = Box::new(ExitedWith(Some(132)));
+        drop(fake);
+        let e = AgentClient::handshake(proc, "h", "abc", "i686-unknown-linux-musl").await.err().unwrap();
+        assert!(
+            e.starts_with("the agent died of SIGILL (illegal instruction)") && e.ends_with("before saying hello"),
+            "{e}"
+        );
+
+        let (mut proc, mut fake) = pair();
+        proc.exit = Box::new(ExitedWith(Some(128 + 11)));
+        fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
+        let client = AgentClient::handshake(proc, "h", "abc", "x86_64-unknown-linux-musl").await.unwrap();
+        drop(fake);
+        match client.request(Request::Ping, None, |_| {}).await {
+            Err(RequestError::Died(why)) => assert!(why.contains("SIGSEGV"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(client.request(Request::Ping, None, |_| {}).await, Err(RequestError::Died(_))));
     }
 
     /// A fake agent on the other end of in-memory pipes.
@@ -376,24 +530,24 @@ mod tests {
     async fn connected() -> (AgentClient, Fake) {
         let (proc, mut fake) = pair();
         fake.say(&hello(PROTOCOL_VERSION, "abc")).await;
-        (AgentClient::handshake(proc, "h", "abc").await.unwrap(), fake)
+        (AgentClient::handshake(proc, "h", "abc", "x86_64-unknown-linux-musl").await.unwrap(), fake)
     }
 
     #[tokio::test]
     async fn handshake_refuses_another_protocol_or_another_binary() {
         let (proc, mut fake) = pair();
         fake.say(&hello(PROTOCOL_VERSION + 1, "abc")).await;
-        let e = AgentClient::handshake(proc, "h", "abc").await.err().unwrap();
+        let e = AgentClient::handshake(proc, "h", "abc", "x86_64-unknown-linux-musl").await.err().unwrap();
         assert!(e.contains("protocol"), "{e}");
 
         let (proc, mut fake) = pair();
         fake.say(&hello(PROTOCOL_VERSION, "evil")).await;
-        let e = AgentClient::handshake(proc, "h", "abc").await.err().unwrap();
+        let e = AgentClient::handshake(proc, "h", "abc", "x86_64-unknown-linux-musl").await.err().unwrap();
         assert!(e.contains("sha256") && e.contains("evil"), "{e}");
 
         let (proc, fake) = pair();
         drop(fake);
-        let e = AgentClient::handshake(proc, "h", "abc").await.err().unwrap();
+        let e = AgentClient::handshake(proc, "h", "abc", "x86_64-unknown-linux-musl").await.err().unwrap();
         assert!(e.contains("exited before saying hello"), "{e}");
     }
 

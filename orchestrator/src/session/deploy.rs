@@ -13,18 +13,12 @@
 //! or `openssl`). The sha256 the running agent reports about itself is
 //! checked again in the handshake.
 
+use crate::session::platform::{self, Platform, Refusal, BUILDS};
 use crate::session::transport::{sh_quote, Become, RemoteProcess, Transport, TransportError};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use tokio::io::AsyncReadExt;
-
-/// (uname -m values, rust target) for every architecture we build an agent for.
-pub const ARCHES: &[(&[&str], &str)] = &[
-    (&["x86_64", "amd64"], "x86_64-unknown-linux-musl"),
-    (&["i386", "i486", "i586", "i686", "x86"], "i686-unknown-linux-musl"),
-    (&["aarch64", "arm64"], "aarch64-unknown-linux-musl"),
-];
 
 pub const BUILD_COMMAND: &str = "ci/build-agents.sh";
 
@@ -38,8 +32,10 @@ pub enum DeployError {
     Transport(#[from] TransportError),
     #[error("no benchrig-agent build for {arch} ({triple}); looked for {searched}. Build the agents with `{BUILD_COMMAND}` (or `cargo build -p benchrig-agent --profile {AGENT_PROFILE} --target {triple}`)")]
     MissingBuild { arch: String, triple: String, searched: String },
-    #[error("host architecture `{0}` has no agent build (supported: x86_64, i686, aarch64)")]
-    UnknownArch(String),
+    /// The host's CPU or kernel cannot run any agent build: said before
+    /// anything is uploaded.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     #[error("{0}")]
     Remote(String),
     /// sudo would not start the agent as the become user.
@@ -118,9 +114,10 @@ impl AgentBuilds {
     /// Every build present, hashed once.
     pub fn all(&self) -> &[AgentBuild] {
         self.found.get_or_init(|| {
-            ARCHES
+            BUILDS
                 .iter()
-                .filter_map(|(_, triple)| {
+                .filter_map(|b| {
+                    let triple = b.triple;
                     let path = self.candidates(triple).into_iter().find(|p| p.is_file())?;
                     warn_if_stale(&path);
                     let bytes = std::fs::read(&path).ok()?;
@@ -130,10 +127,11 @@ impl AgentBuilds {
         })
     }
 
-    pub fn for_arch(&self, arch: &str) -> Result<AgentBuild, DeployError> {
-        let triple = triple_for(arch).ok_or_else(|| DeployError::UnknownArch(arch.to_string()))?;
+    /// The build `platform` needs, or why it has none (refused, or not built).
+    pub fn for_platform(&self, platform: &Platform) -> Result<AgentBuild, DeployError> {
+        let triple = platform::choose(platform)?.triple;
         self.all().iter().find(|b| b.triple == triple).cloned().ok_or_else(|| DeployError::MissingBuild {
-            arch: arch.to_string(),
+            arch: platform.machine.clone(),
             triple: triple.to_string(),
             searched: self.searched(triple),
         })
@@ -168,13 +166,10 @@ fn walk_newest(dir: &Path) -> Option<std::time::SystemTime> {
         .max()
 }
 
-pub fn triple_for(arch: &str) -> Option<&'static str> {
-    ARCHES.iter().find(|(names, _)| names.contains(&arch)).map(|(_, t)| *t)
-}
-
 #[derive(Clone, Debug)]
 pub struct Deployed {
-    pub arch: String,
+    /// What the probe found of the host's machine (the build follows from it).
+    pub platform: Platform,
     pub home: String,
     pub remote_dir: String,
     pub remote_path: String,
@@ -322,41 +317,47 @@ const SH_FUNCTIONS: &str = "private() { [ ! -L \"$1\" ] && [ -O \"$1\" ] && \
 /// A verified agent is told so (`serve --verified`) and takes its sha256
 /// from its name instead of hashing itself a second time.
 fn start_script(builds: &AgentBuilds, dir: &str, fallback: Option<&str>) -> String {
-    let mut arms = String::new();
-    for build in builds.all() {
-        if let Some((names, _)) = ARCHES.iter().find(|(_, t)| *t == build.triple) {
-            arms.push_str(&format!("{}) s={};; ", names.join("|"), build.sha256));
-        }
-    }
+    let present: Vec<(&str, &str)> = builds.all().iter().map(|b| (b.triple, b.sha256.as_str())).collect();
+    // The agent runs as the shell's child, not in its place: a death by a
+    // signal then reaches the controller as the shell's exit status 128+N
+    // (ssh passes it on), where an exec'd agent's would be ssh's own 255.
     let serve = format!(
         "serve() {{ a=\"$1/benchrig-agent-$s\"; [ -n \"$s\" ] && [ -f \"$a\" ] || return 0; \
          private \"$1\" || {{ printf '{UNSAFE_TAG}\\t%s\\t%s\\n' \"$1\" \"$(why \"$1\")\"; exit 1; }}; \
          private \"$a\" && [ -x \"$a\" ] || return 0; \
          if [ \"$a.ok\" -nt \"$a\" ]; then v=verified; else sha_is \"$a\" \"$s\"; r=$?; [ $r -eq 1 ] && return 0; \
          if [ $r -eq 0 ]; then v=verified; {{ : > \"$a.ok\"; }} 2>/dev/null; else v=unverified; fi; fi; \
-         printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\texec\\t%s\\n' \"$m\" \"$HOME\" \"$1\" \"$v\"; \
-         if [ $v = verified ]; then exec \"$a\" serve --verified; fi; exec \"$a\" serve; }}; "
+         probe exec \"$1\" \"$v\"; \
+         if [ $v = verified ]; then \"$a\" serve --verified; else \"$a\" serve; fi; exit $?; }}; "
+    );
+    let probe = format!(
+        "probe() {{ printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' \
+         \"$m\" \"$HOME\" \"$2\" \"$1\" \"$3\" \"$k\" \"$s\" \"$c\" \"$f\"; }}; "
     );
     let mut script = format!(
-        "{SH_FUNCTIONS}{serve}m=$(uname -m); d={}; s=; case \"$m\" in {arms}esac; serve \"$d\"; ",
+        "{SH_FUNCTIONS}{probe}{serve}{}d={}; serve \"$d\"; ",
+        platform::shell_choice(&present),
         remote_dir_expr(dir)
     );
     if let Some(f) = fallback {
         script.push_str(&format!("if [ -e \"$d/{NOEXEC_MARKER}\" ]; then serve {f}; fi; "));
     }
-    script.push_str(&format!("printf '{PROBE_TAG}\\t%s\\t%s\\t%s\\tabsent\\n' \"$m\" \"$HOME\" \"$d\""));
+    script.push_str("probe absent \"$d\" -");
     script
 }
 
 /// What the probe line said.
 #[derive(Debug, PartialEq)]
 struct Probe {
-    arch: String,
+    platform: Platform,
     home: String,
     dir: String,
     running: bool,
     /// The host had a tool to check the agent's sha256 before it ran.
     verified: bool,
+    /// The sha256 of the build the host's shell chose for its CPU, empty
+    /// when it could run none of those present.
+    chosen: String,
 }
 
 /// What the first line of an agent-user script said.
@@ -371,10 +372,22 @@ fn parse_first_line(line: &str) -> Option<FirstLine> {
     let mut f = line.trim_end_matches(['\r', '\n']).split('\t');
     match f.next()? {
         PROBE_TAG => {
-            let (arch, home, dir, state) = (f.next()?, f.next()?, f.next()?, f.next()?);
-            let verified = f.next() == Some("verified");
-            let (arch, home, dir) = (arch.into(), home.into(), dir.into());
-            Some(FirstLine::Probe(Probe { arch, home, dir, running: state == "exec", verified }))
+            let (machine, home, dir, state, verified) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+            let (kernel, chosen, cpu_model, flags) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            let platform = Platform {
+                machine: machine.into(),
+                kernel: kernel.into(),
+                cpu_model: cpu_model.into(),
+                flags: platform::parse_flags(flags),
+            };
+            Some(FirstLine::Probe(Probe {
+                platform,
+                home: home.into(),
+                dir: dir.into(),
+                running: state == "exec",
+                verified: verified == "verified",
+                chosen: chosen.into(),
+            }))
         }
         BECOME_TAG => BecomeRefusal::from_tag(f.next()?).map(FirstLine::Become),
         UNSAFE_TAG => Some(FirstLine::Unsafe { dir: f.next()?.into(), why: f.next()?.into() }),
@@ -438,10 +451,24 @@ pub async fn start(
     let dir = dir.unwrap_or(DEFAULT_REMOTE_DIR);
     let script = start_script(builds, dir, fallback.then_some(FALLBACK_EXPR));
     let (probe_line, proc) = probe(t, &script, b).await?;
-    let build = builds.for_arch(&probe_line.arch)?;
+    // Refused before anything is uploaded; an agent an older benchrig left
+    // on a host now refused is not let run either.
+    let build = match builds.for_platform(&probe_line.platform) {
+        Ok(build) => build,
+        Err(e) => {
+            drop(proc);
+            return Err(e);
+        }
+    };
+    if !probe_line.chosen.is_empty() && probe_line.chosen != build.sha256 {
+        return Err(DeployError::Remote(format!(
+            "the host's shell chose agent {} where benchrig chose its {} build: a bug",
+            probe_line.chosen, build.triple
+        )));
+    }
     let mut deployed = Deployed {
         remote_path: agent_path(&probe_line.dir, &build.sha256),
-        arch: probe_line.arch,
+        platform: probe_line.platform,
         home: probe_line.home,
         remote_dir: probe_line.dir,
         build,
@@ -553,14 +580,6 @@ mod tests {
     use crate::session::transport::Secret;
 
     #[test]
-    fn arch_names_map_to_targets() {
-        assert_eq!(triple_for("i686"), Some("i686-unknown-linux-musl"));
-        assert_eq!(triple_for("x86_64"), Some("x86_64-unknown-linux-musl"));
-        assert_eq!(triple_for("arm64"), Some("aarch64-unknown-linux-musl"));
-        assert_eq!(triple_for("sparc64"), None);
-    }
-
-    #[test]
     fn remote_dir_keeps_home_unquoted() {
         assert_eq!(remote_dir_expr("~/.cache/benchrig"), "\"$HOME\"/.cache/benchrig");
         assert_eq!(remote_dir_expr("/opt/b r"), "'/opt/b r'");
@@ -587,19 +606,26 @@ mod tests {
 
     #[test]
     fn the_first_line_is_read_back() {
-        let p = parse_first_line("benchrig-probe\ti686\t/root\t/root/.cache/benchrig\texec\tverified\n").unwrap();
+        let line = "benchrig-probe\ti686\t/root\t/root/.cache/benchrig\texec\tverified\t6.1.0-28-686\tab12\tPentium III (Coppermine)\t  fpu cx8 cmov sse \n";
         let want = Probe {
-            arch: "i686".into(),
+            platform: Platform {
+                machine: "i686".into(),
+                kernel: "6.1.0-28-686".into(),
+                cpu_model: "Pentium III (Coppermine)".into(),
+                flags: vec!["fpu".into(), "cx8".into(), "cmov".into(), "sse".into()],
+            },
             home: "/root".into(),
             dir: "/root/.cache/benchrig".into(),
             running: true,
             verified: true,
+            chosen: "ab12".into(),
         };
-        assert_eq!(p, FirstLine::Probe(want));
-        let FirstLine::Probe(p) = parse_first_line("benchrig-probe\tx86_64\t/h\t/h/d\tabsent").unwrap() else {
+        assert_eq!(parse_first_line(line), Some(FirstLine::Probe(want)));
+        let FirstLine::Probe(p) = parse_first_line("benchrig-probe\tx86_64\t/h\t/h/d\tabsent\t-\t6.1.0\t\t\t").unwrap()
+        else {
             panic!()
         };
-        assert!(!p.running && !p.verified);
+        assert!(!p.running && !p.verified && p.chosen.is_empty() && p.platform.flags.is_empty());
         assert_eq!(
             parse_first_line("benchrig-become\tpassword-refused"),
             Some(FirstLine::Become(BecomeRefusal::WrongPassword))
@@ -617,7 +643,8 @@ mod tests {
     fn stand_in(text: &str) -> Option<(String, AgentBuilds)> {
         let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
         let arch = String::from_utf8(arch.stdout).unwrap().trim().to_string();
-        let triple = triple_for(&arch)?;
+        let platform = Platform { machine: arch, kernel: "6.1".into(), ..Default::default() };
+        let triple = platform::choose(&platform).ok()?.triple;
         let sha = benchrig_wire::hex(&Sha256::digest(text.as_bytes()));
         let build = AgentBuild { triple, path: "/nonexistent".into(), sha256: sha.clone() };
         Some((sha, AgentBuilds { dirs: vec![], found: OnceLock::from(vec![build]) }))
@@ -772,7 +799,8 @@ mod tests {
     #[test]
     fn a_missing_build_names_where_it_goes_and_the_command() {
         let b = AgentBuilds { dirs: vec!["/nonexistent".into()], found: OnceLock::new() };
-        let e = b.for_arch("aarch64").unwrap_err().to_string();
+        let arm = Platform { machine: "aarch64".into(), kernel: "6.1".into(), ..Default::default() };
+        let e = b.for_platform(&arm).unwrap_err().to_string();
         assert!(e.contains("/nonexistent/aarch64-unknown-linux-musl/agent/benchrig-agent"), "{e}");
         assert!(e.contains(BUILD_COMMAND), "{e}");
         assert!(e.contains("cargo build -p benchrig-agent --profile agent --target aarch64-unknown-linux-musl"), "{e}");
@@ -791,7 +819,7 @@ mod tests {
         assert!(b.all().is_empty(), "an agent built with the old release profile is not picked up");
         put("agent");
         let b = AgentBuilds { dirs: vec![dir.path().into()], found: OnceLock::new() };
-        let found = b.for_arch("x86_64").unwrap();
+        let found = b.for_platform(&Platform { machine: "x86_64".into(), ..Default::default() }).unwrap();
         assert_eq!(found.path, dir.path().join("x86_64-unknown-linux-musl/agent/benchrig-agent"));
     }
 }

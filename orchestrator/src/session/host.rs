@@ -37,6 +37,7 @@ impl From<RequestError> for HostError {
     fn from(e: RequestError) -> Self {
         match e {
             RequestError::Lost(m) => HostError::Unreachable(m),
+            RequestError::Died(m) => HostError::Failed(m),
             RequestError::Agent(a) => HostError::Failed(a.to_string()),
         }
     }
@@ -141,8 +142,8 @@ impl HostSession {
             } else {
                 "connect, probe and agent start"
             });
-            tracing::info!(host = name, arch = %deployed.arch, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
-            let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256).await {
+            tracing::info!(host = name, machine = %deployed.platform.machine, build = deployed.build.triple, uploaded = deployed.uploaded, "agent {}", deployed.remote_path);
+            let agent = match AgentClient::handshake(proc, name, &deployed.build.sha256, deployed.build.triple).await {
                 Ok(a) => a,
                 Err(e) => {
                     if e.contains("sha256") {

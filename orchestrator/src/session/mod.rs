@@ -1,5 +1,5 @@
 //! What opens a host: the transport that reaches it (`transport`), the agent
-//! pushed to it (`deploy`), the orchestrator's end of the agent's session
+//! pushed to it (`deploy`, the build its CPU and kernel get: `platform`), the orchestrator's end of the agent's session
 //! (`agent_client`), and the whole host session built from them (`host`),
 //! with where its start-up time went (`timeline`).
 //! `benchrig run`, `facts`, `ping` and `cleanup` all open hosts through here.
@@ -7,6 +7,7 @@
 pub mod agent_client;
 pub mod deploy;
 pub mod host;
+pub mod platform;
 pub mod timeline;
 pub mod transport;
 
