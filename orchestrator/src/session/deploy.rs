@@ -1,8 +1,9 @@
 //! Getting the right agent onto a host and started.
 //!
-//! One channel learns the host's architecture and $HOME and, when the host
-//! already has our build for it (content-addressed: `benchrig-agent-<sha256>`),
-//! becomes the agent: a host that has it costs one remote shell, not two.
+//! One channel learns the host's architecture, CPU, kernel and $HOME and,
+//! when the host already has the build its CPU needs (content-addressed:
+//! `benchrig-agent-<sha256>`), starts it: a host that has it costs one
+//! remote shell, not two.
 //! Otherwise the binary is uploaded, written to a temporary name and renamed
 //! so a half-written agent is never run, and started on a channel of its own.
 //!
@@ -209,8 +210,10 @@ fn remote_dir_expr(dir: &str) -> String {
     }
 }
 
-/// The first line the start script prints, before it execs the agent or
-/// exits: `<uname -m>\t<$HOME>\t<agent dir>\t<exec|absent>[\t<verified|unverified>]`.
+/// The first line the start script prints, before it starts the agent or
+/// exits: `<tag>\t<uname -m>\t<$HOME>\t<agent dir>\t<exec|absent>\t<verified|unverified|->`
+/// then `\t<uname -r>\t<sha256 of the build chosen, or empty>\t<CPU model>\t<flags>`
+/// (the last two for 32-bit x86 only: `platform::shell_choice`).
 const PROBE_TAG: &str = "benchrig-probe";
 /// Or, when sudo would not let us become the agent's user: `<tag>\t<why>`.
 const BECOME_TAG: &str = "benchrig-become";
