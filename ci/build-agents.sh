@@ -13,7 +13,7 @@
 # ci/agent-libc.sh builds (musl and libunwind, with clang). `agent_env`
 # sets that up; ci/emulated-cpus.sh uses it too.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib.sh
 source ci/lib.sh
 shipped=("${AGENTS_SHIPPED_STD[@]}")
