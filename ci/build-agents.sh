@@ -20,11 +20,15 @@ shipped=("${AGENTS_SHIPPED_STD[@]}")
 built=("${AGENTS_BUILT_STD[@]}")
 targets=("${AGENT_TRIPLES[@]}")
 
+# cargo_target_var TARGET KEY: cargo's environment variable for a target's
+# setting (CARGO_TARGET_I586_UNKNOWN_LINUX_MUSL_RUSTFLAGS).
+cargo_target_var() { echo "CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$1")_$2"; }
+
 # agent_env TARGET: the environment cargo needs to build for a `built` target.
 agent_env() {
     local t=$1 libc var flags
     libc=$(ci/agent-libc.sh "$t")
-    var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$t")_RUSTFLAGS
+    var=$(cargo_target_var "$t" RUSTFLAGS)
     flags="-L native=$libc"
     # sha2 picks SHA-NI code at run time where the CPU has it: correct on
     # a Pentium too, but its SSE instructions would be in the binary, and
@@ -53,10 +57,10 @@ cargo build --locked -p benchrig-agent --profile agent -Zbuild-std=std,panic_unw
 # A Pentium (P5) has no CMOV, FCMOV or FCOMI (P6), no MMX, no SSE: none may
 # be in the i586 agent, or it dies of SIGILL on the CPUs it is for.
 f="${CARGO_TARGET_DIR:-target}/i586-unknown-linux-musl/agent/benchrig-agent"
-p6=$(objdump -d --no-show-raw-insn "$f" | grep -cE $'\t(cmov|fcmov|fcomi|fucomi|sysenter|rdpmc)|%x?mm[0-9]' || true)
-if ((p6 > 0)); then
-    echo "error: $f has $p6 instructions a Pentium lacks (CMOV, FCMOV, FCOMI, MMX, SSE):" >&2
-    objdump -d --no-show-raw-insn "$f" | grep -E $'\t(cmov|fcmov|fcomi|fucomi|sysenter|rdpmc)|%x?mm[0-9]' | head >&2
+p6=$(objdump -d --no-show-raw-insn "$f" | grep -E $'\t(cmov|fcmov|fcomi|fucomi|sysenter|rdpmc)|%x?mm[0-9]' || true)
+if [[ -n $p6 ]]; then
+    echo "error: $f has $(wc -l <<<"$p6") instructions a Pentium lacks (CMOV, FCMOV, FCOMI, MMX, SSE):" >&2
+    head <<<"$p6" >&2
     exit 1
 fi
 for t in "${targets[@]}"; do

@@ -30,8 +30,7 @@ for r in "${runs[@]}"; do
         command -v "$qemu" >/dev/null || { echo "emulated-cpus: $qemu is missing (qemu-user)" >&2; exit 1; }
         agent_env "$t"
         std=("-Zbuild-std=std,panic_unwind,test")
-        runner=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$t")_RUNNER
-        export "$runner=$qemu $cpu"
+        export "$(cargo_target_var "$t" RUNNER)=$qemu $cpu"
     fi
     echo "== the agent's unit tests, $t ${cpu:+under $qemu }${cpu:-natively}"
     start=$SECONDS

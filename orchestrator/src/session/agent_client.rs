@@ -113,20 +113,16 @@ impl AgentClient {
         let first = tokio::time::timeout(Duration::from_secs(60), read_msg(&mut stdout))
             .await
             .map_err(|_| "the agent did not say hello within 60 s".to_string())?;
-        let hello = match first {
-            Ok(Some(AgentMsg::Hello(h))) => h,
+        let gone = match first {
+            Ok(Some(AgentMsg::Hello(h))) => Ok(h),
             Ok(Some(other)) => return Err(format!("the agent spoke before saying hello: {other:?}")),
-            Ok(None) => {
-                return Err(match died(&exit, build).await {
-                    Some(death) => format!("{death}, before saying hello"),
-                    None => "the agent exited before saying hello (see its stderr above)".into(),
-                })
-            }
-            Err(e) => {
-                return Err(match died(&exit, build).await {
-                    Some(death) => format!("{death}, before saying hello"),
-                    None => format!("the agent did not start: {e}"),
-                })
+            Ok(None) => Err("the agent exited before saying hello (see its stderr above)".to_string()),
+            Err(e) => Err(format!("the agent did not start: {e}")),
+        };
+        let hello = match gone {
+            Ok(h) => h,
+            Err(otherwise) => {
+                return Err(died(&exit, build).await.map(|d| format!("{d}, before saying hello")).unwrap_or(otherwise))
             }
         };
         if hello.protocol != PROTOCOL_VERSION {
@@ -143,8 +139,8 @@ impl AgentClient {
         }
         let routes: Arc<Mutex<Routes>> = Default::default();
         let last_seen = Arc::new(Mutex::new(Instant::now()));
-        let ended = Ended { exit: exit.clone(), build: build.to_string() };
-        let reader = tokio::spawn(read_loop(stdout, routes.clone(), last_seen.clone(), ended));
+        let agent = AgentExit { exit: exit.clone(), build: build.to_string() };
+        let reader = tokio::spawn(read_loop(stdout, routes.clone(), last_seen.clone(), agent));
         let watchdog = tokio::spawn(watchdog(routes.clone(), last_seen.clone()));
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(stdin));
         let beat = tokio::spawn(beat(writer.clone()));
@@ -345,16 +341,25 @@ fn close_as(routes: &Mutex<Routes>, why: String, died: bool) {
 }
 
 /// What the reader needs to tell how the agent ended.
-struct Ended {
+struct AgentExit {
     exit: SharedExit,
     build: String,
+}
+
+/// Close a session whose agent's output ended: as a death when a signal
+/// killed it, else with `otherwise`.
+async fn close_ended(routes: &Mutex<Routes>, agent: &AgentExit, otherwise: String) {
+    match died(&agent.exit, &agent.build).await {
+        Some(death) => close_as(routes, death, true),
+        None => close(routes, otherwise),
+    }
 }
 
 async fn read_loop(
     mut stdout: Box<dyn AsyncRead + Send + Unpin>,
     routes: Arc<Mutex<Routes>>,
     last_seen: Arc<Mutex<Instant>>,
-    ended: Ended,
+    agent: AgentExit,
 ) {
     loop {
         let msg = read_msg(&mut stdout).await;
@@ -372,17 +377,10 @@ async fn read_loop(
             }
             Ok(Some(AgentMsg::Heartbeat { .. })) | Ok(Some(AgentMsg::Hello(_))) => {}
             Ok(None) => {
-                return match died(&ended.exit, &ended.build).await {
-                    Some(death) => close_as(&routes, death, true),
-                    None => close(&routes, "the agent's channel closed (agent exited or connection lost)".into()),
-                }
+                let otherwise = "the agent's channel closed (agent exited or connection lost)";
+                return close_ended(&routes, &agent, otherwise.into()).await;
             }
-            Err(e) => {
-                return match died(&ended.exit, &ended.build).await {
-                    Some(death) => close_as(&routes, death, true),
-                    None => close(&routes, format!("broken frame from the agent: {e}")),
-                }
-            }
+            Err(e) => return close_ended(&routes, &agent, format!("broken frame from the agent: {e}")).await,
         }
     }
 }
