@@ -49,7 +49,6 @@ pub mod tools;
 pub mod treegen;
 pub mod undo;
 pub mod workloads;
-pub mod x87;
 
 /// The sha256 the running executable's name carries (`benchrig-agent-<sha256>`,
 /// the content-addressed name it was uploaded under), if it has one.

@@ -20,7 +20,6 @@ Speaks benchrig's framed protocol on stdin/stdout. It is started by
 `benchrig` over SSH (or as a child for local hosts), not by hand.";
 
 fn main() {
-    benchrig_agent::x87::double_precision();
     let arg = std::env::args().nth(1);
     match arg.as_deref() {
         None | Some("serve") => serve(std::env::args().nth(2).as_deref() == Some("--verified")),
