@@ -56,7 +56,8 @@ wait_reaped() {
 # The sourcing script defines: image_update (refresh the mirror's package
 # lists; fails when unreachable), image_key (a key of package versions and
 # the recipe), image_prepare TMP (tools; what build_cleanup needs to know),
-# build_rootfs ROOTFS OUTDIR, and build_cleanup (undo the build's mounts).
+# build_rootfs ROOTFS OUTDIR (or the function BUILD_ROOTFS names), and
+# build_cleanup (undo the build's mounts).
 cached_image() {
     local noun=$1 key dir tmp t0
     mkdir -p "$CACHE/images"
@@ -78,8 +79,9 @@ cached_image() {
     t0=$SECONDS
     rm -rf "$dir" "$tmp"
     mkdir -p "$tmp/rootfs" "$tmp/out"
-    trap 'build_cleanup; rm -rf --one-file-system "$tmp"' EXIT
-    build_rootfs "$tmp/rootfs" "$tmp/out"
+    # shellcheck disable=SC2064 # $tmp now: it is this function's local, gone when the trap runs at exit
+    trap "build_cleanup; rm -rf --one-file-system '$tmp'" EXIT
+    "${BUILD_ROOTFS:-build_rootfs}" "$tmp/rootfs" "$tmp/out"
     build_cleanup
     rm -rf --one-file-system "$tmp/rootfs"
     echo "$((SECONDS - t0))" >"$tmp/out/build-seconds"

@@ -147,7 +147,7 @@ ci/arm.sh down >/dev/null   # idempotent
 nothing_left "the aarch64 host" "no process, netns, loop device, mount or binfmt entry left" \
     arm_leftovers "$arm_binfmt_before"
 
-step "the lab's emulated old machines: images, two kernel-6.1 guests, a 5.10 and a 32-bit one (up twice: idempotent)"
+step "the lab's emulated old machines: images, two kernel-6.1 guests, a 5.10, a 32-bit one and a GRUB-booted kernel lab machine (up twice: idempotent)"
 # ci/vm.sh installs qemu and debootstrap itself (see its header), builds the
 # guest image or takes it from its cache, and boots the guests on brlab0.
 ci/vm.sh up
@@ -155,6 +155,9 @@ ci/vm.sh up >/dev/null
 
 step "end-to-end tests on the guests"
 cargo test --locked --workspace --test vm -- --ignored --test-threads=1
+
+step "the kernel under test on kboot: kexec and one-shot GRUB boots, and a one-shot the host ignores (real boots under TCG)"
+cargo test --locked --workspace --test kernels -- --ignored --test-threads=1
 
 step "guests down, and nothing left behind"
 ci/vm.sh down

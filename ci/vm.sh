@@ -10,7 +10,7 @@
 # a static 10.77.0.x address, or user-mode networking with a forwarded port.
 #
 # Run as root. Host packages this script needs (for .ci/run to preinstall):
-#   qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client
+#   qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client socat
 # On bookworm with qemu-utils from bookworm-backports already installed (as on
 # this CI image), qemu-system-x86 must come from bookworm-backports too
 # (qemu-utils 10.x Breaks qemu-system-common < 8.0); `ensure_tools` does that
@@ -18,7 +18,7 @@
 set -euo pipefail
 
 # shellcheck disable=SC2034 # documentation for .ci/run (docs/vm.md); ensure_tools maps commands to packages
-HOST_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client)
+HOST_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client socat)
 
 usage() {
     cat <<EOF
@@ -32,6 +32,8 @@ usage: ${0##*/} COMMAND [ARGS]
                    (the image cache is kept)
   status           per guest: qemu, network, ssh, kernel; exit 1 if anything is missing
   ssh GUEST [CMD]  ssh into a guest with the lab key
+  power GUEST      power-cycle a running guest (the monitor's system_reset;
+                   $VMROOT/power GUEST, the kernel lab's benchrig_power_cycle)
 
 Guests: ${GUESTS[*]}
 Run dir: $VMROOT   Image cache: $CACHE
@@ -52,20 +54,28 @@ EOF
 #   cpu    cgroup v1 cpu.cfs_quota_us of its qemu per 100000 us, or - for a whole core
 #   suite  its Debian release: bookworm (kernel 6.1) or bullseye (5.10)
 #   arch   amd64, or i386 (a 32-bit kernel, linux-image-686, under qemu-system-i386)
-# Each suite and arch is an image of its own, cached apart (flavour below).
+#   model  qemu's -cpu
+#   boot   direct (qemu -kernel: the image's kernel, the lab's command line), or
+#          grub: a kernel lab's machine, booted by GRUB from its own
+#          partitioned disk, with bookworm's 6.1 (the default entry) and
+#          bookworm-backports' kernel installed, and kexec-tools
+# Each suite, arch and boot is an image of its own, cached apart (flavour below).
 # --------------------------------------------------------------------------
 GUEST_TABLE=$(cat <<'EOF'
-# name  ip          port  mem   disks size bps       cpu    suite    arch  model
-old61   10.77.0.21  2221  1024  2     1G   20971520  -      bookworm amd64 max
-old61b  10.77.0.22  2222  1024  2     1G   20971520  40000  bookworm amd64 max
-old510  10.77.0.23  2223  768   1     1G   20971520  -      bullseye amd64 max
-old32   10.77.0.24  2224  768   1     1G   20971520  -      bookworm i386  pentium3
+# name  ip          port  mem   disks size bps       cpu    suite    arch  model    boot
+old61   10.77.0.21  2221  1024  2     1G   20971520  -      bookworm amd64 max      direct
+old61b  10.77.0.22  2222  1024  2     1G   20971520  40000  bookworm amd64 max      direct
+old510  10.77.0.23  2223  768   1     1G   20971520  -      bullseye amd64 max      direct
+old32   10.77.0.24  2224  768   1     1G   20971520  -      bookworm i386  pentium3 direct
+kboot   10.77.0.25  2225  1024  1     1G   20971520  -      bookworm amd64 max      grub
 EOF
 )
 # old61b is the slower machine of the pair (40% of a core for its emulated
 # CPU), as seed 001 had a Pentium and a 486 serving each other. `model` is
 # qemu's -cpu: old32 is a Pentium III (CMOV and SSE, no SSE2), the oldest
-# CPU Debian 12's 686 kernel boots on, so it gets the i586 agent.
+# CPU Debian 12's 686 kernel boots on, so it gets the i586 agent. kboot is
+# the kernel lab's machine: the kernel tests boot it into its other kernel
+# and back (`power GUEST` is its power cycle, its console.log its console).
 
 LAB=${BENCHRIG_LAB_DIR:-/var/tmp/benchrig-lab}
 VMROOT=/var/tmp/benchrig-vm
@@ -87,7 +97,7 @@ GUEST_PACKAGES_BUT_KERNEL=(openssh-server jfsutils reiserfsprogs nfs-kernel-serv
 GUEST_PACKAGES=("${GUEST_PACKAGES_BUT_KERNEL[@]}" "$KERNEL_PKG")
 
 GUESTS=()
-declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU G_SUITE G_ARCH G_MODEL
+declare -A G_IP G_PORT G_MEM G_DISKS G_SIZE G_BPS G_CPU G_SUITE G_ARCH G_MODEL G_BOOT
 
 log() { printf '%s\n' "vm: $*" >&2; }
 die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
@@ -95,40 +105,49 @@ die() { printf '%s\n' "vm: error: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 load_guests() {
-    local name ip port mem disks size bps cpu suite arch model
-    while read -r name ip port mem disks size bps cpu suite arch model; do
+    local name ip port mem disks size bps cpu suite arch model boot
+    while read -r name ip port mem disks size bps cpu suite arch model boot; do
         [[ -z $name || $name == \#* ]] && continue
         [[ $name =~ ^[a-z0-9]{1,10}$ ]] || die "bad guest name '$name' in GUEST_TABLE"
-        [[ -n $model ]] || die "incomplete GUEST_TABLE line for '$name'"
+        [[ -n $boot ]] || die "incomplete GUEST_TABLE line for '$name'"
         [[ $suite =~ ^(bookworm|bullseye)$ && $arch =~ ^(amd64|i386)$ ]] \
             || die "guest '$name': suite bookworm or bullseye, arch amd64 or i386"
+        [[ $boot == direct || $boot/$suite/$arch == grub/bookworm/amd64 ]] \
+            || die "guest '$name': boot direct, or grub (bookworm amd64 only)"
         [[ $disks =~ ^[12]$ ]] || die "guest '$name': disks must be 1 or 2"
         GUESTS+=("$name")
         G_IP[$name]=$ip G_PORT[$name]=$port G_MEM[$name]=$mem
         G_DISKS[$name]=$disks G_SIZE[$name]=$size G_BPS[$name]=$bps G_CPU[$name]=$cpu
-        G_SUITE[$name]=$suite G_ARCH[$name]=$arch G_MODEL[$name]=$model
+        G_SUITE[$name]=$suite G_ARCH[$name]=$arch G_MODEL[$name]=$model G_BOOT[$name]=$boot
     done <<<"$GUEST_TABLE"
 }
 
-# Set the image globals for one Debian suite and architecture: what the
-# image recipe below builds and caches. bookworm/amd64 keeps the cache's
-# top (the image the guests have always had); the others are beside it, so
-# that cached_image, which keeps one image per cache, keeps one of each.
-flavour() {   # flavour SUITE ARCH
-    SUITE=$1 ARCH=$2
+# Set the image globals for one Debian suite, architecture and boot: what
+# the image recipe below builds and caches. bookworm/amd64/direct keeps the
+# cache's top (the image the guests have always had); the others are beside
+# it, so that cached_image, which keeps one image per cache, keeps one of each.
+flavour() {   # flavour SUITE ARCH BOOT
+    SUITE=$1 ARCH=$2 BOOT=$3
     case $ARCH in
         amd64) KERNEL_PKG=linux-image-amd64 QEMU=qemu-system-x86_64 ;;
         i386) KERNEL_PKG=linux-image-686 QEMU=qemu-system-i386 ;;
     esac
     GUEST_PACKAGES=("${GUEST_PACKAGES_BUT_KERNEL[@]}" "$KERNEL_PKG")
-    if [[ $SUITE/$ARCH == bookworm/amd64 ]]; then CACHE=$CACHE_ROOT; else CACHE=$CACHE_ROOT/flavours/$SUITE-$ARCH; fi
+    BUILD_ROOTFS=build_rootfs
+    if [[ $BOOT == grub ]]; then
+        GUEST_PACKAGES+=(grub-pc kexec-tools)
+        BUILD_ROOTFS=build_grub_disk
+    fi
+    if [[ $SUITE/$ARCH/$BOOT == bookworm/amd64/direct ]]; then CACHE=$CACHE_ROOT
+    elif [[ $BOOT == direct ]]; then CACHE=$CACHE_ROOT/flavours/$SUITE-$ARCH
+    else CACHE=$CACHE_ROOT/flavours/$SUITE-$ARCH-$BOOT; fi
     APT_DIR=$CACHE/apt
 }
 
-# The suite/arch pairs the table's guests use, one per line.
+# The suite/arch/boot triples the table's guests use, one per line.
 flavours() {
     local g
-    for g in "${GUESTS[@]}"; do echo "${G_SUITE[$g]} ${G_ARCH[$g]}"; done | sort -u
+    for g in "${GUESTS[@]}"; do echo "${G_SUITE[$g]} ${G_ARCH[$g]} ${G_BOOT[$g]}"; done | sort -u
 }
 
 need_guest() {
@@ -152,7 +171,7 @@ ensure_tools() {
     local pkgs=() cmd pkg qutils
     for cmd in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap \
                mkfs.ext4:e2fsprogs debugfs:e2fsprogs ip:iproute2 ssh:openssh-client \
-               ssh-keygen:openssh-client; do
+               ssh-keygen:openssh-client socat:socat; do
         pkg=${cmd#*:}; cmd=${cmd%%:*}
         command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
     done
@@ -177,6 +196,9 @@ APT_DIR=$CACHE/apt
 apt_guest() {
     mkdir -p "$APT_DIR/lists/partial"
     printf 'deb %s %s main\n' "$MIRROR" "$SUITE" >"$APT_DIR/sources.list"
+    # The grub flavour's second kernel comes from backports (priority 100:
+    # every other package's candidate stays the suite's).
+    [[ $BOOT != grub ]] || printf 'deb %s %s-backports main\n' "$MIRROR" "$SUITE" >>"$APT_DIR/sources.list"
     "$@" -o Dir::Etc::sourcelist="$APT_DIR/sources.list" -o Dir::Etc::sourceparts=- \
          -o Dir::State::lists="$APT_DIR/lists" -o Dir::State::status=/dev/null \
          -o APT::Architecture="$ARCH"
@@ -199,8 +221,11 @@ guest_versions() {   # "pkg version" lines for the guest packages and the real k
 # The cache key: package versions + this recipe (the functions that build the
 # image), so editing the recipe also invalidates the cache.
 image_key() {
-    { echo "$SUITE $ARCH $MIRROR $ROOT_SIZE"; guest_versions; declare -f build_rootfs guest_files; } \
-        | sha256sum | cut -c1-16
+    {
+        echo "$SUITE $ARCH $MIRROR $ROOT_SIZE"; guest_versions; declare -f build_rootfs guest_files
+        # The grub flavour: its recipe and the backports kernel it installs.
+        if [[ $BOOT == grub ]]; then declare -f build_grub_disk grub_files; bpo_kernel_version; fi
+    } | sha256sum | cut -c1-16
 }
 
 # Files put into every guest image (network from the kernel command line,
@@ -271,11 +296,13 @@ EOF
     printf '%s\n' virtio_pci virtio_blk virtio_net ext4 >"$r/etc/initramfs-tools/modules"
 }
 
-BUILD_MOUNTS=()
+BUILD_MOUNTS=() BUILD_LOOPS=()
 build_cleanup() {
-    local m
-    for m in "${BUILD_MOUNTS[@]}"; do umount -l "$m" 2>/dev/null || true; done
-    BUILD_MOUNTS=()
+    local i
+    # Newest first: a bind mount inside the root before the root.
+    for ((i = ${#BUILD_MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${BUILD_MOUNTS[i]}" 2>/dev/null || true; done
+    for i in "${BUILD_LOOPS[@]}"; do losetup -d "$i" 2>/dev/null || true; done
+    BUILD_MOUNTS=() BUILD_LOOPS=()
 }
 
 build_rootfs() {   # build_rootfs ROOTFS OUTDIR
@@ -304,22 +331,109 @@ build_rootfs() {   # build_rootfs ROOTFS OUTDIR
         || { tail -n 5 "$out/debootstrap.log" >&2; die "mkfs.ext4 -d failed"; }
 }
 
+# The backports kernel the grub flavour installs: "package version".
+bpo_kernel_version() {
+    apt_guest apt-cache policy "$KERNEL_PKG" 2>/dev/null \
+        | awk -v p="$KERNEL_PKG" '$1 ~ /bpo/ { print p, $1; exit } $2 ~ /bpo/ { print p, $2; exit }' | grep .
+}
+
+# The grub flavour's root: a lab machine's boot setup. GRUB's default entry
+# is the suite's kernel; the backports one is installed beside it; the
+# network comes from /etc/benchrig-net.conf (written per guest at `up`),
+# since the command line is GRUB's, the same for every guest.
+grub_files() {
+    local m=$1 uuid=$2 k61=$3
+    cat >>"$m/etc/default/grub" <<EOF
+# ci/vm.sh: the suite's kernel is the default; no menu delay; the console on the serial port.
+GRUB_DEFAULT="gnulinux-advanced-$uuid>gnulinux-$k61-advanced-$uuid"
+GRUB_TIMEOUT=0
+GRUB_CMDLINE_LINUX_DEFAULT="quiet"
+GRUB_CMDLINE_LINUX="console=ttyS0 net.ifnames=0 no_timer_check"
+GRUB_DISABLE_OS_PROBER=true
+GRUB_TERMINAL=serial
+GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"
+EOF
+    # kexec-tools' own reboot hook would kexec /vmlinuz (the newest kernel)
+    # on every reboot: a lab machine reboots through its firmware.
+    if [[ -f $m/etc/default/kexec ]]; then sed -i 's/^LOAD_KEXEC=.*/LOAD_KEXEC=false/' "$m/etc/default/kexec"; fi
+    cat >"$m/usr/local/sbin/benchrig-net" <<'EOF'
+#!/bin/sh
+# Static network from /etc/benchrig-net.conf (ip=ADDR/PFX gw=GW), written per guest.
+set -e
+ip= gw=
+. /etc/benchrig-net.conf
+ip link set lo up
+ip link set eth0 up
+[ -z "$ip" ] || ip addr replace "$ip" dev eth0
+[ -z "$gw" ] || ip route replace default via "$gw"
+EOF
+}
+
+# build_grub_disk ROOTFS OUTDIR: build_rootfs's root on a disk GRUB boots
+# (disk.img: an MBR, GRUB in the gap, the root at 1 MiB), with the
+# backports kernel installed inside it and GRUB's own tools run in it.
+build_grub_disk() {
+    local r=$1 out=$2 disk=$2/disk.img lo m=$2/../mnt d uuid k61 kbpo
+    build_rootfs "$r" "$out"
+    rm -f "$out/vmlinuz" "$out/initrd.img"   # GRUB boots it, not qemu -kernel
+    k61=$(cat "$out/kernel-release")
+    truncate -s "$(($(stat -c %s "$out/root.img") + 1048576))" "$disk"
+    printf 'label: dos\nstart=2048, type=83, bootable\n' | sfdisk -q "$disk"
+    dd if="$out/root.img" of="$disk" bs=1M seek=1 conv=sparse,notrunc status=none
+    rm -f "$out/root.img"
+    lo=$(losetup -f --show -P "$disk"); BUILD_LOOPS+=("$lo")
+    # This kernel's own scan may not read an MBR: partx adds the partition.
+    [[ -b ${lo}p1 ]] || partx -a "$lo"
+    [[ -b ${lo}p1 ]] || die "no partition device ${lo}p1 for the grub disk"
+    mkdir -p "$m"; mount "${lo}p1" "$m"; BUILD_MOUNTS+=("$m")
+    for d in dev proc sys; do mount --bind "/$d" "$m/$d"; BUILD_MOUNTS+=("$m/$d"); done
+    uuid=$(blkid -s UUID -o value "${lo}p1")
+    log "installing the backports kernel and GRUB"
+    cp /etc/resolv.conf "$m/etc/resolv.conf"
+    printf 'deb %s %s-backports main\n' "$MIRROR" "$SUITE" >"$m/etc/apt/sources.list.d/backports.list"
+    {
+        chroot "$m" apt-get update -qq
+        chroot "$m" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            -t "$SUITE-backports" "$KERNEL_PKG"
+    } >>"$out/debootstrap.log" 2>&1 || { tail -n 20 "$out/debootstrap.log" >&2; die "installing the backports kernel failed"; }
+    printf '# no DNS in the benchrig lab\n' >"$m/etc/resolv.conf"
+    rm -rf "$m/etc/apt/sources.list.d/backports.list" "$m"/var/cache/apt/archives/*.deb "$m"/var/lib/apt/lists/*
+    printf 'UUID=%s / ext4 rw,errors=remount-ro 0 1\n' "$uuid" >"$m/etc/fstab"
+    grub_files "$m" "$uuid" "$k61"
+    # grub-mkconfig writes root=UUID= only when udev's by-uuid link exists
+    # (else the build's /dev/loopNp1): made by hand here, where no udev runs.
+    mkdir -p /dev/disk/by-uuid
+    ln -sfn "${lo}p1" "/dev/disk/by-uuid/$uuid"
+    { chroot "$m" update-grub && chroot "$m" grub-install --target=i386-pc "$lo"; } >>"$out/debootstrap.log" 2>&1 \
+        || { rm -f "/dev/disk/by-uuid/$uuid"; tail -n 20 "$out/debootstrap.log" >&2; die "installing GRUB failed"; }
+    rm -f "/dev/disk/by-uuid/$uuid"
+    grep -q "root=UUID=$uuid" "$m/boot/grub/grub.cfg" || die "GRUB's entries do not boot root=UUID=$uuid"
+    # shellcheck disable=SC2012 # kernel release names
+    kbpo=$(ls "$m/lib/modules" | sort -V | tail -n1)
+    [[ $kbpo != "$k61" ]] || die "no backports kernel in the grub image"
+    grep -q "gnulinux-$k61-advanced-$uuid" "$m/boot/grub/grub.cfg" || die "GRUB has no entry for $k61"
+    printf '%s\n%s\n' "$k61" "$kbpo" >"$out/kernels"
+    # shellcheck disable=SC2016 # dpkg-query's format, not the shell's
+    chroot "$m" dpkg-query -W -f '${Package} ${Version}\n' >"$out/packages.txt"
+    build_cleanup
+}
+
 # The image dir (ci/lib.sh's cached_image: this recipe's, built if missing).
 image_update() { apt_guest apt-get update -qq; }
 image_prepare() { ensure_tools; }
 # One image per flavour the guests use (each built unless cached); their dirs.
 cmd_image() {
-    local suite arch
-    while read -r suite arch; do
-        flavour "$suite" "$arch"
-        cached_image "$suite/$arch image"
+    local suite arch boot
+    while read -r suite arch boot; do
+        flavour "$suite" "$arch" "$boot"
+        cached_image "$suite/$arch/$boot image"
     done < <(flavours)
 }
 
 # The image dir GUEST boots from (built if need be), with the flavour set.
 image_for() {   # image_for GUEST
-    flavour "${G_SUITE[$1]}" "${G_ARCH[$1]}"
-    cached_image "${G_SUITE[$1]}/${G_ARCH[$1]} image"
+    flavour "${G_SUITE[$1]}" "${G_ARCH[$1]}" "${G_BOOT[$1]}"
+    cached_image "${G_SUITE[$1]}/${G_ARCH[$1]}/${G_BOOT[$1]} image"
 }
 
 # ------------------------------------------------------------------ guests
@@ -387,12 +501,27 @@ keys_up() {
 
 # Fresh root disk from the image, with the client key and the guest's host key.
 root_disk() {   # root_disk GUEST IMAGEDIR
-    local g=$1 img=$2 d
+    local g=$1 img=$2 d fs extra=
     d=$(gdir "$g")
-    cp --sparse=always "$img/root.img" "$d/root.img.tmp"
     install -m 600 "$(client_key).pub" "$d/authorized_keys"
     { echo "127.0.0.1 localhost"; for h in "${GUESTS[@]}"; do echo "${G_IP[$h]} $h"; done; } >"$d/hosts"
-    debugfs -w "$d/root.img.tmp" -f - >"$d/debugfs.log" 2>&1 <<EOF
+    if [[ ${G_BOOT[$g]} == grub ]]; then
+        # The root is the disk's first partition (at 1 MiB); GRUB's command
+        # line is the image's, so the guest's name and address go in files.
+        cp --sparse=always "$img/disk.img" "$d/root.img.tmp"
+        fs=$(losetup -f --show -o 1048576 "$d/root.img.tmp")
+        echo "$g" >"$d/hostname"
+        net_conf "$g" >"$d/benchrig-net.conf"
+        extra="rm /etc/hostname
+write $d/hostname /etc/hostname
+sif /etc/hostname mode 0100644
+write $d/benchrig-net.conf /etc/benchrig-net.conf
+sif /etc/benchrig-net.conf mode 0100644"
+    else
+        cp --sparse=always "$img/root.img" "$d/root.img.tmp"
+        fs=$d/root.img.tmp
+    fi
+    debugfs -w "$fs" -f - >"$d/debugfs.log" 2>&1 <<EOF
 mkdir /root/.ssh
 sif /root/.ssh mode 040700
 write $d/authorized_keys /root/.ssh/authorized_keys
@@ -404,13 +533,25 @@ sif /etc/ssh/ssh_host_ed25519_key.pub mode 0100644
 rm /etc/hosts
 write $d/hosts /etc/hosts
 sif /etc/hosts mode 0100644
+$extra
 EOF
     # debugfs exits 0 even when a request fails: check the result.
-    # shellcheck disable=SC2015 # die when either check fails, which is what A && B || C does
-    debugfs -R 'stat /root/.ssh/authorized_keys' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \
-        && debugfs -R 'stat /etc/ssh/ssh_host_ed25519_key' "$d/root.img.tmp" 2>/dev/null | grep -q 'Mode:  *0600' \
-        || { cat "$d/debugfs.log" >&2; die "could not write keys into $g's root disk"; }
+    local ok=0
+    debugfs -R 'stat /root/.ssh/authorized_keys' "$fs" 2>/dev/null | grep -q 'Mode:  *0600' \
+        && debugfs -R 'stat /etc/ssh/ssh_host_ed25519_key' "$fs" 2>/dev/null | grep -q 'Mode:  *0600' && ok=1
+    [[ $fs == /dev/* ]] && losetup -d "$fs"
+    ((ok)) || { cat "$d/debugfs.log" >&2; die "could not write keys into $g's root disk"; }
     mv -f "$d/root.img.tmp" "$d/root.img"
+}
+
+# The guest's address and gateway for its mode of network, as benchrig-net
+# reads them (from the kernel command line, or /etc/benchrig-net.conf).
+net_conf() {   # net_conf GUEST
+    if [[ $(net_mode) == tap ]]; then
+        printf 'ip=%s/%s\ngw=%s\n' "${G_IP[$1]}" "$NET_PREFIX" "$BRIDGE_IP"
+    else
+        printf 'ip=10.0.2.15/24\ngw=10.0.2.2\n'
+    fi
 }
 
 start_guest() {   # start_guest GUEST IMAGEDIR
@@ -441,18 +582,20 @@ start_guest() {   # start_guest GUEST IMAGEDIR
     local args=(
         -name "$NAME_PREFIX$g,process=$PROC_PREFIX$g"
         -accel tcg -cpu "${G_MODEL[$g]}" -smp 1 -m "${G_MEM[$g]}"
-        -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append"
         -drive "file=$d/root.img,if=virtio,format=raw,cache=unsafe"
         -netdev "$netdev"
         -device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "${G_IP[$g]##*.}")"
         -nodefaults -display none -serial "file:$d/console.log" -monitor "unix:$d/monitor.sock,server,nowait"
         -pidfile "$d/qemu.pid" -daemonize
     )
+    # A grub guest boots from its disk (SeaBIOS, then GRUB); the others
+    # boot the image's kernel with the lab's command line.
+    [[ ${G_BOOT[$g]} == grub ]] || args+=(-kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$append")
     for ((i = 0; i < G_DISKS[$g]; i++)); do
         # cache=none (O_DIRECT): the host page cache must not hide the throttle.
         args+=(-drive "file=$d/disk$i.img,if=virtio,format=raw,cache=none,aio=threads,throttling.bps-total=${G_BPS[$g]}")
     done
-    flavour "${G_SUITE[$g]}" "${G_ARCH[$g]}"
+    flavour "${G_SUITE[$g]}" "${G_ARCH[$g]}" "${G_BOOT[$g]}"
     "$QEMU" "${args[@]}" 2>"$d/qemu.log" \
         || { cat "$d/qemu.log" >&2; die "qemu for $g did not start (log: $d/qemu.log)"; }
     echo "$SECONDS" >"$d/started-at"
@@ -503,6 +646,7 @@ cmd_up() {
     local img g
     ensure_tools
     keys_up
+    power_switch
     local started=()
     for g in "${GUESTS[@]}"; do
         if qemu_pid "$g" >/dev/null; then
@@ -533,6 +677,28 @@ cmd_status() {
         printf '%-8s %-8s %-5s %-18s %-4s %s\n' "$g" "$pid" "$net" "$tgt" "$sshok" "$kern"
     done
     return "$rc"
+}
+
+cmd_power() {
+    [[ -x $VMROOT/power ]] || die "the guests are not up (no $VMROOT/power)"
+    "$VMROOT/power" "$1"
+}
+
+# $VMROOT/power GUEST: the guests' power switch (the monitor's system_reset),
+# a script of its own so that an inventory's benchrig_power_cycle can name
+# it by a fixed path while the guests are up.
+power_switch() {
+    cat >"$VMROOT/power" <<EOF
+#!/bin/sh
+# ci/vm.sh: power-cycle a guest of the benchrig lab (qemu's system_reset).
+set -e
+case \$1 in ''|*[!a-z0-9]*) echo "usage: \$0 GUEST" >&2; exit 2 ;; esac
+sock=$VMROOT/\$1/monitor.sock
+[ -S "\$sock" ] || { echo "\$1 is not running (no \$sock)" >&2; exit 1; }
+echo system_reset | timeout 10 socat - "UNIX-CONNECT:\$sock" >/dev/null
+echo "\$1: power cycled (system_reset)" >&2
+EOF
+    chmod 755 "$VMROOT/power"
 }
 
 cmd_ssh() {
@@ -596,12 +762,13 @@ main() {
     [[ $# -gt 0 ]] && shift
     case $cmd in
         image|up|down|status) [[ $# -eq 0 ]] || { usage >&2; exit 2; } ;;&
-        image|up|down|status|ssh) [[ $(id -u) -eq 0 ]] || die "must run as root" ;;&
+        image|up|down|status|ssh|power) [[ $(id -u) -eq 0 ]] || die "must run as root" ;;&
         image) ensure_tools; cmd_image ;;
         up) cmd_up ;;
         down) cmd_down ;;
         status) cmd_status ;;
         ssh) need_guest "${1:-}"; cmd_ssh "$@" ;;
+        power) need_guest "${1:-}"; [[ $# -eq 1 ]] || { usage >&2; exit 2; }; cmd_power "$1" ;;
         -h|--help|help) usage ;;
         *) usage >&2; exit 2 ;;
     esac

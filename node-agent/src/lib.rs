@@ -16,6 +16,7 @@ macro_rules! say {
 
 pub mod acl;
 pub mod actions;
+pub mod boot;
 pub mod buffer;
 pub mod builds;
 pub mod cache;

@@ -169,6 +169,11 @@ fn work(rx: mpsc::Receiver<Job>, out: Outbox, view: SysView, agent: AgentInfo, c
             st.journal.close(released.is_ok());
             let released = released.unwrap_or_else(|e| vec![format!("error: {e}")]);
             out.reply(id, Reply::Bye { released });
+            // An armed boot goes now, after the release, and only on an
+            // orderly goodbye: an orchestrator that vanished waits for no boot.
+            if let Some(firing) = st.armed.take() {
+                crate::boot::fire(&firing);
+            }
             return;
         }
         let flag = cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned().unwrap_or_default();
@@ -232,6 +237,13 @@ fn handle(
             let ctx = StepCtx::new(id, out, cancel).with_watch(Watch::new(step.monitor));
             dispatch::run(st, &ctx, &step.action).map(Reply::Step)
         }
+        Request::BootState => Ok(Reply::BootState(Box::new(crate::boot::state(&st.work_dir)))),
+        Request::Boot(order) => {
+            let (armed, firing) = crate::boot::arm(&st.work_dir, &order)?;
+            st.armed = Some(firing);
+            Ok(Reply::Armed(armed))
+        }
+        Request::BootDone => crate::boot::done(&st.work_dir).map(|removed| Reply::BootDone { removed }),
         // Answered by the reader thread; never queued.
         Request::Ping | Request::Alive | Request::Cancel { .. } | Request::Shutdown => {
             Err(AgentError::bad_request("not a worker request"))

@@ -36,6 +36,8 @@ pub struct HostState {
     /// The kernel log from where the current visit began (`kmsg`); `Err`
     /// says why it cannot be read (not root under `dmesg_restrict`).
     pub kmsg: Result<crate::kmsg::Reader, String>,
+    /// A boot armed by `Request::Boot`, fired when the session says goodbye.
+    pub armed: Option<crate::boot::Firing>,
 }
 
 /// Where a block entry's path led when the session was configured: the
@@ -113,6 +115,7 @@ impl HostState {
             tuned: Vec::new(),
             journal: Journal::default(),
             kmsg: Err("not opened yet".into()),
+            armed: None,
         }
     }
 

@@ -31,6 +31,11 @@ pub const UNREACHABLE: i32 = 4;
 /// store), and `--wait-for-hosts` was 0 or ran out. Nothing ran; try later.
 pub const HOSTS_BUSY: i32 = 5;
 
+/// A play's kernel did not boot on a host (`kernel:`): its cells there
+/// are `not_booted`, and the host is back on its own kernel. The kernel
+/// under test is the finding, more serious than a failed cell.
+pub const NOT_BOOTED: i32 = 6;
+
 /// Interrupted (Ctrl-C; 128 + SIGINT): the running steps were cancelled and
 /// torn down, and what did not run is stored as skipped.
 pub const INTERRUPTED: i32 = 130;
@@ -44,7 +49,8 @@ pub const BROKEN_PIPE: i32 = 141;
 /// is a result missing; an unreachable host is every cell of it missing; a
 /// usage error means nothing meaningful ran; an interruption or a closed
 /// stdout means nobody is waiting for the verdict.
-const SEVERITY: [i32; 8] = [OK, REGRESSED, CELL_FAILED, UNREACHABLE, HOSTS_BUSY, USAGE, INTERRUPTED, BROKEN_PIPE];
+const SEVERITY: [i32; 9] =
+    [OK, REGRESSED, CELL_FAILED, NOT_BOOTED, UNREACHABLE, HOSTS_BUSY, USAGE, INTERRUPTED, BROKEN_PIPE];
 
 fn severity(code: i32) -> usize {
     // A code not in the table is a bug elsewhere; let it through rather than hide it.
@@ -90,6 +96,7 @@ Exit codes:
   3    compare --fail-on-regression found a regression (bisect: no regression in the range)
   4    a host was unreachable (wins over 2)
   5    run: another run holds a host (see --wait-for-hosts, benchrig lab)
+  6    run: a play's kernel did not boot on a host (wins over 2; 4 wins over it)
   130  interrupted (Ctrl-C)
   141  stdout was closed early (broken pipe)";
 

@@ -28,6 +28,12 @@ pub enum CellStatus {
     Unsupported,
     /// Not run: interrupted, or the playbook was stopped (the reason says why).
     Skipped,
+    /// Its kernel did not boot on its host (a panic, a hang, no SSH, or the
+    /// host came up on another kernel): no result, and the host was brought
+    /// back on its own kernel. The cell's `kernel` info holds the console.
+    #[strum(serialize = "not_booted")]
+    #[serde(rename = "not_booted")]
+    NotBooted,
 }
 
 /// A host within a run.
@@ -142,6 +148,7 @@ mod tests {
             (CellStatus::Unreachable, "unreachable"),
             (CellStatus::Unsupported, "unsupported"),
             (CellStatus::Skipped, "skipped"),
+            (CellStatus::NotBooted, "not_booted"),
         ];
         for (s, word) in cells {
             assert_eq!(s.as_str(), word);

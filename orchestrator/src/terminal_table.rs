@@ -102,6 +102,9 @@ pub fn render(store: &Store, run: i64) -> Result<String, StoreError> {
         if !tuned.is_empty() {
             out += &format!("{} {cell}: tuned {}\n", c.host, tuned.join("; "));
         }
+        if let Some(k) = crate::report::cell_notes::kernel(c.info.as_ref()) {
+            out += &format!("{} {cell}: kernel {k}\n", c.host);
+        }
         for l in &logged {
             out += &format!("KERNEL LOG {} {cell}: {}\n", c.host, crate::report::cell_notes::kernel_log_text(l));
         }

@@ -6,6 +6,7 @@
 //! refuses a mismatch.
 
 pub mod args;
+pub mod boot;
 pub mod facts;
 pub mod fio;
 pub mod frame;
@@ -33,8 +34,9 @@ pub const TARGET: &str = env!("BENCHRIG_TARGET");
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BENCHRIG_COMMIT"), ")");
 
 /// Bumped on every incompatible change to a frame or message (3: the
-/// orchestrator's `Alive` heartbeat, `Configured` says what was restored).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// orchestrator's `Alive` heartbeat, `Configured` says what was restored;
+/// 4: booting a kernel, `BootState` and `Boot`).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Lower-case hex of a byte string (a sha256 digest, in practice).
 pub fn hex(bytes: &[u8]) -> String {

@@ -56,8 +56,18 @@ pub enum Request {
     Cancel {
         target: u64,
     },
-    /// Clean up what this session made (mounts, loop devices) and exit.
+    /// Clean up what this session made (mounts, loop devices) and exit;
+    /// then boot, when a `Boot` armed it.
     Shutdown,
+    /// The host's boot: its kernel, its installed kernels, what it can boot
+    /// with, and a boot of ours still under way.
+    BootState,
+    /// Arm a boot (a kernel once, or back to the baseline), which happens
+    /// when the session ends. Answered with `Reply::Armed`.
+    Boot(crate::boot::BootOrder),
+    /// The host is back on its baseline, as verified: remove the boot record
+    /// and the one-shot entry. Answered with `Reply::BootDone`.
+    BootDone,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -126,6 +136,12 @@ pub enum Reply {
     /// The answer to `Shutdown`: what the agent released on its way out.
     Bye {
         released: Vec<String>,
+    },
+    BootState(Box<crate::boot::BootState>),
+    Armed(crate::boot::Armed),
+    /// What `BootDone` removed, as a person reads it.
+    BootDone {
+        removed: Vec<String>,
     },
 }
 

@@ -25,7 +25,13 @@ use crate::session::transport::ConnectionDefaults;
 pub fn exit_code_for<T>(results: &[(String, Result<T, HostError>)]) -> i32 {
     let unreachable = results.iter().any(|(_, r)| matches!(r, Err(HostError::Unreachable(_))));
     let failed = results.iter().any(|(_, r)| r.is_err());
-    crate::run::policy::run_outcome(crate::run::policy::Trouble { interrupted: false, unreachable, failed }).1
+    crate::run::policy::run_outcome(crate::run::policy::Trouble {
+        interrupted: false,
+        unreachable,
+        failed,
+        not_booted: false,
+    })
+    .1
 }
 
 /// What `facts`, `ping` and `cleanup` work on: the inventory, its hosts

@@ -186,6 +186,10 @@ impl<'a> PlayCtx<'a> {
                 setup.splice(0..0, tunes);
                 unsupported = unsupported.or(why);
             }
+            let kernel = match &play.kernel {
+                Some(node) => Some(crate::playbook::kernel::render(node, &cell_ctx[0], t)?),
+                None => None,
+            };
             cells.push(Cell {
                 key: format!("{}:{}", self.play_index, matrix::describe(&params)),
                 host,
@@ -202,6 +206,7 @@ impl<'a> PlayCtx<'a> {
                 fresh,
                 monitor,
                 devices,
+                kernel,
             });
         }
         Ok(cells)

@@ -49,6 +49,9 @@ pub struct Cell {
     /// The scratch devices its steps name, as the inventory gave them: so
     /// `--resume` can tell that a cell would now land on another device.
     pub devices: Vec<CellDevice>,
+    /// The kernel it runs under (`kernel:` rendered for this cell); `None`:
+    /// whatever the host runs.
+    pub kernel: Option<crate::playbook::kernel::KernelSpec>,
 }
 
 /// A scratch device a cell uses: which host's, and the inventory's entry

@@ -199,6 +199,11 @@ pub const PLAY: &[Key] = &[
         Shape::AnyOf(&[Shape::Null, Shape::Keys(TUNE)]),
     ),
     key(
+        "kernel",
+        "The kernel the play's cells run under on each host: booted once before them (the default boot entry never changes) and left again after, the host back on its own kernel. Plays without roles.",
+        Shape::Keys(KERNEL),
+    ),
+    key(
         "monitors",
         "Host monitors during every measured step: `true` (every second, the default), `false`, seconds between samples (at least 0.01), or a template giving one.",
         Shape::AnyOf(&[Shape::Bool, Shape::Number { min: Some(0.01), above: false, max: None }, Shape::Template]),
@@ -231,6 +236,30 @@ pub const PLAY_RULES: &[Rule] = &[
         then: Cond::Not(&Cond::NonEmpty("roles")),
         about: "`fresh: round` is for plays without roles",
     },
+    Rule {
+        when: Cond::Has("kernel"),
+        then: Cond::Not(&Cond::NonEmpty("roles")),
+        about: "`kernel` is for plays without roles (for now)",
+    },
+];
+
+/// A play's `kernel:` (`playbook::kernel`).
+pub const KERNEL: &[Key] = &[
+    must(
+        "release",
+        "An installed kernel, as `uname -r` names it (`6.12.9+bpo-amd64`), or `baseline`: the host's default kernel; or a template giving one.",
+        Shape::AnyOf(&[Shape::Pattern(r"^[A-Za-z0-9._+~-]+$"), Shape::Template]),
+    ),
+    key(
+        "cmdline",
+        "Kernel parameters appended to the host's own command line (`panic=10`).",
+        Shape::AnyOf(&[Shape::Pattern(r"^[^\n]*$"), Shape::Template]),
+    ),
+    key(
+        "boot",
+        "How the kernel is booted once: `reboot` (a one-shot boot entry, GRUB's grub-reboot; the default) or `kexec` (no firmware, no bootloader).",
+        Shape::AnyOf(&[Shape::Word(&["kexec", "reboot"]), Shape::Template]),
+    ),
 ];
 
 /// What a step may carry besides its one action (an `ACTION_NAMES` key).

@@ -5,6 +5,7 @@
 //! touched; values stay as located YAML nodes until the planner renders them
 //! for a host and a cell.
 
+pub mod kernel;
 pub mod keys;
 mod parse;
 pub mod reference;
@@ -69,6 +70,9 @@ pub struct Play {
     /// `tune:`, keys and literal values checked (`tune::check`); rendered
     /// per cell and host by `tune::render`.
     pub tune: Option<Node>,
+    /// `kernel:`, keys and literal values checked (`kernel::check`);
+    /// rendered per cell and host by `kernel::render`.
+    pub kernel: Option<Node>,
     /// `true` (1 s), seconds between samples, `false`, or a template giving
     /// one (rendered per cell, like `fresh`); `None` is `true`.
     pub monitors: Option<Node>,

@@ -61,6 +61,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
         assign: Assign::All,
         fresh: None,
         tune: None,
+        kernel: None,
         monitors: None,
         setup: Vec::new(),
         before_each: Vec::new(),
@@ -117,6 +118,7 @@ fn play(node: &Node, index: usize, dir: &Path) -> Result<Play, ConfigError> {
             "roles" => p.roles = roles(v)?,
             "fresh" => p.fresh = Some(fresh(v)?),
             "tune" => p.tune = Some(super::tune::check(v)?),
+            "kernel" => p.kernel = Some(super::kernel::check(v)?),
             "monitors" => p.monitors = Some(monitors(v)?),
             "assign" => {
                 p.assign = match v.as_str() {
@@ -714,6 +716,10 @@ mod tests {
             "profile" => "ext4",
             "governor" | "scheduler" => "none",
             "thp" => "never",
+            "kernel" => "{release: baseline}",
+            "release" => "6.1.0-28-amd64",
+            "cmdline" => "panic=10",
+            "boot" => "kexec",
             other => panic!("no sample value for `{other}`: add one"),
         }
     }
@@ -739,6 +745,7 @@ mod tests {
             (keys::MATRIX, "matrix: {a: [1], %}"),
             (keys::FILESYSTEM, "setup: [{filesystem: {%}}]"),
             (keys::TUNE, "tune: {%}"),
+            (keys::KERNEL, "kernel: {%}"),
         ] {
             for k in table {
                 let with: Vec<String> =

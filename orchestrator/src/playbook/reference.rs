@@ -148,6 +148,13 @@ const LEVELS: &[LevelDef] = &[
         "An entry of a play's `profiles`: for a built-in profile, what replaces its own; a new one needs `fstype` and `mkfs`.",
     ),
     level("tune", "A play's tune", keys::TUNE, &[], "Kernel settings for each visit of a host, restored after it."),
+    level(
+        "kernel",
+        "A play's kernel",
+        keys::KERNEL,
+        &[],
+        "The kernel a play's cells run under on each host, booted once before them and left after them, the host verified back on its own kernel before its lease goes. The host's variables `benchrig_boot_timeout` (seconds, 300 by default), `benchrig_power_cycle` and `benchrig_console` (commands run on the controller, templated with the host's variables) say how long a boot may take, how to power-cycle a host that does not come back, and where its console is. A kernel that does not boot makes its cells `not_booted` (exit code 6).",
+    ),
 ];
 
 /// Every level of a playbook with its keys.

@@ -28,6 +28,27 @@ pub fn tuned(info: Option<&Json>) -> Vec<String> {
     out
 }
 
+/// The kernel a cell ran under, when its play named one (`kernel:`):
+/// "6.12.9+bpo-amd64 by kexec in 38.2 s, sha256 1a2b3c4d5e6f, cmdline …";
+/// for one that did not boot, the console's panic line.
+pub fn kernel(info: Option<&Json>) -> Option<String> {
+    let k = info?.get("kernel")?;
+    let s = |key: &str| k.get(key).and_then(Json::as_str).unwrap_or_default();
+    if let Some(why) = k.get("not_booted").and_then(Json::as_str) {
+        return Some(match k.get("panic").and_then(Json::as_str) {
+            Some(p) => format!("did not boot: {why}; console: {p}"),
+            None => format!("did not boot: {why}"),
+        });
+    }
+    let how = match (s("boot"), k.get("boot_seconds").and_then(Json::as_f64)) {
+        ("none", _) | ("", _) => "as the host runs it".to_string(),
+        (how, Some(secs)) => format!("by {how} in {secs:.1} s"),
+        (how, None) => format!("by {how}"),
+    };
+    let sha = s("sha256").get(..12).unwrap_or_default().to_string();
+    Some(format!("{} {how}, sha256 {sha}, cmdline {}", s("release"), s("cmdline")))
+}
+
 /// The flagged kernel log lines of cell `cell`, with their host.
 pub fn kernel_log(rows: &[KernelLogRow], cell: i64) -> Vec<(String, KernelLogLine)> {
     rows.iter().filter(|r| r.cell_id == cell).map(|r| (r.host.clone(), r.line.clone())).collect()
@@ -53,6 +74,18 @@ mod tests {
         });
         assert_eq!(tuned(Some(&info)), ["hdd: read_ahead_kb of loop3 = 16 (was 128)"]);
         assert!(tuned(None).is_empty());
+        assert_eq!(kernel(Some(&info)), None);
+        let booted = json!({"kernel": {"release": "6.12.9", "boot": "kexec", "boot_seconds": 38.24,
+            "sha256": "1a2b3c4d5e6f7a8b", "cmdline": "root=/dev/vda benchrig.boot=ab"}});
+        assert_eq!(
+            kernel(Some(&booted)).unwrap(),
+            "6.12.9 by kexec in 38.2 s, sha256 1a2b3c4d5e6f, cmdline root=/dev/vda benchrig.boot=ab"
+        );
+        let failed = json!({"kernel": {"not_booted": "no SSH within 240 s", "panic": "Kernel panic - not syncing"}});
+        assert_eq!(
+            kernel(Some(&failed)).unwrap(),
+            "did not boot: no SSH within 240 s; console: Kernel panic - not syncing"
+        );
         let line = |text: &str| KernelLogLine { kind: KernelLogKind::IoError, usec: 5, seq: 9, text: text.into() };
         let rows = [
             KernelLogRow {

@@ -60,6 +60,7 @@ pub fn build(store: &Store, run: i64) -> Result<Json, StoreError> {
                 "params": c.params, "repeat": c.repeat, "status": c.status, "reason": c.reason, "info": c.info, "steps": c.steps,
                 "artifacts": artifacts_of.get(&c.id).cloned().unwrap_or_default(),
                 "tune": super::cell_notes::tuned(c.info.as_ref()),
+                "kernel": super::cell_notes::kernel(c.info.as_ref()),
                 "kernel_log": super::cell_notes::kernel_log(&kernel_log, c.id).iter()
                     .map(|(h, l)| json!({"host": h, "kind": l.kind, "usec": l.usec, "seq": l.seq, "text": l.text}))
                     .collect::<Vec<_>>(),

@@ -62,6 +62,12 @@ fn case(c: &CellRow, regressions: &[Row], logged: &[(String, benchrig_wire::kern
             s.set_type("unreachable").set_message(c.reason.clone().unwrap_or_else(|| "host unreachable".into()));
             s
         }
+        // The kernel under test is the finding: a failure, of its own type.
+        CellStatus::NotBooted => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_type("not_booted").set_message(c.reason.clone().unwrap_or_else(|| "the kernel did not boot".into()));
+            s
+        }
         other @ (CellStatus::Failed | CellStatus::Pending | CellStatus::Running) => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_type(other.as_str()).set_message(c.reason.clone().unwrap_or_else(|| other.to_string()));

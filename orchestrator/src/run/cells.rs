@@ -219,3 +219,40 @@ pub fn record_cells(ctx: &RunContext, host: &str, pi: usize, slot: &Slot, status
         }
     }
 }
+
+/// Store `cells` (planned, not run) with a status and why, and, when
+/// given, an info entry each; what the run settled before stays.
+pub fn record_these(
+    ctx: &RunContext,
+    cells: &[Cell],
+    status: CellStatus,
+    reason: &str,
+    info: Option<(&str, &serde_json::Map<String, serde_json::Value>)>,
+) {
+    for cell in cells {
+        if let Some(Placed::New(id) | Placed::Resumed { id, .. }) = place(ctx, cell, ctx.retry_failed) {
+            let _ = ctx.store.set_cell_status(id, status, Some(reason));
+            if let Some((key, info)) = info {
+                let _ = ctx.store.add_cell_info(id, key, info);
+            }
+        }
+    }
+}
+
+/// Add an info entry to each of `cells` the run has stored.
+pub fn note_these(ctx: &RunContext, cells: &[Cell], key: &str, info: &serde_json::Map<String, serde_json::Value>) {
+    for cell in cells {
+        if let Ok(Some(row)) = ctx.store.cell_by_key(ctx.run, &cell.host, &cell.key) {
+            let _ = ctx.store.add_cell_info(row.id, key, info);
+        }
+    }
+}
+
+/// Whether any of `cells` still runs in this attempt (not stored, or
+/// stored without a result it keeps).
+pub fn any_to_run(ctx: &RunContext, cells: &[Cell]) -> bool {
+    cells.iter().any(|c| match ctx.store.cell_by_key(ctx.run, &c.host, &c.key) {
+        Ok(Some(row)) => policy::needs_running(row.status, ctx.retry_failed),
+        _ => true,
+    })
+}

@@ -113,8 +113,13 @@ pub fn check_playbook(
         extra: extra.clone(),
         connection: Default::default(),
     };
-    for h in checked.hosts.keys() {
-        ConnectionSpec::from_vars(h, &checked.connection_vars(h)).map_err(anyhow::Error::msg)?;
+    for (h, plays) in &checked.hosts {
+        let vars = checked.connection_vars(h);
+        ConnectionSpec::from_vars(h, &vars).map_err(anyhow::Error::msg)?;
+        // A host a play boots a kernel on: its boot settings, before any boot.
+        if plays.iter().any(|&pi| checked.playbook.plays[pi].kernel.is_some()) {
+            super::kernel::vars::BootVars::of(h, &vars, &checked.templates).map_err(anyhow::Error::msg)?;
+        }
     }
     for (pi, play) in checked.playbook.plays.iter().enumerate().filter(|(_, p)| !p.roles.is_empty()) {
         let hosts = checked.hosts_of_play(pi);

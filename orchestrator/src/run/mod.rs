@@ -11,6 +11,7 @@ pub mod check;
 mod context;
 pub mod ctrl_c;
 pub mod executor;
+pub mod kernel;
 pub mod leases;
 mod plays;
 pub mod policy;
@@ -315,8 +316,8 @@ async fn run_to_end(opts: RunOptions, quit: tokio::sync::oneshot::Sender<()>) ->
     recovery::recover_lost_hosts(&ctx).await;
     join_all(hosts.iter().map(|h| slots::close(ctx.clone(), h.clone()))).await;
 
-    let (unreachable, failed) = slots::tally(&ctx).await?;
-    let trouble = policy::Trouble { interrupted: ctx.interrupted(), unreachable, failed };
+    let (unreachable, failed, not_booted) = slots::tally(&ctx).await?;
+    let trouble = policy::Trouble { interrupted: ctx.interrupted(), unreachable, failed, not_booted };
     let (status, code) = policy::run_outcome(trouble);
     store.finish_attempt(run, attempt, status)?;
     store.finish_run(run, status)?;
@@ -331,7 +332,9 @@ fn finished_already(store: &Store, run: i64) -> anyhow::Result<RunResult> {
     let cells = store.cells(run)?;
     let unreachable = cells.iter().any(|c| c.status == CellStatus::Unreachable);
     let failed = cells.iter().any(|c| c.status == CellStatus::Failed);
-    let (status, exit_code) = policy::run_outcome(policy::Trouble { interrupted: false, unreachable, failed });
+    let not_booted = cells.iter().any(|c| c.status == CellStatus::NotBooted);
+    let (status, exit_code) =
+        policy::run_outcome(policy::Trouble { interrupted: false, unreachable, failed, not_booted });
     if store.run_record(run)?.status != status {
         store.finish_run(run, status)?;
     }

@@ -3,15 +3,17 @@
 //! play's `cell_order`; a role play cell by cell, each across the hosts of
 //! one assignment of hosts to roles.
 
-use super::cells::{record_cells, CellBook, Opened};
+use super::cells::{any_to_run, note_these, record_cells, record_these, CellBook, Opened};
 use super::context::RunContext;
 use super::context::Slot;
 use super::executor::CellRunner;
+use super::kernel::{self, Entered};
 use super::policy::{self, Down};
 use super::schedule;
 use super::shared::Member;
 use super::slots::settle;
 use crate::plan::{self, HostInput};
+use crate::playbook::kernel::KernelSpec;
 use crate::playbook::{self, CellOrder};
 use crate::session::agent_client::AgentClient;
 use crate::status::CellStatus;
@@ -83,12 +85,123 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
             return true;
         }
     };
-    let total = cells.len();
-    if total == 0 {
+    if cells.is_empty() {
         ctx.progress.line(&host, format!("play `{}`: no cells on this host (an axis is empty here)", play.name));
     }
     let mut failed_here = false;
-    let (mut book, groups) = CellBook::new(&cells, play.cell_order, seed);
+    for (kernel, group) in by_kernel(cells) {
+        failed_here |= match kernel {
+            None => run_cells(&ctx, pi, &host, slot, &group, seed).await,
+            Some(spec) => run_under_kernel(&ctx, pi, &host, slot, &group, seed, &spec).await,
+        };
+    }
+    failed_here
+}
+
+/// A host's cells grouped by the kernel they run under, in the order each
+/// kernel first comes: one boot per kernel.
+fn by_kernel(cells: Vec<plan::Cell>) -> Vec<(Option<KernelSpec>, Vec<plan::Cell>)> {
+    let mut groups: Vec<(Option<KernelSpec>, Vec<plan::Cell>)> = Vec::new();
+    for cell in cells {
+        match groups.iter_mut().find(|(k, _)| *k == cell.kernel) {
+            Some((_, g)) => g.push(cell),
+            None => groups.push((cell.kernel.clone(), vec![cell])),
+        }
+    }
+    groups
+}
+
+/// Cells under a play's kernel: boot it (`kernel::enter`), run them, come
+/// back (`kernel::leave`). What did not boot, or cannot, is stored so.
+async fn run_under_kernel(
+    ctx: &Arc<RunContext>,
+    pi: usize,
+    host: &str,
+    slot: &mut Slot,
+    cells: &[plan::Cell],
+    seed: u64,
+    spec: &KernelSpec,
+) -> bool {
+    if !any_to_run(ctx, cells) || slot.down.is_some() || slot.session.is_none() || ctx.interrupted() {
+        // Nothing to boot for: what is left is stored as the loop stores it.
+        return run_cells(ctx, pi, host, slot, cells, seed).await;
+    }
+    ctx.progress.line(host, format!("kernel {}", spec.describe()));
+    let lost = |why: String| Down::Unreachable(format!("its kernel {}: {why}", spec.release));
+    match kernel::enter(ctx, host, slot, spec).await {
+        Entered::Up(booted) => {
+            let failed = run_cells(ctx, pi, host, slot, cells, seed).await;
+            note_these(ctx, cells, "kernel", &booted.info());
+            if let Err(why) = kernel::leave(ctx, host, slot, &booted).await {
+                ctx.progress.line(host, format!("  not back on its own kernel: {why}"));
+                if !ctx.interrupted() {
+                    quarantine(ctx, host, &why);
+                }
+                slot.down = Some(lost(why));
+            }
+            failed
+        }
+        Entered::Unsupported(why) => {
+            ctx.progress.line(host, format!("  unsupported: {why}"));
+            record_these(ctx, cells, CellStatus::Unsupported, &why, None);
+            false
+        }
+        Entered::NotBooted { why, console } => {
+            let reason = match kernel::panic_line(&console) {
+                Some(p) => format!("the kernel did not boot: {why} (console: {p})"),
+                None => format!("the kernel did not boot: {why}"),
+            };
+            ctx.progress.line(host, format!("  {reason}"));
+            record_these(
+                ctx,
+                cells,
+                CellStatus::NotBooted,
+                &reason,
+                Some(("kernel", &kernel::console_info(&why, &console))),
+            );
+            false
+        }
+        Entered::Failed(why) => {
+            ctx.progress.line(host, format!("  failed: {why}"));
+            record_these(ctx, cells, CellStatus::Failed, &why, None);
+            slot.failed = true;
+            true
+        }
+        Entered::Lost(why) => {
+            ctx.progress.line(host, format!("  lost: {why}"));
+            // An interrupted boot is for `--resume` or `cleanup` to bring
+            // back (the host's boot record says how), not a person.
+            if !ctx.interrupted() {
+                quarantine(ctx, host, &why);
+            }
+            slot.down = Some(lost(why));
+            false
+        }
+    }
+}
+
+/// A host left off its own kernel: no run takes it until a person looks.
+fn quarantine(ctx: &RunContext, host: &str, why: &str) {
+    let why = format!("not back on its own kernel after a kernel test: {why}");
+    if let Err(e) = ctx.store.quarantine(host, Some(&why)) {
+        ctx.progress.line(host, format!("  could not quarantine it: {e}"));
+    }
+}
+
+/// Run a host's cells of a play in the play's `cell_order`; true when one failed.
+async fn run_cells(
+    ctx: &Arc<RunContext>,
+    pi: usize,
+    host: &str,
+    slot: &mut Slot,
+    cells: &[plan::Cell],
+    seed: u64,
+) -> bool {
+    let play = &ctx.checked.playbook.plays[pi];
+    let host = host.to_string();
+    let total = cells.len();
+    let mut failed_here = false;
+    let (mut book, groups) = CellBook::new(cells, play.cell_order, seed);
     if let Some(s) = &slot.session {
         // The last mark of the start-up timeline (`-vv`): from the start of
         // the host's connection to its play's first cell.
@@ -106,14 +219,14 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
             bar.pb_inc(1);
             let cell = &cells[visit.cell];
             bar.pb_set_message(&cell.describe());
-            if let Some(opened) = book.open(&ctx, visit, cell) {
+            if let Some(opened) = book.open(ctx, visit, cell) {
                 members.push((visit.cell, opened));
             }
         }
         // A shared setup may hand back the visits after a failure: they run
         // on a new setup (or are skipped, if the host is gone or a stop came).
         while !members.is_empty() {
-            let mut runnable = skip_what_cannot_run(&ctx, &host, slot, &cells, &mut book, members);
+            let mut runnable = skip_what_cannot_run(ctx, &host, slot, cells, &mut book, members);
             if runnable.is_empty() {
                 break;
             }
@@ -154,7 +267,7 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
                     book.end(*n);
                 }
                 failed_here |= outcome.is_failure();
-                settle(&ctx, outcome, &mut [(&host, slot)]).await;
+                settle(ctx, outcome, &mut [(&host, slot)]).await;
                 let failure = failed_here.then(|| format!("a cell failed on {host}"));
                 if let Some(why) = policy::fatal_stop(&play.name, play.any_errors_fatal, failure) {
                     ctx.halt(why);
@@ -164,7 +277,7 @@ pub(super) async fn run_plain_play(ctx: Arc<RunContext>, pi: usize, host: String
             members = runnable.split_off(ran);
         }
     }
-    book.skip_unended(&ctx, &cells);
+    book.skip_unended(ctx, cells);
     if book.unstored || book.differs {
         (slot.failed, failed_here) = (true, true);
     }

@@ -36,13 +36,13 @@ pub fn cells_of_down_host(host: &str, down: &Down) -> (CellStatus, String) {
 /// Whether a stored cell runs again when its run is resumed (or a lost
 /// host comes back): not when it has a result (ok) or a verdict that does
 /// not change by trying again (unsupported); a failed cell only when asked
-/// (`--retry-failed`); every other cell is missing: never started,
+/// (`--retry-failed`), as a kernel that did not boot is; every other cell is missing: never started,
 /// skipped by an interrupt or a stop, cut off by a kill (`running`), or its
 /// host was lost (`unreachable`).
 pub fn needs_running(status: CellStatus, retry_failed: bool) -> bool {
     match status {
         CellStatus::Ok | CellStatus::Unsupported => false,
-        CellStatus::Failed => retry_failed,
+        CellStatus::Failed | CellStatus::NotBooted => retry_failed,
         CellStatus::Pending | CellStatus::Running | CellStatus::Skipped | CellStatus::Unreachable => true,
     }
 }
@@ -118,6 +118,8 @@ pub struct Trouble {
     pub unreachable: bool,
     /// A cell (or a host's command) failed.
     pub failed: bool,
+    /// A cell's kernel did not boot.
+    pub not_booted: bool,
 }
 
 /// The run's status (as stored) and exit code; the most serious wins.
@@ -126,11 +128,12 @@ pub fn run_outcome(t: Trouble) -> (RunStatus, i32) {
         if t.interrupted { exit_code::INTERRUPTED } else { exit_code::OK },
         if t.unreachable { exit_code::UNREACHABLE } else { exit_code::OK },
         if t.failed { exit_code::CELL_FAILED } else { exit_code::OK },
+        if t.not_booted { exit_code::NOT_BOOTED } else { exit_code::OK },
     ]);
     let status = match code {
         exit_code::INTERRUPTED => RunStatus::Interrupted,
         exit_code::UNREACHABLE => RunStatus::Unreachable,
-        exit_code::CELL_FAILED => RunStatus::Failed,
+        exit_code::CELL_FAILED | exit_code::NOT_BOOTED => RunStatus::Failed,
         _ => RunStatus::Ok,
     };
     (status, code)
@@ -144,13 +147,13 @@ mod tests {
     fn a_resume_runs_what_is_missing_and_failed_cells_only_when_asked() {
         use CellStatus::*;
         let runs = |retry| {
-            [Pending, Running, Ok, Failed, Unreachable, Unsupported, Skipped]
+            [Pending, Running, Ok, Failed, Unreachable, Unsupported, Skipped, NotBooted]
                 .into_iter()
                 .filter(|&s| needs_running(s, retry))
                 .collect::<Vec<_>>()
         };
         assert_eq!(runs(false), [Pending, Running, Unreachable, Skipped]);
-        assert_eq!(runs(true), [Pending, Running, Failed, Unreachable, Skipped]);
+        assert_eq!(runs(true), [Pending, Running, Failed, Unreachable, Skipped, NotBooted]);
     }
 
     #[test]
@@ -235,10 +238,13 @@ mod tests {
 
     #[test]
     fn the_most_serious_outcome_wins() {
-        let t = |interrupted, unreachable, failed| run_outcome(Trouble { interrupted, unreachable, failed });
-        assert_eq!(t(false, false, false), (RunStatus::Ok, exit_code::OK));
-        assert_eq!(t(false, false, true), (RunStatus::Failed, exit_code::CELL_FAILED));
-        assert_eq!(t(false, true, true), (RunStatus::Unreachable, exit_code::UNREACHABLE));
-        assert_eq!(t(true, true, true), (RunStatus::Interrupted, exit_code::INTERRUPTED));
+        let t = |interrupted, unreachable, failed, not_booted| {
+            run_outcome(Trouble { interrupted, unreachable, failed, not_booted })
+        };
+        assert_eq!(t(false, false, false, false), (RunStatus::Ok, exit_code::OK));
+        assert_eq!(t(false, false, true, false), (RunStatus::Failed, exit_code::CELL_FAILED));
+        assert_eq!(t(false, false, true, true), (RunStatus::Failed, exit_code::NOT_BOOTED));
+        assert_eq!(t(false, true, true, true), (RunStatus::Unreachable, exit_code::UNREACHABLE));
+        assert_eq!(t(true, true, true, true), (RunStatus::Interrupted, exit_code::INTERRUPTED));
     }
 }

@@ -177,8 +177,9 @@ fn record_unrun_cells(ctx: &RunContext, host: &str, slot: &Slot) {
     }
 }
 
-/// Whether any host ended up unreachable, and whether any failed.
-pub async fn tally(ctx: &RunContext) -> Result<(bool, bool), StoreError> {
+/// Whether any host ended up unreachable, whether any failed, and whether
+/// a kernel did not boot.
+pub async fn tally(ctx: &RunContext) -> Result<(bool, bool, bool), StoreError> {
     let (mut unreachable, mut failed) = (false, false);
     for slot in ctx.slots.values() {
         let slot = slot.lock().await;
@@ -189,5 +190,5 @@ pub async fn tally(ctx: &RunContext) -> Result<(bool, bool), StoreError> {
     failed |= cells.iter().any(|c| c.status == CellStatus::Failed);
     // A host lost mid-run and back at once still lost that cell.
     unreachable |= cells.iter().any(|c| c.status == CellStatus::Unreachable);
-    Ok((unreachable, failed))
+    Ok((unreachable, failed, cells.iter().any(|c| c.status == CellStatus::NotBooted)))
 }

@@ -7,6 +7,7 @@ use crate::session::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
 use crate::session::deploy::{self, AgentBuilds, DeployError, Deployed};
 use crate::session::timeline::Timeline;
 use crate::session::transport::{self, ConnectionSpec, RemoteProcess, Transport, TransportError};
+use benchrig_wire::boot::{Armed, BootOrder, BootState};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};
@@ -226,6 +227,33 @@ impl HostSession {
                 Ok(if items.is_empty() { "nothing".into() } else { items.join(", ") })
             }
             other => Err(HostError::Failed(format!("unexpected answer to cleanup: {other:?}"))),
+        }
+    }
+
+    /// The host's boot: its kernel, the kernels it has, what it can boot
+    /// with, and a boot of ours under way.
+    pub async fn boot_state(&self) -> Result<BootState, HostError> {
+        match self.agent.request(Request::BootState, None, |_| {}).await? {
+            Reply::BootState(st) => Ok(*st),
+            other => Err(HostError::Failed(format!("unexpected answer to boot_state: {other:?}"))),
+        }
+    }
+
+    /// Arm a boot, which happens when this session is closed. An agent's
+    /// refusal keeps its code (`unsupported` is the host's, not a failure).
+    pub async fn arm_boot(&self, order: BootOrder) -> Result<Armed, RequestError> {
+        match self.agent.request(Request::Boot(order), None, |_| {}).await? {
+            Reply::Armed(a) => Ok(a),
+            other => Err(RequestError::Lost(format!("unexpected answer to boot: {other:?}"))),
+        }
+    }
+
+    /// The host is back on its baseline: the agent removes the boot record
+    /// and the one-shot entry; what it removed.
+    pub async fn boot_done(&self) -> Result<Vec<String>, HostError> {
+        match self.agent.request(Request::BootDone, None, |_| {}).await? {
+            Reply::BootDone { removed } => Ok(removed),
+            other => Err(HostError::Failed(format!("unexpected answer to boot_done: {other:?}"))),
         }
     }
 

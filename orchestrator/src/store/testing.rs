@@ -101,6 +101,7 @@ pub fn cell(key: &str, host: &str, repeat: u32) -> crate::plan::Cell {
         fresh: crate::playbook::Fresh::Cell,
         monitor: None,
         devices: vec![],
+        kernel: None,
     }
 }
 

@@ -1,0 +1,159 @@
+//! End-to-end tests of the kernel under test on the lab's kernel machine,
+//! `kboot` (`ci/vm.sh up`): a guest booted by GRUB from its own disk,
+//! bookworm's 6.1 its default entry, bookworm-backports' kernel beside it,
+//! kexec-tools; its power cycle the qemu monitor's system_reset, its
+//! console the serial log. The real binaries, the real agent, real boots
+//! under TCG (about a minute each): few, and chosen. After every test the
+//! guest must be back on its baseline with nothing of ours left.
+
+mod common;
+
+use benchrig::status::CellStatus;
+use common::*;
+
+const GUEST: &str = "kboot";
+
+fn inventories() -> Vec<String> {
+    let lab = lab_inventory();
+    assert!(
+        std::path::Path::new("/var/tmp/benchrig-vm/known_hosts").exists(),
+        "the lab's guests are not up: run `ci/vm.sh up` after `ci/lab.sh up` (ci/test.sh does both)"
+    );
+    let vm = repo().join("inventories/simlab-vm.yml");
+    ["-i", lab.to_str().unwrap(), "-i", vm.to_str().unwrap()].map(String::from).to_vec()
+}
+
+fn run(b: &Bench, head: &[&str], tail: &[&str]) -> std::process::Output {
+    let inv = inventories();
+    let args: Vec<&str> =
+        head.iter().copied().chain(inv.iter().map(String::as_str)).chain(tail.iter().copied()).collect();
+    b.run(&args)
+}
+
+fn on_guest(cmd: &str) -> String {
+    sh(&format!("{} ssh {GUEST} '{cmd}'", repo().join("ci/vm.sh").display()))
+}
+
+/// The guest's kernels: (its default, the other one).
+fn kernels() -> (String, String) {
+    let running = on_guest("uname -r");
+    let installed = on_guest("ls /boot | sed -n \"s/^vmlinuz-//p\"");
+    let other = installed.lines().find(|k| *k != running).expect("a second kernel on kboot").to_string();
+    (running, other)
+}
+
+/// Back on `baseline`, with no one-shot entry, no `next_entry`, no boot
+/// record and no kexec image loaded.
+fn assert_back_on(baseline: &str) {
+    assert_eq!(on_guest("uname -r"), baseline, "kboot is not back on its baseline");
+    assert!(!on_guest("cat /proc/cmdline").contains("benchrig.boot="), "still a boot of ours");
+    let custom = on_guest("cat /boot/grub/custom.cfg 2>/dev/null || true");
+    assert!(!custom.contains("benchrig"), "a one-shot entry left: {custom}");
+    let env = on_guest("grub-editenv - list");
+    assert!(!env.contains("next_entry=benchrig"), "a next_entry of ours left: {env}");
+    assert_eq!(on_guest("find / -xdev -name boot.json -path \"*benchrig*\" | wc -l"), "0", "a boot record left");
+    assert_eq!(on_guest("cat /sys/kernel/kexec_loaded"), "0", "a kexec image left loaded");
+}
+
+#[test]
+#[ignore = "needs the lab's guests (ci/test.sh)"]
+fn a_play_runs_on_the_other_kernel_by_kexec_and_by_one_shot_grub_and_the_guest_comes_back() {
+    let (baseline, other) = kernels();
+    let b = Bench::new();
+    let pb = b.write(
+        "kernels.yml",
+        r#"
+- name: by kexec
+  hosts: kernellab
+  kernel: { release: "{{ candidate }}", boot: kexec, cmdline: "benchrig.test=kexec" }
+  benchmark:
+    - name: kernel
+      exec:
+        command: "uname -r; cat /proc/cmdline"
+        metrics: [{ name: words, unit: count, regex: "(\\d+)\\." }]
+- name: by grub
+  hosts: kernellab
+  kernel: { release: "{{ candidate }}", boot: reboot }
+  benchmark:
+    - noop:
+- name: not installed
+  hosts: kernellab
+  kernel: { release: 9.9.9-none, boot: reboot }
+  benchmark:
+    - noop:
+- name: baseline
+  hosts: kernellab
+  kernel: { release: baseline }
+  benchmark:
+    - noop:
+"#,
+    );
+    let candidate = format!("candidate={other}");
+    let out = run(&b, &["run", pb.to_str().unwrap(), "--name", "k"], &["-l", GUEST, "-e", &candidate]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let s = b.store();
+    let run = s.resolve_run("k").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    let cell =
+        |play: &str| cells.iter().find(|c| c.play == play).unwrap_or_else(|| panic!("no cell of {play}: {cells:?}"));
+    let kernel = |play: &str| cell(play).info.as_ref().map(|i| i["kernel"].clone()).unwrap_or_default();
+    for (play, how) in [("by kexec", "kexec"), ("by grub", "reboot")] {
+        assert_eq!(cell(play).status, CellStatus::Ok, "{play}: {:?}", cell(play));
+        let k = kernel(play);
+        assert_eq!(k["release"], other.as_str(), "{play}: {k}");
+        assert_eq!(k["boot"], how, "{play}: {k}");
+        assert_eq!(k["sha256"].as_str().unwrap().len(), 64, "{play}: {k}");
+        assert!(k["cmdline"].as_str().unwrap().contains("benchrig.boot="), "{play}: {k}");
+        assert!(k["boot_seconds"].as_f64().unwrap() > 1.0, "{play}: {k}");
+    }
+    assert!(kernel("by kexec")["cmdline"].as_str().unwrap().contains("benchrig.test=kexec"));
+    // What the cell measured ran on that kernel.
+    let ran = s.samples(run).unwrap();
+    assert!(ran.iter().any(|x| x.cell_id == cell("by kexec").id), "the kexec cell measured nothing");
+    let missing = cell("not installed");
+    assert_eq!(missing.status, CellStatus::Unsupported, "{missing:?}");
+    assert!(missing.reason.as_deref().unwrap().contains("9.9.9-none is not installed"), "{missing:?}");
+    let base = cell("baseline");
+    assert_eq!(base.status, CellStatus::Ok, "{base:?}");
+    assert_eq!(kernel("baseline")["release"], baseline.as_str());
+    assert_eq!(kernel("baseline")["boot"], "none", "the baseline needs no boot");
+    assert!(err.contains(&format!("back on kernel {baseline}")), "{err}");
+    assert_back_on(&baseline);
+}
+
+#[test]
+#[ignore = "needs the lab's guests (ci/test.sh)"]
+fn a_one_shot_the_host_ignores_boots_the_wrong_kernel_which_is_a_boot_failure_not_a_measurement() {
+    let (baseline, other) = kernels();
+    // The fault: grub-reboot does nothing, so the reboot lands on the default.
+    on_guest("printf \"#!/bin/sh\\nexit 0\\n\" >/usr/local/sbin/grub-reboot && chmod 755 /usr/local/sbin/grub-reboot");
+    let b = Bench::new();
+    let pb = b.write(
+        "ignored.yml",
+        r#"
+- name: ignored one-shot
+  hosts: kernellab
+  kernel: { release: "{{ candidate }}", boot: reboot }
+  benchmark:
+    - noop:
+"#,
+    );
+    let candidate = format!("candidate={other}");
+    let out = run(&b, &["run", pb.to_str().unwrap(), "--name", "ig"], &["-l", GUEST, "-e", &candidate]);
+    on_guest("rm -f /usr/local/sbin/grub-reboot");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(6), "a kernel that did not boot exits 6: {err}");
+    let s = b.store();
+    let run = s.resolve_run("ig").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    let c = &cells[0];
+    assert_eq!(c.status, CellStatus::NotBooted, "{c:?}");
+    let why = c.reason.as_deref().unwrap();
+    assert!(why.contains(&format!("came up on kernel {baseline} instead of {other}")), "{why}");
+    assert!(s.samples(run).unwrap().is_empty(), "nothing is measured on the wrong kernel");
+    let table = stdout(&b.run(&["show", "ig"]));
+    assert!(table.contains("not_booted"), "{table}");
+    assert_back_on(&baseline);
+}

@@ -1,0 +1,154 @@
+//! Booting a host into a kernel under test, once, and back: what the agent
+//! says of a host's boot setup ([`BootState`]), the order to boot a kernel
+//! ([`BootOrder`]), and the record the host keeps of a boot under way
+//! ([`BootRecord`]), which outlives the agent, the controller and the
+//! reboot itself, so that whoever comes next brings the host back.
+
+use serde::{Deserialize, Serialize};
+
+/// The kernel command-line word that marks a boot benchrig asked for:
+/// `benchrig.boot=<token>`. Its presence in `/proc/cmdline` proves that the
+/// kernel running is the one this order booted, not a reboot of another.
+pub const TOKEN_WORD: &str = "benchrig.boot";
+
+/// How a kernel is booted once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BootMethod {
+    /// `kexec -l` then a clean `kexec -e` (`systemctl kexec`): no firmware,
+    /// no bootloader. Back the same way, into the baseline's own image.
+    Kexec,
+    /// A one-shot boot entry (`grub-reboot`) and a reboot: the default
+    /// entry never changes, so any later reboot or power cycle comes back
+    /// to the baseline.
+    Reboot,
+}
+
+impl BootMethod {
+    pub const NAMES: [&'static str; 2] = ["kexec", "reboot"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BootMethod::Kexec => "kexec",
+            BootMethod::Reboot => "reboot",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<BootMethod> {
+        match name {
+            "kexec" => Some(BootMethod::Kexec),
+            "reboot" => Some(BootMethod::Reboot),
+            _ => None,
+        }
+    }
+}
+
+/// A host's boot as the agent reads it (`Request::BootState`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootState {
+    /// `/proc/sys/kernel/random/boot_id`: a new one proves a new boot.
+    pub boot_id: String,
+    /// `uname -r`.
+    pub release: String,
+    /// `/proc/cmdline`.
+    pub cmdline: String,
+    /// The kernels installed in `/boot`, newest first.
+    pub kernels: Vec<InstalledKernel>,
+    /// Why this host cannot kexec (no kexec-tools, lockdown, a kernel
+    /// without kexec), or none.
+    pub no_kexec: Option<String>,
+    /// Why this host cannot boot a kernel once and fall back (no
+    /// bootloader benchrig knows, grubenv where GRUB cannot write it), or none.
+    pub no_reboot: Option<String>,
+    /// The bootloader, as a person reads it (`GRUB 2.06`), or none.
+    pub bootloader: Option<String>,
+    /// A boot benchrig started and has not brought back from yet.
+    pub pending: Option<BootRecord>,
+}
+
+impl BootState {
+    /// The installed kernel of this release.
+    pub fn kernel(&self, release: &str) -> Option<&InstalledKernel> {
+        self.kernels.iter().find(|k| k.release == release)
+    }
+
+    /// The token of the boot that is running, when benchrig asked for it.
+    pub fn token(&self) -> Option<&str> {
+        cmdline_token(&self.cmdline)
+    }
+}
+
+/// `benchrig.boot=<token>` in a command line, when there.
+pub fn cmdline_token(cmdline: &str) -> Option<&str> {
+    cmdline.split_whitespace().find_map(|w| w.strip_prefix(TOKEN_WORD)?.strip_prefix('='))
+}
+
+/// A kernel in `/boot`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstalledKernel {
+    pub release: String,
+    /// `/boot/vmlinuz-<release>`.
+    pub image: String,
+    pub sha256: String,
+    /// `/boot/initrd.img-<release>` (or `initramfs-<release>.img`), when there.
+    pub initrd: Option<String>,
+}
+
+/// Boot a kernel once (`Request::Boot`). The agent arms the boot and
+/// answers; it boots when the session ends (`Request::Shutdown`), after
+/// everything the session set up is released.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootOrder {
+    /// The kernel to boot (`uname -r`), or, with `back`, the baseline's.
+    pub release: String,
+    /// Words appended to the host's own command line.
+    #[serde(default)]
+    pub cmdline: String,
+    pub method: BootMethod,
+    /// Marks the boot on the command line ([`TOKEN_WORD`]).
+    pub token: String,
+    /// Back to the baseline: a plain reboot into the default entry (or a
+    /// kexec into the baseline's image and command line, as recorded).
+    #[serde(default)]
+    pub back: bool,
+}
+
+/// The host's record of a boot under way, kept by the agent in its work dir
+/// from before the boot until the host is back on its baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BootRecord {
+    /// The kernel the host ran before (its default), and its command line.
+    pub baseline: String,
+    pub baseline_cmdline: String,
+    /// The kernel booted and how.
+    pub release: String,
+    pub method: BootMethod,
+    pub token: String,
+    /// A one-shot boot entry benchrig added (GRUB's `custom.cfg`), to remove.
+    #[serde(default)]
+    pub entry: Option<String>,
+}
+
+/// What the agent says when a boot is armed: how the host will boot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Armed {
+    /// The image that boots and its sha256 (checked again once it is up).
+    pub image: String,
+    pub sha256: String,
+    /// The whole command line the kernel gets.
+    pub cmdline: String,
+    /// What does the booting (`systemctl kexec`, `grub-reboot … && systemctl reboot`).
+    pub how: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_is_read_from_anywhere_on_the_command_line() {
+        assert_eq!(cmdline_token("BOOT_IMAGE=/vmlinuz root=/dev/vda benchrig.boot=ab12 quiet"), Some("ab12"));
+        assert_eq!(cmdline_token("root=/dev/vda quiet"), None);
+        assert_eq!(cmdline_token("benchrig.booted=1"), None);
+    }
+}
