@@ -93,7 +93,7 @@ pub enum Command {
     Mark(MarkArgs),
     /// The results as a static site: an index of nights, each run's report and comparison, each playbook's history.
     Site(SiteArgs),
-    /// Unmount, detach and remove what benchrig left on hosts.
+    /// Unmount, detach and remove what benchrig left on hosts; boot a host a killed run left on a kernel under test back to its own.
     Cleanup(HostsArgs),
     /// Agent round-trip times per host (and deploy + facts time).
     Ping(PingArgs),

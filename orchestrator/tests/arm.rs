@@ -12,27 +12,13 @@ use serde_json::Value as Json;
 
 const ARM_ROOT: &str = "/var/tmp/benchrig-arm";
 
-/// `-i` for the lab and its aarch64 host.
-fn inventories() -> Vec<String> {
-    let lab = lab_inventory();
-    assert!(
-        std::path::Path::new(ARM_ROOT).join("known_hosts").exists(),
-        "the lab's aarch64 host is not up: run `ci/arm.sh up` after `ci/lab.sh up` (ci/test.sh does both)"
-    );
-    let arm = repo().join("inventories/simlab-arm.yml");
-    ["-i", lab.to_str().unwrap(), "-i", arm.to_str().unwrap()].map(String::from).to_vec()
-}
-
 fn run(b: &Bench, head: &[&str], tail: &[&str]) -> std::process::Output {
-    let inv = inventories();
-    let args: Vec<&str> =
-        head.iter().copied().chain(inv.iter().map(String::as_str)).chain(tail.iter().copied()).collect();
-    b.run(&args)
+    beside::ARM.run(b, head, tail)
 }
 
 /// A command's output on arm1, over the same ssh the lab uses.
 fn on_arm(cmd: &str) -> String {
-    sh(&format!("{} ssh arm1 '{cmd}'", repo().join("ci/arm.sh").display()))
+    beside::ARM.on("arm1", cmd)
 }
 
 fn agent_build(triple: &str) -> std::path::PathBuf {

@@ -13,25 +13,12 @@ use common::*;
 
 const GUEST: &str = "kboot";
 
-fn inventories() -> Vec<String> {
-    let lab = lab_inventory();
-    assert!(
-        std::path::Path::new("/var/tmp/benchrig-vm/known_hosts").exists(),
-        "the lab's guests are not up: run `ci/vm.sh up` after `ci/lab.sh up` (ci/test.sh does both)"
-    );
-    let vm = repo().join("inventories/simlab-vm.yml");
-    ["-i", lab.to_str().unwrap(), "-i", vm.to_str().unwrap()].map(String::from).to_vec()
-}
-
 fn run(b: &Bench, head: &[&str], tail: &[&str]) -> std::process::Output {
-    let inv = inventories();
-    let args: Vec<&str> =
-        head.iter().copied().chain(inv.iter().map(String::as_str)).chain(tail.iter().copied()).collect();
-    b.run(&args)
+    beside::GUESTS.run(b, head, tail)
 }
 
 fn on_guest(cmd: &str) -> String {
-    sh(&format!("{} ssh {GUEST} '{cmd}'", repo().join("ci/vm.sh").display()))
+    beside::GUESTS.on(GUEST, cmd)
 }
 
 /// The guest's kernels: (its default, the other one).
@@ -155,5 +142,107 @@ fn a_one_shot_the_host_ignores_boots_the_wrong_kernel_which_is_a_boot_failure_no
     assert!(s.samples(run).unwrap().is_empty(), "nothing is measured on the wrong kernel");
     let table = stdout(&b.run(&["show", "ig"]));
     assert!(table.contains("not_booted"), "{table}");
+    assert_back_on(&baseline);
+}
+
+#[test]
+#[ignore = "needs the lab's guests (ci/test.sh)"]
+fn a_kernel_that_never_answers_is_power_cycled_back_and_its_cells_are_not_booted_with_the_console() {
+    let (baseline, other) = kernels();
+    let b = Bench::new();
+    // The fault: a root that does not exist, so the initramfs gives up and
+    // waits at its shell, up but never answering SSH.
+    let pb = b.write(
+        "hang.yml",
+        r#"
+- name: no root
+  hosts: kernellab
+  kernel: { release: "{{ candidate }}", boot: kexec, cmdline: "root=/dev/vdz" }
+  benchmark:
+    - noop:
+"#,
+    );
+    let candidate = format!("candidate={other}");
+    let out = run(
+        &b,
+        &["run", pb.to_str().unwrap(), "--name", "hang"],
+        &["-l", GUEST, "-e", &candidate, "-e", "benchrig_boot_timeout=120"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(err.contains("power-cycling it"), "{err}");
+    let s = b.store();
+    let run = s.resolve_run("hang").unwrap().id;
+    let cells = s.cells(run).unwrap();
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    let c = &cells[0];
+    assert_eq!(c.status, CellStatus::NotBooted, "{c:?}");
+    let why = c.reason.as_deref().unwrap();
+    assert!(why.contains("did not come back within 120 s"), "{why}");
+    // The console was kept, its worst line first.
+    let k = &c.info.as_ref().unwrap()["kernel"];
+    let console: Vec<&str> = k["console"].as_array().unwrap().iter().filter_map(|l| l.as_str()).collect();
+    assert!(console.iter().any(|l| l.contains("/dev/vdz")), "{console:?}");
+    let worst = k["panic"].as_str().unwrap_or_default();
+    assert!(worst.contains("Gave up waiting for root") || worst.contains("vdz"), "{k}");
+    assert!(why.contains("console:"), "{why}");
+    assert_back_on(&baseline);
+}
+
+/// Whether `cmd` succeeds on the guest now (no panic when it is down).
+fn guest_answers(cmd: &str) -> bool {
+    let vm = repo().join("ci/vm.sh");
+    std::process::Command::new(vm).args(["ssh", GUEST, cmd]).output().is_ok_and(|o| o.status.success())
+}
+
+/// Poll `what` every second until it holds, for `secs` at most.
+fn until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !f() {
+        assert!(std::time::Instant::now() < end, "{what}: not within {secs} s");
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+#[test]
+#[ignore = "needs the lab's guests (ci/test.sh)"]
+fn a_controller_killed_during_a_boot_leaves_a_host_that_cleanup_brings_back() {
+    let (baseline, other) = kernels();
+    let b = Bench::new();
+    let pb = b.write(
+        "killed.yml",
+        r#"
+- name: killed
+  hosts: kernellab
+  kernel: { release: "{{ candidate }}", boot: kexec }
+  benchmark:
+    - noop:
+"#,
+    );
+    let candidate = format!("candidate={other}");
+    let mut args = vec!["run", pb.to_str().unwrap()];
+    let inv = beside::GUESTS.inventories();
+    args.extend(inv.iter().map(String::as_str));
+    args.extend(["-l", GUEST, "-e", &candidate]);
+    let running = b.spawn(&args, &[]);
+    // The boot is written down before it is armed, and fired a second
+    // after the agent's goodbye: the host stops answering.
+    until(120, "the boot record", || guest_answers("find / -xdev -name boot.json -path \"*benchrig*\" | grep -q ."));
+    until(60, "the host going down", || !guest_answers("true"));
+    rustix::process::kill_process_group(
+        rustix::process::Pid::from_raw(running.id() as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let _ = running.wait_with_output();
+    until(240, "the host up on the candidate", || guest_answers("grep -q benchrig.boot= /proc/cmdline"));
+    assert_eq!(on_guest("uname -r"), other, "the kill left it on the candidate");
+    // The killed run's lease stays until it lapses: released by hand, as
+    // `cleanup` says to, then cleanup brings the host back.
+    assert_eq!(stdout(&b.run(&["lab", "release", GUEST])).trim(), format!("{GUEST}: released"));
+    let out = beside::GUESTS.run(&b, &["cleanup"], &["-l", GUEST]);
+    let (said, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{said}{err}");
+    assert!(err.contains(&format!("back on kernel {baseline} from benchrig's boot of {other}")), "{err}");
     assert_back_on(&baseline);
 }

@@ -13,27 +13,13 @@ use serde_json::Value as Json;
 
 const GUESTS: [&str; 2] = ["old61", "old61b"];
 
-/// `-i` for the lab and its guests.
-fn inventories() -> Vec<String> {
-    let lab = lab_inventory();
-    assert!(
-        std::path::Path::new("/var/tmp/benchrig-vm/known_hosts").exists(),
-        "the lab's guests are not up: run `ci/vm.sh up` after `ci/lab.sh up` (ci/test.sh does both)"
-    );
-    let vm = repo().join("inventories/simlab-vm.yml");
-    ["-i", lab.to_str().unwrap(), "-i", vm.to_str().unwrap()].map(String::from).to_vec()
-}
-
 fn run(b: &Bench, head: &[&str], tail: &[&str]) -> std::process::Output {
-    let inv = inventories();
-    let args: Vec<&str> =
-        head.iter().copied().chain(inv.iter().map(String::as_str)).chain(tail.iter().copied()).collect();
-    b.run(&args)
+    beside::GUESTS.run(b, head, tail)
 }
 
 /// A command's output on a guest, over the same ssh the lab uses.
 fn on_guest(guest: &str, cmd: &str) -> String {
-    sh(&format!("{} ssh {guest} '{cmd}'", repo().join("ci/vm.sh").display()))
+    beside::GUESTS.on(guest, cmd)
 }
 
 #[test]

@@ -1,15 +1,21 @@
 //! `benchrig cleanup`: on every host, undo what an interrupted or crashed
-//! run left (what its agent's journal says it changed, mounts under the
-//! work dir, loop devices of benchrig images). It holds the hosts' leases
-//! while it works, as a run does, and refuses a host another run holds:
-//! that run's mounts are not leftovers.
+//! run left: a boot of a kernel under test (the host's boot record says
+//! which; the host is booted back to its own kernel and verified first),
+//! what its agent's journal says it changed, mounts under the work dir,
+//! loop devices of benchrig images. It holds the hosts' leases while it
+//! works, as a run does, and refuses a host another run holds: that run's
+//! mounts are not leftovers.
 
 use super::exit_code_for;
 use crate::cli::HostsArgs;
 use crate::progress::Progress;
+use crate::run::kernel::Booter;
 use crate::run::leases::{self, Ask};
+use crate::session::deploy::AgentBuilds;
+use crate::session::host::HostError;
 use crate::session::{finish_all, open_sessions};
 use crate::store::{HostsBusy, Store};
+use std::sync::Arc;
 
 pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
     let (inv, hosts, connection) = super::selected_hosts(&args)?;
@@ -24,10 +30,38 @@ pub async fn run(args: HostsArgs, progress: Progress) -> anyhow::Result<i32> {
     })?;
     let mut results = Vec::new();
     let mut open = Vec::new();
-    for (h, r) in open_sessions(&inv, &hosts, args.forks, &connection, progress).await {
-        match r {
-            Ok(s) => open.push((h, s)),
-            Err(e) => results.push((h, Err(e))),
+    // A boot of a kernel under test a killed run left: back first, each
+    // host in its own task (a boot takes minutes).
+    let (builds, templates) = (Arc::new(AgentBuilds::discover()), Arc::new(crate::plan::templates(&inv)));
+    let opened = open_sessions(&inv, &hosts, args.forks, &connection, progress).await;
+    let back: Vec<_> = opened
+        .into_iter()
+        .map(|(h, r)| {
+            let mut vars = inv.host_vars(&h);
+            connection.apply(&mut vars);
+            let (builds, templates) = (builds.clone(), templates.clone());
+            tokio::spawn(async move {
+                let back = async {
+                    let mut session = Some(r?);
+                    let mut booter =
+                        Booter::alone(&h, vars, &templates, &builds, progress).map_err(HostError::Failed)?;
+                    match booter.bring_back(&mut session).await {
+                        Ok(Some(what)) => progress.line(&h, what),
+                        Ok(None) => {}
+                        Err(e) => return Err(HostError::Failed(format!("not back on its own kernel: {e}"))),
+                    }
+                    session.ok_or_else(|| HostError::Failed("lost on the way back to its own kernel".into()))
+                };
+                let r = back.await;
+                (h, r)
+            })
+        })
+        .collect();
+    for task in back {
+        match task.await {
+            Ok((h, Ok(s))) => open.push((h, s)),
+            Ok((h, Err(e))) => results.push((h, Err(e))),
+            Err(e) => anyhow::bail!("cleanup: a host's task failed: {e}"),
         }
     }
     let done = finish_all(open, |s| async move { s.cleanup().await }).await;

@@ -7,7 +7,7 @@ use super::cells::{any_to_run, note_these, record_cells, record_these, CellBook,
 use super::context::RunContext;
 use super::context::Slot;
 use super::executor::CellRunner;
-use super::kernel::{self, Entered};
+use super::kernel::{self, Booter, Entered};
 use super::policy::{self, Down};
 use super::schedule;
 use super::shared::Member;
@@ -111,8 +111,8 @@ fn by_kernel(cells: Vec<plan::Cell>) -> Vec<(Option<KernelSpec>, Vec<plan::Cell>
     groups
 }
 
-/// Cells under a play's kernel: boot it (`kernel::enter`), run them, come
-/// back (`kernel::leave`). What did not boot, or cannot, is stored so.
+/// Cells under a play's kernel: boot it (`Booter::enter`), run them, come
+/// back (`Booter::leave`). What did not boot, or cannot, is stored so.
 async fn run_under_kernel(
     ctx: &Arc<RunContext>,
     pi: usize,
@@ -127,17 +127,24 @@ async fn run_under_kernel(
         return run_cells(ctx, pi, host, slot, cells, seed).await;
     }
     ctx.progress.line(host, format!("kernel {}", spec.describe()));
-    let lost = |why: String| Down::Unreachable(format!("its kernel {}: {why}", spec.release));
-    match kernel::enter(ctx, host, slot, spec).await {
+    let lost = |why: String| format!("its kernel {}: {why}", spec.release);
+    let mut booter = match Booter::in_run(ctx, host) {
+        Ok(b) => b,
+        Err(why) => {
+            record_these(ctx, cells, CellStatus::Failed, &why, None);
+            slot.failed = true;
+            return true;
+        }
+    };
+    let entered = booter.enter(&mut slot.session, spec).await;
+    let failed = match entered {
         Entered::Up(booted) => {
+            // Interrupted meanwhile: the cells are skipped, and the host still comes back.
             let failed = run_cells(ctx, pi, host, slot, cells, seed).await;
             note_these(ctx, cells, "kernel", &booted.info());
-            if let Err(why) = kernel::leave(ctx, host, slot, &booted).await {
+            if let Err(why) = booter.leave(&mut slot.session, &booted).await {
                 ctx.progress.line(host, format!("  not back on its own kernel: {why}"));
-                if !ctx.interrupted() {
-                    quarantine(ctx, host, &why);
-                }
-                slot.down = Some(lost(why));
+                set_aside(ctx, host, slot, lost(why));
             }
             failed
         }
@@ -152,13 +159,8 @@ async fn run_under_kernel(
                 None => format!("the kernel did not boot: {why}"),
             };
             ctx.progress.line(host, format!("  {reason}"));
-            record_these(
-                ctx,
-                cells,
-                CellStatus::NotBooted,
-                &reason,
-                Some(("kernel", &kernel::console_info(&why, &console))),
-            );
+            let info = kernel::console_info(&why, &console);
+            record_these(ctx, cells, CellStatus::NotBooted, &reason, Some(("kernel", &info)));
             false
         }
         Entered::Failed(why) => {
@@ -169,23 +171,28 @@ async fn run_under_kernel(
         }
         Entered::Lost(why) => {
             ctx.progress.line(host, format!("  lost: {why}"));
-            // An interrupted boot is for `--resume` or `cleanup` to bring
-            // back (the host's boot record says how), not a person.
-            if !ctx.interrupted() {
-                quarantine(ctx, host, &why);
-            }
-            slot.down = Some(lost(why));
+            set_aside(ctx, host, slot, lost(why));
             false
         }
+    };
+    if slot.session.is_none() {
+        // Lost on the way: it is still planned with the facts it had.
+        slot.stored_facts = booter.facts.take().or(slot.stored_facts.take());
     }
+    failed
 }
 
-/// A host left off its own kernel: no run takes it until a person looks.
-fn quarantine(ctx: &RunContext, host: &str, why: &str) {
-    let why = format!("not back on its own kernel after a kernel test: {why}");
-    if let Err(e) = ctx.store.quarantine(host, Some(&why)) {
-        ctx.progress.line(host, format!("  could not quarantine it: {e}"));
+/// A host that is not back on its own kernel: down, and set aside so that
+/// no run takes it until a person looks; but for an interrupted run, whose
+/// host's record `--resume` or `cleanup` brings back.
+fn set_aside(ctx: &RunContext, host: &str, slot: &mut Slot, why: String) {
+    if !ctx.interrupted() {
+        let aside = format!("not back on its own kernel after a kernel test: {why}");
+        if let Err(e) = ctx.store.quarantine(host, Some(&aside)) {
+            ctx.progress.line(host, format!("  could not quarantine it: {e}"));
+        }
     }
+    slot.down = Some(Down::Unreachable(why));
 }
 
 /// Run a host's cells of a play in the play's `cell_order`; true when one failed.

@@ -2,6 +2,7 @@
 //! simulated lab that `ci/lab.sh up` builds (see ci/test.sh).
 #![allow(dead_code)]
 
+pub mod beside;
 pub mod bisect;
 pub mod hosts;
 pub mod receiver;

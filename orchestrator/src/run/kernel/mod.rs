@@ -1,5 +1,6 @@
 //! A play's kernel on one host: boot it once before the cells that run
-//! under it, verify it, and come back after them (`enter`, `leave`).
+//! under it, verify it, and come back after them (`Booter::enter`,
+//! `Booter::leave`).
 //!
 //! The sequence, each step checked before the next:
 //! 1. the host's boot state (`BootState`): a boot of ours still under way
@@ -17,6 +18,11 @@
 //!    cells are `not_booted`;
 //! 4. after the cells, back to the baseline the same way, verified, and
 //!    the record removed: all before the host's lease goes.
+//!
+//! A Ctrl-C does not cut a boot short: as a teardown, the host is waited
+//! for and brought back first (a second Ctrl-C quits at once, leaving the
+//! host's record for `--resume` or `benchrig cleanup`, which bring it back
+//! through `Booter::bring_back`).
 
 mod console;
 mod decide;
@@ -26,11 +32,15 @@ use console::Console;
 pub use console::{console_info, panic_line};
 pub use decide::{decide, verify, Decision};
 
-use super::context::{RunContext, Slot};
+use super::context::RunContext;
+use crate::inventory::Vars;
 use crate::playbook::kernel::KernelSpec;
+use crate::progress::Progress;
 use crate::session::agent_client::RequestError;
+use crate::session::deploy::AgentBuilds;
 use crate::session::host::{HostError, HostSession};
 use benchrig_wire::boot::{BootMethod, BootOrder, BootRecord, BootState};
+use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::ErrorCode;
 use serde_json::{json, Value as Json};
 use std::time::{Duration, Instant};
@@ -44,8 +54,11 @@ pub struct Booted {
     pub image: String,
     pub sha256: String,
     pub method: Option<BootMethod>,
-    /// From the boot command until SSH answered again.
+    /// From the boot command until the host was ready again.
     pub boot_seconds: Option<f64>,
+    /// Of that, benchrig's own part: from SSH answering to ready (the
+    /// agent started, its handshake, facts and boot state).
+    pub ready_seconds: Option<f64>,
     /// What it takes to come back; none when nothing was booted.
     pub record: Option<BootRecord>,
 }
@@ -58,8 +71,10 @@ impl Booted {
         m.insert("image".into(), self.image.clone().into());
         m.insert("sha256".into(), self.sha256.clone().into());
         m.insert("boot".into(), self.method.map_or("none", BootMethod::as_str).into());
-        if let Some(s) = self.boot_seconds {
-            m.insert("boot_seconds".into(), json!((s * 10.0).round() / 10.0));
+        for (key, secs) in [("boot_seconds", self.boot_seconds), ("ready_seconds", self.ready_seconds)] {
+            if let Some(s) = secs {
+                m.insert(key.into(), json!((s * 100.0).round() / 100.0));
+            }
         }
         m
     }
@@ -68,308 +83,333 @@ impl Booted {
 /// How entering a kernel ended.
 pub enum Entered {
     /// Up on it (or on it already): run the cells.
-    Up(Booted),
+    Up(Box<Booted>),
     /// The host cannot: the cells are `unsupported`.
     Unsupported(String),
     /// It did not boot; the host is back on its baseline (verified).
     NotBooted { why: String, console: Vec<String> },
-    /// The cells cannot run (an agent error, an interrupt): `failed` or
-    /// skipped with the reason; the host is as it was.
+    /// The cells cannot run (an agent error): `failed` with the reason;
+    /// the host is as it was.
     Failed(String),
     /// The host did not come back at all: down, and quarantined.
     Lost(String),
 }
 
-/// Boot `spec` on `host` (its slot's session open), replacing the session
-/// with one on the new kernel.
-pub async fn enter(ctx: &RunContext, host: &str, slot: &mut Slot, spec: &KernelSpec) -> Entered {
-    let vars = ctx.checked.connection_vars(host);
-    let bv = match BootVars::of(host, &vars, &ctx.checked.templates) {
-        Ok(b) => b,
-        Err(e) => return Entered::Failed(e),
-    };
-    let Some(session) = slot.session.as_ref() else { return Entered::Failed("no session".into()) };
-    let mut state = match session.boot_state().await {
-        Ok(s) => s,
-        Err(e) => return Entered::Failed(format!("reading the host's boot: {e}")),
-    };
-    if let Some(rec) = state.pending.clone() {
-        ctx.progress.line(
-            host,
-            format!(
+/// One host's boots and what they need: its connection variables (to
+/// reconnect after each boot), its boot settings, and, in a run, the run
+/// (a lost lease ends the wait; each new session's closer is kept). The
+/// host's session is the caller's, replaced at each boot.
+pub struct Booter<'a> {
+    host: &'a str,
+    vars: Vars,
+    bv: BootVars,
+    builds: &'a AgentBuilds,
+    progress: Progress,
+    run: Option<&'a RunContext>,
+    /// The facts of the last session closed for a boot (a host lost on its
+    /// way is still planned with them).
+    pub facts: Option<Facts>,
+}
+
+impl<'a> Booter<'a> {
+    /// The boots of `host` in a run.
+    pub fn in_run(ctx: &'a RunContext, host: &'a str) -> Result<Booter<'a>, String> {
+        let vars = ctx.checked.connection_vars(host);
+        let bv = BootVars::of(host, &vars, &ctx.checked.templates)?;
+        Ok(Booter { host, vars, bv, builds: &ctx.builds, progress: ctx.progress, run: Some(ctx), facts: None })
+    }
+
+    /// The boots of `host` outside a run (`benchrig cleanup`).
+    pub fn alone(
+        host: &'a str,
+        vars: Vars,
+        templates: &crate::template::Templates,
+        builds: &'a AgentBuilds,
+        progress: Progress,
+    ) -> Result<Booter<'a>, String> {
+        let bv = BootVars::of(host, &vars, templates)?;
+        Ok(Booter { host, vars, bv, builds, progress, run: None, facts: None })
+    }
+
+    fn say(&self, line: String) {
+        self.progress.line(self.host, line);
+    }
+
+    /// Keep what ends a new session from outside (a run's lost lease).
+    fn opened(&self, s: &HostSession) {
+        if let Some(ctx) = self.run {
+            ctx.opened(self.host, s);
+        }
+    }
+
+    /// Boot `spec` (the session open), replacing the session with one on
+    /// the new kernel.
+    pub async fn enter(&mut self, session: &mut Option<HostSession>, spec: &KernelSpec) -> Entered {
+        let mut state = match boot_state(session).await {
+            Ok(s) => s,
+            Err(e) => return Entered::Failed(e),
+        };
+        if let Some(rec) = state.pending.clone() {
+            self.say(format!(
                 "  a boot of benchrig's is still under way (kernel {}): back to {} first",
                 rec.release, rec.baseline
-            ),
-        );
-        if let Err(e) = come_back(ctx, host, slot, &bv, &rec, &state).await {
-            return Entered::Lost(e);
-        }
-        let Some(session) = slot.session.as_ref() else { return Entered::Failed("no session".into()) };
-        state = match session.boot_state().await {
-            Ok(s) => s,
-            Err(e) => return Entered::Failed(format!("reading the host's boot: {e}")),
-        };
-    }
-    let (release, cmdline, method) = match decide(spec, &state) {
-        Decision::AsItIs => {
-            let k = state.kernel(&state.release);
-            return Entered::Up(Booted {
-                release: state.release.clone(),
-                cmdline: state.cmdline.clone(),
-                image: k.map(|k| k.image.clone()).unwrap_or_default(),
-                sha256: k.map(|k| k.sha256.clone()).unwrap_or_default(),
-                method: None,
-                boot_seconds: None,
-                record: None,
-            });
-        }
-        Decision::Unsupported(why) => return Entered::Unsupported(why),
-        Decision::Boot { release, cmdline, method } => (release, cmdline, method),
-    };
-    let token = new_token(host);
-    let order = BootOrder { release: release.clone(), cmdline, method, token: token.clone(), back: false };
-    let session = slot.session.as_ref().expect("checked above");
-    let armed = match session.arm_boot(order).await {
-        Ok(a) => a,
-        Err(RequestError::Agent(e)) if e.code == ErrorCode::Unsupported => return Entered::Unsupported(e.message),
-        Err(e) => return Entered::Failed(format!("arming the boot: {e}")),
-    };
-    let record = BootRecord {
-        baseline: state.release.clone(),
-        baseline_cmdline: state.cmdline.clone(),
-        release: release.clone(),
-        method,
-        token: token.clone(),
-        entry: None,
-    };
-    ctx.progress.line(host, format!("  booting kernel {release} by {} ({})", method.as_str(), armed.how));
-    let console = Console::start(bv.console.as_deref());
-    let t0 = Instant::now();
-    close_for_boot(slot).await;
-    let deadline = t0 + bv.timeout;
-    let came = wait_for_boot(ctx, host, &state.boot_id, deadline).await;
-    let (fresh, now) = match came {
-        Ok(up) => up,
-        Err(why) => {
-            let lines = console.stop();
-            return recover(ctx, host, slot, &bv, &record, &state.boot_id, why, lines).await;
-        }
-    };
-    let boot_seconds = t0.elapsed().as_secs_f64();
-    let lines = console.stop();
-    slot.session = Some(fresh);
-    if let Some(s) = &slot.session {
-        ctx.opened(host, s);
-    }
-    if let Err(why) = verify(&state.boot_id, &release, Some(&token), &now) {
-        // Up, but not on what was asked: back to the baseline, and the
-        // kernel did not boot.
-        let back = now.token().is_some();
-        if back {
-            if let Err(e) = come_back(ctx, host, slot, &bv, &record, &now).await {
+            ));
+            if let Err(e) = self.come_back(session, &rec, &state).await {
                 return Entered::Lost(e);
             }
-        } else if let Err(e) = finish(ctx, host, slot, &record.baseline).await {
-            return Entered::Lost(e);
+            state = match boot_state(session).await {
+                Ok(s) => s,
+                Err(e) => return Entered::Failed(e),
+            };
         }
-        return Entered::NotBooted { why, console: lines };
-    }
-    let image_ok = now.kernel(&release).is_some_and(|k| k.sha256 == armed.sha256);
-    if !image_ok {
-        ctx.progress.line(host, format!("  warning: {}'s sha256 changed during the boot", armed.image));
-    }
-    ctx.progress.line(host, format!("  up on kernel {release} after {boot_seconds:.1} s"));
-    Entered::Up(Booted {
-        release,
-        cmdline: now.cmdline,
-        image: armed.image,
-        sha256: armed.sha256,
-        method: Some(method),
-        boot_seconds: Some(boot_seconds),
-        record: Some(record),
-    })
-}
-
-/// After the cells: back to the baseline, verified, the record removed.
-/// An error means the host is not back: it is down and quarantined.
-pub async fn leave(ctx: &RunContext, host: &str, slot: &mut Slot, booted: &Booted) -> Result<(), String> {
-    let Some(rec) = &booted.record else { return Ok(()) };
-    let vars = ctx.checked.connection_vars(host);
-    let bv = BootVars::of(host, &vars, &ctx.checked.templates)?;
-    let state = match slot.session.as_ref() {
-        Some(s) => s.boot_state().await.map_err(|e| format!("reading the host's boot: {e}"))?,
-        None => return Err("the host was lost on its test kernel".into()),
-    };
-    come_back(ctx, host, slot, &bv, rec, &state).await
-}
-
-/// Boot back to the baseline from `state` (on the test kernel) and verify.
-async fn come_back(
-    ctx: &RunContext,
-    host: &str,
-    slot: &mut Slot,
-    bv: &BootVars,
-    rec: &BootRecord,
-    state: &BootState,
-) -> Result<(), String> {
-    if state.release == rec.baseline && state.token().is_none() {
-        // Never booted, or back already (a power cycle): only the record goes.
-        return finish(ctx, host, slot, &rec.baseline).await;
-    }
-    let order = BootOrder {
-        release: rec.baseline.clone(),
-        cmdline: String::new(),
-        method: rec.method,
-        token: rec.token.clone(),
-        back: true,
-    };
-    let session = slot.session.as_ref().ok_or("no session")?;
-    let armed = session.arm_boot(order).await;
-    let console = Console::start(bv.console.as_deref());
-    let t0 = Instant::now();
-    let came = match armed {
-        Ok(a) => {
-            ctx.progress.line(host, format!("  back to kernel {} ({})", rec.baseline, a.how));
-            close_for_boot(slot).await;
-            wait_for_boot(ctx, host, &state.boot_id, t0 + bv.timeout).await
-        }
-        Err(e) => Err(format!("arming the way back: {e}")),
-    };
-    let lines = console.stop();
-    match came {
-        Ok((fresh, now)) => {
-            ctx.opened(host, &fresh);
-            slot.session = Some(fresh);
-            if let Err(why) = verify(&state.boot_id, &rec.baseline, None, &now) {
-                return power_cycle_back(ctx, host, slot, bv, rec, &now.boot_id, why, &lines).await;
+        let (release, cmdline, method) = match decide(spec, &state) {
+            Decision::AsItIs => return Entered::Up(Box::new(Booted::as_it_is(&state))),
+            Decision::Unsupported(why) => return Entered::Unsupported(why),
+            Decision::Boot { release, cmdline, method } => (release, cmdline, method),
+        };
+        let token = new_token(self.host);
+        let order = BootOrder { release: release.clone(), cmdline, method, token: token.clone(), back: false };
+        let armed = match session.as_ref().expect("read above").arm_boot(order).await {
+            Ok(a) => a,
+            Err(RequestError::Agent(e)) if e.code == ErrorCode::Unsupported => return Entered::Unsupported(e.message),
+            Err(e) => return Entered::Failed(format!("arming the boot: {e}")),
+        };
+        let record = BootRecord {
+            baseline: state.release.clone(),
+            baseline_cmdline: state.cmdline.clone(),
+            release: release.clone(),
+            method,
+            token: token.clone(),
+            entry: None,
+        };
+        self.say(format!("  booting kernel {release} by {} ({})", method.as_str(), armed.how));
+        let console = Console::start(self.bv.console.as_deref());
+        let t0 = Instant::now();
+        self.close_for_boot(session).await;
+        let (fresh, now) = match self.wait_for_boot(&state.boot_id, t0).await {
+            Ok(up) => up,
+            Err(why) => {
+                let lines = console.stop();
+                return match self.power_cycle_back(session, &record, &state.boot_id, why.clone(), &lines).await {
+                    Ok(()) => Entered::NotBooted { why, console: lines },
+                    Err(e) => Entered::Lost(e),
+                };
             }
-            ctx.progress
-                .line(host, format!("  back on kernel {} after {:.1} s", rec.baseline, t0.elapsed().as_secs_f64()));
-            finish(ctx, host, slot, &rec.baseline).await
+        };
+        let boot_seconds = t0.elapsed().as_secs_f64();
+        // benchrig's own part of the switch: from SSH answering (the new
+        // session's connection) to the host ready for its first cell.
+        let ready_seconds = fresh.timeline.elapsed().as_secs_f64();
+        let lines = console.stop();
+        *session = Some(fresh);
+        if let Err(why) = verify(&state.boot_id, &release, Some(&token), &now) {
+            // Up, but not on what was asked: back to the baseline, and the
+            // kernel did not boot.
+            let back = if now.token().is_some() {
+                self.come_back(session, &record, &now).await
+            } else {
+                self.finish(session, &record.baseline).await
+            };
+            return match back {
+                Ok(()) => Entered::NotBooted { why, console: lines },
+                Err(e) => Entered::Lost(e),
+            };
         }
-        Err(why) => power_cycle_back(ctx, host, slot, bv, rec, &state.boot_id, why, &lines).await,
-    }
-}
-
-/// The host is verified on its baseline: the agent removes the record and
-/// the one-shot entry.
-async fn finish(ctx: &RunContext, host: &str, slot: &mut Slot, baseline: &str) -> Result<(), String> {
-    let session = slot.session.as_ref().ok_or("no session")?;
-    let now = session.boot_state().await.map_err(|e| e.to_string())?;
-    if now.release != baseline {
-        return Err(format!("the host runs kernel {}, not its baseline {baseline}", now.release));
-    }
-    let removed = session.boot_done().await.map_err(|e| e.to_string())?;
-    if !removed.is_empty() {
-        ctx.progress.line(host, format!("  {}", removed.join("; ")));
-    }
-    Ok(())
-}
-
-/// A boot that did not come back in time: power-cycle the host, which
-/// lands it on its baseline (the default entry never changed), verify it,
-/// and report the kernel as not booted. `Lost` when it does not come back.
-#[allow(clippy::too_many_arguments)]
-async fn recover(
-    ctx: &RunContext,
-    host: &str,
-    slot: &mut Slot,
-    bv: &BootVars,
-    rec: &BootRecord,
-    boot_id: &str,
-    why: String,
-    console: Vec<String>,
-) -> Entered {
-    match power_cycle_back(ctx, host, slot, bv, rec, boot_id, why.clone(), &console).await {
-        Ok(()) => Entered::NotBooted { why, console },
-        Err(e) => Entered::Lost(e),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn power_cycle_back(
-    ctx: &RunContext,
-    host: &str,
-    slot: &mut Slot,
-    bv: &BootVars,
-    rec: &BootRecord,
-    boot_id: &str,
-    why: String,
-    console: &[String],
-) -> Result<(), String> {
-    if let Some(panic) = panic_line(console) {
-        ctx.progress.line(host, format!("  console: {panic}"));
-    }
-    let Some(cmd) = &bv.power_cycle else {
-        return Err(format!("{why}; the host has no benchrig_power_cycle to bring it back"));
-    };
-    if ctx.interrupted() {
-        return Err(format!("{why}; interrupted before the power cycle (`benchrig cleanup` brings it back)"));
-    }
-    ctx.progress.line(host, format!("  {why}: power-cycling it (`{cmd}`)"));
-    run_power_cycle(cmd).await.map_err(|e| format!("{why}; the power cycle failed: {e}"))?;
-    let t0 = Instant::now();
-    let (fresh, now) = wait_for_boot(ctx, host, boot_id, t0 + bv.timeout)
-        .await
-        .map_err(|e| format!("{why}; after a power cycle: {e}"))?;
-    ctx.opened(host, &fresh);
-    slot.session = Some(fresh);
-    verify(boot_id, &rec.baseline, None, &now).map_err(|e| format!("{why}; after a power cycle: {e}"))?;
-    ctx.progress.line(host, format!("  back on kernel {} after the power cycle", rec.baseline));
-    finish(ctx, host, slot, &rec.baseline).await
-}
-
-/// Close the session so the agent fires the boot (its goodbye), keeping
-/// the host's facts for planning.
-async fn close_for_boot(slot: &mut Slot) {
-    if let Some(old) = slot.session.take() {
-        slot.stored_facts = Some(old.facts.clone());
-        let _ = old.close().await;
-    }
-}
-
-/// Wait until the host answers on a boot other than `old_boot`: a new
-/// session and its boot state; or why not by `deadline`.
-async fn wait_for_boot(
-    ctx: &RunContext,
-    host: &str,
-    old_boot: &str,
-    deadline: Instant,
-) -> Result<(HostSession, BootState), String> {
-    let mut vars = ctx.checked.connection_vars(host);
-    vars.insert("ansible_ssh_retries".into(), 0.into());
-    vars.entry("ansible_ssh_timeout").or_insert(5.into());
-    let mut last;
-    let started = Instant::now();
-    loop {
-        if ctx.interrupted() {
-            return Err("interrupted while the host was booting (`benchrig cleanup` brings it back)".into());
+        if now.kernel(&release).is_none_or(|k| k.sha256 != armed.sha256) {
+            self.say(format!("  warning: {}'s sha256 changed during the boot", armed.image));
         }
-        if let Some(why) = ctx.lease_lost(host) {
-            return Err(why);
+        self.say(format!(
+            "  up on kernel {release} after {boot_seconds:.1} s ({ready_seconds:.1} s of it benchrig's, from SSH to ready)"
+        ));
+        Entered::Up(Box::new(Booted {
+            release,
+            cmdline: now.cmdline,
+            image: armed.image,
+            sha256: armed.sha256,
+            method: Some(method),
+            boot_seconds: Some(boot_seconds),
+            ready_seconds: Some(ready_seconds),
+            record: Some(record),
+        }))
+    }
+
+    /// After the cells: back to the baseline, verified, the record
+    /// removed. An error means the host is not back.
+    pub async fn leave(&mut self, session: &mut Option<HostSession>, booted: &Booted) -> Result<(), String> {
+        let Some(rec) = &booted.record else { return Ok(()) };
+        if session.is_none() {
+            return Err("the host was lost on its test kernel".into());
         }
-        match HostSession::open(host, &vars, &ctx.builds, Some(ctx.cancel.clone())).await {
-            Ok(s) => match s.boot_state().await {
-                Ok(st) if st.boot_id != old_boot => return Ok((s, st)),
-                Ok(_) => {
-                    last = "still on the old boot".into();
-                    let _ = s.close().await;
+        let state = boot_state(session).await?;
+        self.come_back(session, rec, &state).await
+    }
+
+    /// A boot of benchrig's a killed or interrupted run left (the host's
+    /// record says which): back to the baseline and verified. What was
+    /// done, or none when there was nothing to bring back.
+    pub async fn bring_back(&mut self, session: &mut Option<HostSession>) -> Result<Option<String>, String> {
+        let state = boot_state(session).await?;
+        let Some(rec) = state.pending.clone() else { return Ok(None) };
+        self.come_back(session, &rec, &state).await?;
+        Ok(Some(format!("back on kernel {} from benchrig's boot of {}", rec.baseline, rec.release)))
+    }
+
+    /// Boot back to the baseline from `state` and verify.
+    async fn come_back(
+        &mut self,
+        session: &mut Option<HostSession>,
+        rec: &BootRecord,
+        state: &BootState,
+    ) -> Result<(), String> {
+        if state.release == rec.baseline && state.token().is_none() {
+            // Never booted, or back already (a power cycle): only the record goes.
+            return self.finish(session, &rec.baseline).await;
+        }
+        let order = BootOrder {
+            release: rec.baseline.clone(),
+            cmdline: String::new(),
+            method: rec.method,
+            token: rec.token.clone(),
+            back: true,
+        };
+        let armed = session.as_ref().ok_or("no session")?.arm_boot(order).await;
+        let console = Console::start(self.bv.console.as_deref());
+        let t0 = Instant::now();
+        let came = match armed {
+            Ok(a) => {
+                self.say(format!("  back to kernel {} ({})", rec.baseline, a.how));
+                self.close_for_boot(session).await;
+                self.wait_for_boot(&state.boot_id, t0).await
+            }
+            Err(e) => Err(format!("arming the way back: {e}")),
+        };
+        let lines = console.stop();
+        match came {
+            Ok((fresh, now)) => {
+                *session = Some(fresh);
+                if let Err(why) = verify(&state.boot_id, &rec.baseline, None, &now) {
+                    return self.power_cycle_back(session, rec, &now.boot_id, why, &lines).await;
                 }
-                Err(e) => {
-                    last = e.to_string();
-                    s.abandon().await;
-                }
-            },
-            Err(HostError::Unreachable(e) | HostError::Failed(e)) => last = e,
+                self.say(format!("  back on kernel {} after {:.1} s", rec.baseline, t0.elapsed().as_secs_f64()));
+                self.finish(session, &rec.baseline).await
+            }
+            Err(why) => self.power_cycle_back(session, rec, &state.boot_id, why, &lines).await,
         }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "the host did not come back within {} s (benchrig_boot_timeout): {last}",
-                deadline.saturating_duration_since(started).as_secs().max(1)
-            ));
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
     }
+
+    /// The host is verified on its baseline: the agent removes the record
+    /// and the one-shot entry.
+    async fn finish(&self, session: &mut Option<HostSession>, baseline: &str) -> Result<(), String> {
+        let now = boot_state(session).await?;
+        if now.release != baseline {
+            return Err(format!("the host runs kernel {}, not its baseline {baseline}", now.release));
+        }
+        let removed = session.as_ref().ok_or("no session")?.boot_done().await.map_err(|e| e.to_string())?;
+        if !removed.is_empty() {
+            self.say(format!("  {}", removed.join("; ")));
+        }
+        Ok(())
+    }
+
+    /// A boot that did not come back (`why`): power-cycle the host, which
+    /// lands it on its baseline (the default entry never changed), and
+    /// verify it. An error when it does not come back.
+    async fn power_cycle_back(
+        &mut self,
+        session: &mut Option<HostSession>,
+        rec: &BootRecord,
+        boot_id: &str,
+        why: String,
+        console: &[String],
+    ) -> Result<(), String> {
+        if let Some(panic) = panic_line(console) {
+            self.say(format!("  console: {panic}"));
+        }
+        let Some(cmd) = self.bv.power_cycle.clone() else {
+            return Err(format!("{why}; the host has no benchrig_power_cycle to bring it back"));
+        };
+        self.say(format!("  {why}: power-cycling it (`{cmd}`)"));
+        run_power_cycle(&cmd).await.map_err(|e| format!("{why}; the power cycle failed: {e}"))?;
+        let (fresh, now) = self
+            .wait_for_boot(boot_id, Instant::now())
+            .await
+            .map_err(|e| format!("{why}; after a power cycle: {e}"))?;
+        *session = Some(fresh);
+        verify(boot_id, &rec.baseline, None, &now).map_err(|e| format!("{why}; after a power cycle: {e}"))?;
+        self.say(format!("  back on kernel {} after the power cycle", rec.baseline));
+        self.finish(session, &rec.baseline).await
+    }
+
+    /// Close the session so the agent fires the boot (its goodbye),
+    /// keeping the host's facts.
+    async fn close_for_boot(&mut self, session: &mut Option<HostSession>) {
+        if let Some(old) = session.take() {
+            self.facts = Some(old.facts.clone());
+            let _ = old.close().await;
+        }
+    }
+
+    /// Wait until the host answers on a boot other than `old_boot`: a new
+    /// session and its boot state; or why not, `benchrig_boot_timeout`
+    /// after `since`. A Ctrl-C does not end the wait (the host is brought
+    /// back first); a lost lease does.
+    async fn wait_for_boot(&self, old_boot: &str, since: Instant) -> Result<(HostSession, BootState), String> {
+        let mut vars = self.vars.clone();
+        vars.insert("ansible_ssh_retries".into(), 0.into());
+        vars.entry("ansible_ssh_timeout").or_insert(5.into());
+        let mut last;
+        loop {
+            if let Some(why) = self.run.and_then(|ctx| ctx.lease_lost(self.host)) {
+                return Err(why);
+            }
+            match HostSession::open(self.host, &vars, self.builds, None).await {
+                Ok(s) => match s.boot_state().await {
+                    Ok(st) if st.boot_id != old_boot => {
+                        self.opened(&s);
+                        return Ok((s, st));
+                    }
+                    Ok(_) => {
+                        last = "still on the old boot".into();
+                        let _ = s.close().await;
+                    }
+                    Err(e) => {
+                        last = e.to_string();
+                        s.abandon().await;
+                    }
+                },
+                Err(HostError::Unreachable(e) | HostError::Failed(e)) => last = e,
+            }
+            if since.elapsed() >= self.bv.timeout {
+                return Err(format!(
+                    "the host did not come back within {} s (benchrig_boot_timeout): {last}",
+                    self.bv.timeout.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+}
+
+impl Booted {
+    /// The kernel the host runs, with no boot.
+    fn as_it_is(state: &BootState) -> Booted {
+        let k = state.kernel(&state.release);
+        Booted {
+            release: state.release.clone(),
+            cmdline: state.cmdline.clone(),
+            image: k.map(|k| k.image.clone()).unwrap_or_default(),
+            sha256: k.map(|k| k.sha256.clone()).unwrap_or_default(),
+            method: None,
+            boot_seconds: None,
+            ready_seconds: None,
+            record: None,
+        }
+    }
+}
+
+async fn boot_state(session: &Option<HostSession>) -> Result<BootState, String> {
+    let s = session.as_ref().ok_or("no session")?;
+    s.boot_state().await.map_err(|e| format!("reading the host's boot: {e}"))
 }
 
 async fn run_power_cycle(cmd: &str) -> Result<(), String> {
