@@ -9,6 +9,7 @@
 mod common;
 
 use benchrig::status::CellStatus;
+use benchrig::store::CellRow;
 use common::*;
 
 const GUEST: &str = "kboot";
@@ -29,6 +30,28 @@ fn kernels() -> (String, String) {
     (running, other)
 }
 
+/// Run a playbook (its text) on kboot, `candidate` its other kernel, with
+/// more `-e` pairs: the output, and the run's cells as stored.
+fn run_on_kboot(
+    b: &Bench,
+    name: &str,
+    playbook: &str,
+    other: &str,
+    extra: &[&str],
+) -> (std::process::Output, i64, Vec<CellRow>) {
+    let pb = b.write(&format!("{name}.yml"), playbook);
+    let candidate = format!("candidate={other}");
+    let mut tail = vec!["-l", GUEST, "-e", &candidate];
+    for e in extra {
+        tail.extend(["-e", e]);
+    }
+    let out = run(b, &["run", pb.to_str().unwrap(), "--name", name], &tail);
+    let s = b.store();
+    let run = s.resolve_run(name).unwrap().id;
+    let cells = s.cells(run).unwrap();
+    (out, run, cells)
+}
+
 /// Back on `baseline`, with no one-shot entry, no `next_entry`, no boot
 /// record and no kexec image loaded.
 fn assert_back_on(baseline: &str) {
@@ -47,9 +70,7 @@ fn assert_back_on(baseline: &str) {
 fn a_play_runs_on_the_other_kernel_by_kexec_and_by_one_shot_grub_and_the_guest_comes_back() {
     let (baseline, other) = kernels();
     let b = Bench::new();
-    let pb = b.write(
-        "kernels.yml",
-        r#"
+    let playbook = r#"
 - name: by kexec
   hosts: kernellab
   kernel: { release: "{{ candidate }}", boot: kexec, cmdline: "benchrig.test=kexec" }
@@ -73,15 +94,11 @@ fn a_play_runs_on_the_other_kernel_by_kexec_and_by_one_shot_grub_and_the_guest_c
   kernel: { release: baseline }
   benchmark:
     - noop:
-"#,
-    );
-    let candidate = format!("candidate={other}");
-    let out = run(&b, &["run", pb.to_str().unwrap(), "--name", "k"], &["-l", GUEST, "-e", &candidate]);
+"#;
+    let (out, run, cells) = run_on_kboot(&b, "k", playbook, &other, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let s = b.store();
-    let run = s.resolve_run("k").unwrap().id;
-    let cells = s.cells(run).unwrap();
     let cell =
         |play: &str| cells.iter().find(|c| c.play == play).unwrap_or_else(|| panic!("no cell of {play}: {cells:?}"));
     let kernel = |play: &str| cell(play).info.as_ref().map(|i| i["kernel"].clone()).unwrap_or_default();
@@ -116,24 +133,18 @@ fn a_one_shot_the_host_ignores_boots_the_wrong_kernel_which_is_a_boot_failure_no
     // The fault: grub-reboot does nothing, so the reboot lands on the default.
     on_guest("printf \"#!/bin/sh\\nexit 0\\n\" >/usr/local/sbin/grub-reboot && chmod 755 /usr/local/sbin/grub-reboot");
     let b = Bench::new();
-    let pb = b.write(
-        "ignored.yml",
-        r#"
+    let playbook = r#"
 - name: ignored one-shot
   hosts: kernellab
   kernel: { release: "{{ candidate }}", boot: reboot }
   benchmark:
     - noop:
-"#,
-    );
-    let candidate = format!("candidate={other}");
-    let out = run(&b, &["run", pb.to_str().unwrap(), "--name", "ig"], &["-l", GUEST, "-e", &candidate]);
+"#;
+    let (out, run, cells) = run_on_kboot(&b, "ig", playbook, &other, &[]);
     on_guest("rm -f /usr/local/sbin/grub-reboot");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(6), "a kernel that did not boot exits 6: {err}");
     let s = b.store();
-    let run = s.resolve_run("ig").unwrap().id;
-    let cells = s.cells(run).unwrap();
     assert_eq!(cells.len(), 1, "{cells:?}");
     let c = &cells[0];
     assert_eq!(c.status, CellStatus::NotBooted, "{c:?}");
@@ -152,28 +163,17 @@ fn a_kernel_that_never_answers_is_power_cycled_back_and_its_cells_are_not_booted
     let b = Bench::new();
     // The fault: a root that does not exist, so the initramfs gives up and
     // waits at its shell, up but never answering SSH.
-    let pb = b.write(
-        "hang.yml",
-        r#"
+    let playbook = r#"
 - name: no root
   hosts: kernellab
   kernel: { release: "{{ candidate }}", boot: kexec, cmdline: "root=/dev/vdz" }
   benchmark:
     - noop:
-"#,
-    );
-    let candidate = format!("candidate={other}");
-    let out = run(
-        &b,
-        &["run", pb.to_str().unwrap(), "--name", "hang"],
-        &["-l", GUEST, "-e", &candidate, "-e", "benchrig_boot_timeout=120"],
-    );
+"#;
+    let (out, _, cells) = run_on_kboot(&b, "hang", playbook, &other, &["benchrig_boot_timeout=120"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(6), "{err}");
     assert!(err.contains("power-cycling it"), "{err}");
-    let s = b.store();
-    let run = s.resolve_run("hang").unwrap().id;
-    let cells = s.cells(run).unwrap();
     assert_eq!(cells.len(), 1, "{cells:?}");
     let c = &cells[0];
     assert_eq!(c.status, CellStatus::NotBooted, "{c:?}");
