@@ -237,7 +237,7 @@ fn handle(
             let ctx = StepCtx::new(id, out, cancel).with_watch(Watch::new(step.monitor));
             dispatch::run(st, &ctx, &step.action).map(Reply::Step)
         }
-        Request::BootState => Ok(Reply::BootState(Box::new(crate::boot::state(&st.work_dir)))),
+        Request::BootState { means } => Ok(Reply::BootState(Box::new(crate::boot::state(&st.work_dir, means)))),
         Request::Boot(order) => {
             let (armed, firing) = crate::boot::arm(&st.work_dir, &order)?;
             st.armed = Some(firing);

@@ -54,6 +54,16 @@ pub struct BootState {
     pub cmdline: String,
     /// The kernels installed in `/boot`, newest first.
     pub kernels: Vec<InstalledKernel>,
+    /// What the host can boot a kernel with, when asked for (it takes
+    /// `grub-probe`, slow on a host just booted).
+    pub means: Option<BootMeans>,
+    /// A boot benchrig started and has not brought back from yet.
+    pub pending: Option<BootRecord>,
+}
+
+/// What a host can boot a kernel once with.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootMeans {
     /// Why this host cannot kexec (no kexec-tools, lockdown, a kernel
     /// without kexec), or none.
     pub no_kexec: Option<String>,
@@ -62,8 +72,6 @@ pub struct BootState {
     pub no_reboot: Option<String>,
     /// The bootloader, as a person reads it (`GRUB 2.06`), or none.
     pub bootloader: Option<String>,
-    /// A boot benchrig started and has not brought back from yet.
-    pub pending: Option<BootRecord>,
 }
 
 impl BootState {
@@ -89,7 +97,9 @@ pub struct InstalledKernel {
     pub release: String,
     /// `/boot/vmlinuz-<release>`.
     pub image: String,
-    pub sha256: String,
+    /// The image's sha256: of the running kernel's only (the others' are
+    /// read when one is armed).
+    pub sha256: Option<String>,
     /// `/boot/initrd.img-<release>` (or `initramfs-<release>.img`), when there.
     pub initrd: Option<String>,
 }

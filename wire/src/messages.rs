@@ -59,9 +59,12 @@ pub enum Request {
     /// Clean up what this session made (mounts, loop devices) and exit;
     /// then boot, when a `Boot` armed it.
     Shutdown,
-    /// The host's boot: its kernel, its installed kernels, what it can boot
-    /// with, and a boot of ours still under way.
-    BootState,
+    /// The host's boot: its kernel, its installed kernels, a boot of ours
+    /// still under way, and with `means`, what it can boot with.
+    BootState {
+        #[serde(default)]
+        means: bool,
+    },
     /// Arm a boot (a kernel once, or back to the baseline), which happens
     /// when the session ends. Answered with `Reply::Armed`.
     Boot(crate::boot::BootOrder),

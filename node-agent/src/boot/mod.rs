@@ -13,7 +13,7 @@
 pub mod grub;
 mod record;
 
-use benchrig_wire::boot::{Armed, BootMethod, BootOrder, BootState, InstalledKernel, TOKEN_WORD};
+use benchrig_wire::boot::{Armed, BootMeans, BootMethod, BootOrder, BootState, InstalledKernel, TOKEN_WORD};
 use benchrig_wire::messages::AgentError;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,10 +24,26 @@ pub struct Firing {
     argv: Vec<String>,
 }
 
-/// The host's boot, and the record of a boot of ours under way.
-pub fn state(work_dir: &Path) -> BootState {
-    let cmdline = read_trim("/proc/cmdline");
-    let kernels = installed("/boot");
+/// The host's boot, and the record of a boot of ours under way; with
+/// `means`, what it can boot with.
+pub fn state(work_dir: &Path, means: bool) -> BootState {
+    let release = rustix::system::uname().release().to_string_lossy().into_owned();
+    let pending = record::read(work_dir).unwrap_or_else(|e| {
+        crate::say!("benchrig-agent: {e}");
+        None
+    });
+    BootState {
+        boot_id: crate::exports::boot_id(),
+        kernels: installed("/boot", &release),
+        release,
+        cmdline: read_trim("/proc/cmdline"),
+        means: means.then(boot_means),
+        pending,
+    }
+}
+
+/// What the host can boot a kernel once with.
+fn boot_means() -> BootMeans {
     let grub = grub::Grub::find();
     let (no_reboot, bootloader) = match &grub {
         Some(g) => {
@@ -39,31 +55,22 @@ pub fn state(work_dir: &Path) -> BootState {
         }
         None => (Some("no bootloader benchrig can boot a kernel once with (GRUB's grub-reboot)".into()), None),
     };
-    let pending = record::read(work_dir).unwrap_or_else(|e| {
-        crate::say!("benchrig-agent: {e}");
-        None
-    });
-    BootState {
-        boot_id: crate::exports::boot_id(),
-        release: rustix::system::uname().release().to_string_lossy().into_owned(),
-        cmdline,
-        kernels,
-        no_kexec: why_no_kexec(),
-        no_reboot: root_first().or(no_reboot),
-        bootloader,
-        pending,
-    }
+    BootMeans { no_kexec: why_no_kexec(), no_reboot: root_first().or(no_reboot), bootloader }
 }
 
 /// Arm a boot: write it down, then load the kernel (kexec) or add the
 /// one-shot entry (GRUB). It fires when the session ends.
 pub fn arm(work_dir: &Path, order: &BootOrder) -> Result<(Armed, Firing), AgentError> {
-    let st = state(work_dir);
+    // The way back by a plain reboot needs nothing of the bootloader: it
+    // is never refused for what a one-shot would need.
+    let gate = !(order.back && order.method == BootMethod::Reboot);
+    let st = state(work_dir, gate);
+    let means = st.means.clone().unwrap_or_default();
     let why_not = match order.method {
-        BootMethod::Kexec => st.no_kexec.clone(),
-        BootMethod::Reboot => st.no_reboot.clone(),
+        BootMethod::Kexec => means.no_kexec,
+        BootMethod::Reboot => means.no_reboot,
     };
-    if let Some(why) = why_not {
+    if let (true, Some(why)) = (gate, why_not) {
         return Err(AgentError::unsupported(why));
     }
     let kernel = st.kernel(&order.release).cloned().ok_or_else(|| {
@@ -143,7 +150,8 @@ pub fn arm(work_dir: &Path, order: &BootOrder) -> Result<(Armed, Firing), AgentE
             (cmdline, "kexec".to_string(), argv)
         }
     };
-    let armed = Armed { image: kernel.image.clone(), sha256: kernel.sha256.clone(), cmdline, how };
+    let sha256 = sha256_of(&kernel.image).ok_or_else(|| AgentError::failed(format!("cannot read {}", kernel.image)))?;
+    let armed = Armed { image: kernel.image.clone(), sha256, cmdline, how };
     Ok((armed, Firing { argv: argv.into_iter().map(String::from).collect() }))
 }
 
@@ -249,8 +257,8 @@ fn why_no_kexec() -> Option<String> {
 }
 
 /// The kernels in `dir` (`vmlinuz-<release>`, with `initrd.img-<release>`
-/// or `initramfs-<release>.img`), newest first.
-fn installed(dir: &str) -> Vec<InstalledKernel> {
+/// or `initramfs-<release>.img`), newest first; the sha256 of `running`'s.
+fn installed(dir: &str, running: &str) -> Vec<InstalledKernel> {
     let mut out: Vec<InstalledKernel> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -262,7 +270,8 @@ fn installed(dir: &str) -> Vec<InstalledKernel> {
             let initrd = [format!("{dir}/initrd.img-{release}"), format!("{dir}/initramfs-{release}.img")]
                 .into_iter()
                 .find(|p| Path::new(p).is_file());
-            Some(InstalledKernel { sha256: sha256_of(&image).unwrap_or_default(), release, image, initrd })
+            let sha256 = (release == running).then(|| sha256_of(&image)).flatten();
+            Some(InstalledKernel { sha256, release, image, initrd })
         })
         .collect();
     out.sort_by_key(|k| std::cmp::Reverse(natural(&k.release)));

@@ -230,10 +230,10 @@ impl HostSession {
         }
     }
 
-    /// The host's boot: its kernel, the kernels it has, what it can boot
-    /// with, and a boot of ours under way.
-    pub async fn boot_state(&self) -> Result<BootState, HostError> {
-        match self.agent.request(Request::BootState, None, |_| {}).await? {
+    /// The host's boot: its kernel, the kernels it has, a boot of ours
+    /// under way, and with `means`, what it can boot with (slower).
+    pub async fn boot_state(&self, means: bool) -> Result<BootState, HostError> {
+        match self.agent.request(Request::BootState { means }, None, |_| {}).await? {
             Reply::BootState(st) => Ok(*st),
             other => Err(HostError::Failed(format!("unexpected answer to boot_state: {other:?}"))),
         }

@@ -22,9 +22,12 @@ pub fn decide(spec: &KernelSpec, state: &BootState) -> Decision {
     if release == state.release && spec.cmdline.is_empty() {
         return Decision::AsItIs;
     }
+    let Some(means) = &state.means else {
+        return Decision::Unsupported("the host did not say what it can boot with".into());
+    };
     let why_not = match spec.boot {
-        BootMethod::Kexec => &state.no_kexec,
-        BootMethod::Reboot => &state.no_reboot,
+        BootMethod::Kexec => &means.no_kexec,
+        BootMethod::Reboot => &means.no_reboot,
     };
     if let Some(why) = why_not {
         return Decision::Unsupported(format!("cannot boot a kernel by {}: {why}", spec.boot.as_str()));
@@ -62,13 +65,13 @@ pub fn verify(before_boot_id: &str, want_release: &str, token: Option<&str>, now
 #[cfg(test)]
 mod tests {
     use super::*;
-    use benchrig_wire::boot::InstalledKernel;
+    use benchrig_wire::boot::{BootMeans, InstalledKernel};
 
     fn state() -> BootState {
         let k = |r: &str| InstalledKernel {
             release: r.into(),
             image: format!("/boot/vmlinuz-{r}"),
-            sha256: "s".into(),
+            sha256: None,
             initrd: None,
         };
         BootState {
@@ -76,7 +79,10 @@ mod tests {
             release: "6.1.0-28-amd64".into(),
             cmdline: "root=/dev/vda ro".into(),
             kernels: vec![k("6.12.9+bpo-amd64"), k("6.1.0-28-amd64")],
-            no_kexec: Some("kexec is not installed on this host".into()),
+            means: Some(BootMeans {
+                no_kexec: Some("kexec is not installed on this host".into()),
+                ..BootMeans::default()
+            }),
             ..BootState::default()
         }
     }

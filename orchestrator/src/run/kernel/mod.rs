@@ -145,7 +145,7 @@ impl<'a> Booter<'a> {
     /// Boot `spec` (the session open), replacing the session with one on
     /// the new kernel.
     pub async fn enter(&mut self, session: &mut Option<HostSession>, spec: &KernelSpec) -> Entered {
-        let mut state = match boot_state(session).await {
+        let mut state = match boot_state(session, true).await {
             Ok(s) => s,
             Err(e) => return Entered::Failed(e),
         };
@@ -157,7 +157,7 @@ impl<'a> Booter<'a> {
             if let Err(e) = self.come_back(session, &rec, &state).await {
                 return Entered::Lost(e);
             }
-            state = match boot_state(session).await {
+            state = match boot_state(session, true).await {
                 Ok(s) => s,
                 Err(e) => return Entered::Failed(e),
             };
@@ -215,7 +215,7 @@ impl<'a> Booter<'a> {
                 Err(e) => Entered::Lost(e),
             };
         }
-        if now.kernel(&release).is_none_or(|k| k.sha256 != armed.sha256) {
+        if now.kernel(&release).and_then(|k| k.sha256.as_deref()) != Some(armed.sha256.as_str()) {
             self.say(format!("  warning: {}'s sha256 changed during the boot", armed.image));
         }
         self.say(format!(
@@ -240,7 +240,7 @@ impl<'a> Booter<'a> {
         if session.is_none() {
             return Err("the host was lost on its test kernel".into());
         }
-        let state = boot_state(session).await?;
+        let state = boot_state(session, false).await?;
         self.come_back(session, rec, &state).await
     }
 
@@ -248,7 +248,7 @@ impl<'a> Booter<'a> {
     /// record says which): back to the baseline and verified. What was
     /// done, or none when there was nothing to bring back.
     pub async fn bring_back(&mut self, session: &mut Option<HostSession>) -> Result<Option<String>, String> {
-        let state = boot_state(session).await?;
+        let state = boot_state(session, false).await?;
         let Some(rec) = state.pending.clone() else { return Ok(None) };
         self.come_back(session, &rec, &state).await?;
         Ok(Some(format!("back on kernel {} from benchrig's boot of {}", rec.baseline, rec.release)))
@@ -300,7 +300,7 @@ impl<'a> Booter<'a> {
     /// The host is verified on its baseline: the agent removes the record
     /// and the one-shot entry.
     async fn finish(&self, session: &mut Option<HostSession>, baseline: &str) -> Result<(), String> {
-        let now = boot_state(session).await?;
+        let now = boot_state(session, false).await?;
         if now.release != baseline {
             return Err(format!("the host runs kernel {}, not its baseline {baseline}", now.release));
         }
@@ -363,7 +363,7 @@ impl<'a> Booter<'a> {
                 return Err(why);
             }
             match HostSession::open(self.host, &vars, self.builds, None).await {
-                Ok(s) => match s.boot_state().await {
+                Ok(s) => match s.boot_state(false).await {
                     Ok(st) if st.boot_id != old_boot => {
                         self.opened(&s);
                         return Ok((s, st));
@@ -398,7 +398,7 @@ impl Booted {
             release: state.release.clone(),
             cmdline: state.cmdline.clone(),
             image: k.map(|k| k.image.clone()).unwrap_or_default(),
-            sha256: k.map(|k| k.sha256.clone()).unwrap_or_default(),
+            sha256: k.and_then(|k| k.sha256.clone()).unwrap_or_default(),
             method: None,
             boot_seconds: None,
             ready_seconds: None,
@@ -407,9 +407,9 @@ impl Booted {
     }
 }
 
-async fn boot_state(session: &Option<HostSession>) -> Result<BootState, String> {
+async fn boot_state(session: &Option<HostSession>, means: bool) -> Result<BootState, String> {
     let s = session.as_ref().ok_or("no session")?;
-    s.boot_state().await.map_err(|e| format!("reading the host's boot: {e}"))
+    s.boot_state(means).await.map_err(|e| format!("reading the host's boot: {e}"))
 }
 
 async fn run_power_cycle(cmd: &str) -> Result<(), String> {
