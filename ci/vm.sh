@@ -10,7 +10,7 @@
 # a static 10.77.0.x address, or user-mode networking with a forwarded port.
 #
 # Run as root. Host packages this script needs (for .ci/run to preinstall):
-#   qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client socat
+#   qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client socat fdisk
 # On bookworm with qemu-utils from bookworm-backports already installed (as on
 # this CI image), qemu-system-x86 must come from bookworm-backports too
 # (qemu-utils 10.x Breaks qemu-system-common < 8.0); `ensure_tools` does that
@@ -18,7 +18,7 @@
 set -euo pipefail
 
 # shellcheck disable=SC2034 # documentation for .ci/run (docs/vm.md); ensure_tools maps commands to packages
-HOST_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client socat)
+HOST_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs iproute2 openssh-client socat fdisk)
 
 usage() {
     cat <<EOF
@@ -171,7 +171,7 @@ ensure_tools() {
     local pkgs=() cmd pkg qutils
     for cmd in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap \
                mkfs.ext4:e2fsprogs debugfs:e2fsprogs ip:iproute2 ssh:openssh-client \
-               ssh-keygen:openssh-client socat:socat; do
+               ssh-keygen:openssh-client socat:socat sfdisk:fdisk; do
         pkg=${cmd#*:}; cmd=${cmd%%:*}
         command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
     done
