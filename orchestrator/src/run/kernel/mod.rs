@@ -208,7 +208,7 @@ impl<'a> Booter<'a> {
             let back = if now.token().is_some() {
                 self.come_back(session, &record, &now).await
             } else {
-                self.finish(session, &record.baseline).await
+                self.finish(session, &record.baseline, &now).await
             };
             return match back {
                 Ok(()) => Entered::NotBooted { why, console: lines },
@@ -263,7 +263,7 @@ impl<'a> Booter<'a> {
     ) -> Result<(), String> {
         if state.release == rec.baseline && state.token().is_none() {
             // Never booted, or back already (a power cycle): only the record goes.
-            return self.finish(session, &rec.baseline).await;
+            return self.finish(session, &rec.baseline, state).await;
         }
         let order = BootOrder {
             release: rec.baseline.clone(),
@@ -291,16 +291,15 @@ impl<'a> Booter<'a> {
                     return self.power_cycle_back(session, rec, &now.boot_id, why, &lines).await;
                 }
                 self.say(format!("  back on kernel {} after {:.1} s", rec.baseline, t0.elapsed().as_secs_f64()));
-                self.finish(session, &rec.baseline).await
+                self.finish(session, &rec.baseline, &now).await
             }
             Err(why) => self.power_cycle_back(session, rec, &state.boot_id, why, &lines).await,
         }
     }
 
-    /// The host is verified on its baseline: the agent removes the record
-    /// and the one-shot entry.
-    async fn finish(&self, session: &mut Option<HostSession>, baseline: &str) -> Result<(), String> {
-        let now = boot_state(session, false).await?;
+    /// The host, in the state `now` it was just read in, is on its
+    /// baseline: the agent removes the record and the one-shot entry.
+    async fn finish(&self, session: &mut Option<HostSession>, baseline: &str, now: &BootState) -> Result<(), String> {
         if now.release != baseline {
             return Err(format!("the host runs kernel {}, not its baseline {baseline}", now.release));
         }
@@ -337,7 +336,7 @@ impl<'a> Booter<'a> {
         *session = Some(fresh);
         verify(boot_id, &rec.baseline, None, &now).map_err(|e| format!("{why}; after a power cycle: {e}"))?;
         self.say(format!("  back on kernel {} after the power cycle", rec.baseline));
-        self.finish(session, &rec.baseline).await
+        self.finish(session, &rec.baseline, &now).await
     }
 
     /// Close the session so the agent fires the boot (its goodbye),
