@@ -156,7 +156,7 @@ ci/vm.sh up >/dev/null
 step "end-to-end tests on the guests"
 cargo test --locked --workspace --test vm -- --ignored --test-threads=1
 
-step "the kernel under test on kboot: kexec and one-shot GRUB boots, and a one-shot the host ignores (real boots under TCG)"
+step "the kernel under test on kboot: a kernel package installed and removed, kexec and one-shot GRUB boots, and faults (a one-shot ignored, a root that never comes, a panic with a failing power command, a full /boot, a killed controller; real boots under TCG)"
 cargo test --locked --workspace --test kernels -- --ignored --test-threads=1
 
 step "guests down, and nothing left behind"

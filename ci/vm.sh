@@ -34,6 +34,9 @@ usage: ${0##*/} COMMAND [ARGS]
   ssh GUEST [CMD]  ssh into a guest with the lab key
   power GUEST      power-cycle a running guest (the monitor's system_reset;
                    $VMROOT/power GUEST, the kernel lab's benchrig_power_cycle)
+  kernel-deb       download (once, into the cache) a kernel package the grub
+                   guest does not have: Debian's backports cloud-amd64 kernel,
+                   for the kernel.package test; print its path
 
 Guests: ${GUESTS[*]}
 Run dir: $VMROOT   Image cache: $CACHE
@@ -159,10 +162,15 @@ need_guest() {
 
 BPO_DIR=$CACHE/apt-bpo
 apt_bpo() {   # apt-get with a private sources list that adds bookworm-backports
+    apt_bpo_with apt-get "$@"
+}
+apt_bpo_with() {   # apt_bpo_with TOOL ARGS: apt-get or apt-cache on that list
+    local tool=$1
+    shift
     mkdir -p "$BPO_DIR/lists/partial" "$BPO_DIR/archives/partial"
     printf 'deb %s %s main\n' "$MIRROR" "$HOST_SUITE-backports" "$MIRROR" "$HOST_SUITE" \
         >"$BPO_DIR/sources.list"
-    DEBIAN_FRONTEND=noninteractive apt-get -o Dir::Etc::sourcelist="$BPO_DIR/sources.list" \
+    DEBIAN_FRONTEND=noninteractive "$tool" -o Dir::Etc::sourcelist="$BPO_DIR/sources.list" \
         -o Dir::Etc::sourceparts=- -o Dir::State::lists="$BPO_DIR/lists" \
         -o Dir::Cache::archives="$BPO_DIR/archives" "$@"
 }
@@ -701,6 +709,27 @@ EOF
     chmod 755 "$VMROOT/power"
 }
 
+# A kernel package the grub guest lacks (it has the suite's generic kernel
+# and the backports one): the backports cloud flavour, a real Debian kernel
+# .deb whose hooks build an initramfs and update GRUB, as a lab's would.
+cmd_kernel_deb() {
+    local d=$CACHE/packages f meta ver pkg
+    mkdir -p "$d"
+    f=$(find "$d" -maxdepth 1 -name 'linux-image-*-cloud-amd64_*_amd64.deb' | sort | tail -n1)
+    if [[ -z $f ]]; then
+        apt_bpo update -qq >&2
+        meta=linux-image-cloud-amd64
+        ver=$(apt_bpo_with apt-cache madison "$meta" | awk -F'|' '$3 ~ /backports/ { gsub(/ /, "", $2); print $2; exit }')
+        [[ -n $ver ]] || die "no $meta in $HOST_SUITE-backports"
+        pkg=$(apt_bpo_with apt-cache show "$meta=$ver" | sed -n 's/^Depends: \(linux-image-[^ ,]*\).*/\1/p' | head -n1)
+        [[ -n $pkg ]] || die "$meta $ver names no kernel package"
+        (cd "$d" && apt_bpo download "$pkg" >&2) || die "downloading $pkg failed"
+        f=$(find "$d" -maxdepth 1 -name "${pkg}_*.deb" | head -n1)
+        [[ -n $f ]] || die "apt-get download left no ${pkg}_*.deb in $d"
+    fi
+    echo "$f"
+}
+
 cmd_ssh() {
     local g=$1; shift
     ssh_opts "$g"
@@ -769,6 +798,7 @@ main() {
         status) cmd_status ;;
         ssh) need_guest "${1:-}"; cmd_ssh "$@" ;;
         power) need_guest "${1:-}"; [[ $# -eq 1 ]] || { usage >&2; exit 2; }; cmd_power "$1" ;;
+        kernel-deb) cmd_kernel_deb ;;
         -h|--help|help) usage ;;
         *) usage >&2; exit 2 ;;
     esac

@@ -243,6 +243,9 @@ fn handle(
             st.armed = Some(firing);
             Ok(Reply::Armed(armed))
         }
+        Request::InstallKernel { package, keep } => {
+            crate::boot::package::install(&st.work_dir, &package, keep).map(Reply::Installed)
+        }
         Request::BootDone => crate::boot::done(&st.work_dir).map(|removed| Reply::BootDone { removed }),
         // Answered by the reader thread; never queued.
         Request::Ping | Request::Alive | Request::Cancel { .. } | Request::Shutdown => {

@@ -34,6 +34,7 @@ const CASES: &[(&str, &str)] = &[
     ("fresh-unknown.yml", "a `fresh` that is no policy, with a near miss"),
     ("fresh-round-sequential.yml", "a templated `fresh: round` with `cell_order: sequential` (no rounds)"),
     ("monitors-zero.yml", "`monitors: 0`, no interval"),
+    ("kernel-package-missing.yml", "a kernel package that is not on the controller, at `kernel.package`"),
 ];
 
 fn run(file: &str) -> (Option<i32>, String) {

@@ -59,6 +59,9 @@ pub struct BootState {
     pub means: Option<BootMeans>,
     /// A boot benchrig started and has not brought back from yet.
     pub pending: Option<BootRecord>,
+    /// Kernel packages benchrig installed here and has not removed yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<OurPackage>,
 }
 
 /// What a host can boot a kernel once with.
@@ -139,6 +142,45 @@ pub struct BootRecord {
     pub entry: Option<String>,
 }
 
+/// A kernel package to install (`Request::InstallKernel`): a `.deb` or
+/// `.rpm` the controller put in the agent's dir.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelPackage {
+    /// Its path on the host, in the agent's private dir.
+    pub file: String,
+    /// Its sha256, checked again on the host before it is installed.
+    pub sha256: String,
+    /// The file's name on the controller, as a person reads it.
+    pub name: String,
+}
+
+/// A kernel package benchrig installed on a host, kept in the host's
+/// record from before the install until it is removed again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OurPackage {
+    /// The package's name (`linux-image-6.12.12-amd64`, `kernel-core`).
+    pub package: String,
+    pub version: String,
+    /// The kernel it installs, as `uname -r` will name it.
+    pub release: String,
+    /// `dpkg` or `rpm`: what installed it and removes it.
+    pub tool: String,
+    /// Left installed after the play (`kernel.keep`).
+    #[serde(default)]
+    pub keep: bool,
+}
+
+/// What `InstallKernel` did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Installed {
+    pub package: OurPackage,
+    /// False when the host had this very package already (then it is the
+    /// host's, and never removed).
+    pub installed_now: bool,
+    /// How long the install took on the host (its hooks: initramfs, GRUB).
+    pub seconds: f64,
+}
+
 /// What the agent says when a boot is armed: how the host will boot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Armed {
@@ -154,6 +196,14 @@ pub struct Armed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boot_state_without_packages_reads_as_before() {
+        let old = r#"{"boot_id":"b","release":"r","cmdline":"c","kernels":[],"means":null,"pending":null}"#;
+        let st: BootState = serde_json::from_str(old).unwrap();
+        assert!(st.packages.is_empty());
+        assert!(!serde_json::to_string(&st).unwrap().contains("packages"));
+    }
 
     #[test]
     fn the_token_is_read_from_anywhere_on_the_command_line() {

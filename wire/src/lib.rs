@@ -36,7 +36,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("
 /// Bumped on every incompatible change to a frame or message (3: the
 /// orchestrator's `Alive` heartbeat, `Configured` says what was restored;
 /// 4: booting a kernel, `BootState` and `Boot`).
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Lower-case hex of a byte string (a sha256 digest, in practice).
 pub fn hex(bytes: &[u8]) -> String {

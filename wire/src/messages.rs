@@ -68,8 +68,18 @@ pub enum Request {
     /// Arm a boot (a kernel once, or back to the baseline), which happens
     /// when the session ends. Answered with `Reply::Armed`.
     Boot(crate::boot::BootOrder),
-    /// The host is back on its baseline, as verified: remove the boot record
-    /// and the one-shot entry. Answered with `Reply::BootDone`.
+    /// Install a kernel package the controller put on the host, written
+    /// down first so that it is removed again. Answered with
+    /// `Reply::Installed`.
+    InstallKernel {
+        package: crate::boot::KernelPackage,
+        /// Leave it installed after the play.
+        #[serde(default)]
+        keep: bool,
+    },
+    /// The host is back on its baseline, as verified: remove the boot record,
+    /// the one-shot entry and the kernel packages benchrig installed (but
+    /// those to keep). Answered with `Reply::BootDone`.
     BootDone,
 }
 
@@ -142,6 +152,7 @@ pub enum Reply {
     },
     BootState(Box<crate::boot::BootState>),
     Armed(crate::boot::Armed),
+    Installed(crate::boot::Installed),
     /// What `BootDone` removed, as a person reads it.
     BootDone {
         removed: Vec<String>,

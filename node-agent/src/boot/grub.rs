@@ -206,6 +206,76 @@ pub fn without_block(text: &str, token: Option<&str>) -> (String, bool) {
     (out, found)
 }
 
+/// A top-level item of `grub.cfg` (or of a submenu): its title, its id,
+/// and for an entry its kernel image, for a submenu its items.
+#[derive(Debug)]
+struct Item {
+    title: String,
+    id: Option<String>,
+    image: Option<String>,
+    children: Vec<Item>,
+}
+
+/// The items of a block's lines.
+fn items(lines: &[&str]) -> Vec<Item> {
+    let mut out = vec![];
+    let mut i = 0;
+    while i < lines.len() {
+        let head = lines[i].trim_start();
+        let submenu = head.starts_with("submenu ");
+        if (submenu || head.starts_with("menuentry ")) && head.trim_end().ends_with('{') {
+            let (body, end) = block(lines, i + 1);
+            let quoted = quoted_words(head);
+            let id = head
+                .split_whitespace()
+                .position(|w| w == "$menuentry_id_option" || w == "--id")
+                .and_then(|_| quoted.get(1).cloned());
+            let image = (!submenu)
+                .then(|| body.iter().find_map(|l| linux_line(l).map(|(_, img, _)| img.to_string())))
+                .flatten();
+            let children = if submenu { items(&body) } else { vec![] };
+            out.push(Item { title: quoted.first().cloned().unwrap_or_default(), id, image, children });
+            i = end;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The single-quoted words of a line, in order.
+fn quoted_words(line: &str) -> Vec<String> {
+    line.split('\'').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// The kernel image GRUB boots by default, as `cfg` says: its
+/// `set default=` (not the `next_entry` one), with `${saved_entry}` read
+/// from grubenv's `saved`; an index, an id or a title, `>` into a submenu.
+/// None when it names nothing found.
+pub fn default_image(cfg: &str, saved: Option<&str>) -> Option<String> {
+    let value = cfg.lines().find_map(|l| {
+        let v = l.trim().strip_prefix("set default=")?.trim_matches('"');
+        (!v.contains("next_entry")).then(|| v.to_string())
+    })?;
+    let value = match value.as_str() {
+        "${saved_entry}" => saved.unwrap_or("0").to_string(),
+        _ => value,
+    };
+    let lines: Vec<&str> = cfg.lines().collect();
+    let mut level = items(&lines);
+    let mut parts = value.split('>').peekable();
+    while let Some(part) = parts.next() {
+        let item = match part.parse::<usize>() {
+            Ok(n) => level.into_iter().nth(n)?,
+            Err(_) => level.into_iter().find(|it| it.id.as_deref() == Some(part) || it.title == part)?,
+        };
+        if parts.peek().is_none() {
+            return item.image;
+        }
+        level = item.children;
+    }
+    None
+}
+
 /// The linux line's arguments of the entry, the command line GRUB gives.
 pub fn entry_args(body: &[String]) -> Option<String> {
     body.iter().find_map(|l| linux_line(l).map(|(_, _, args)| args.to_string()))
@@ -259,6 +329,20 @@ fi
         let top = entry_for(CFG, "6.12.9+bpo-amd64").unwrap();
         assert!(top.iter().any(|l| l.contains("vmlinuz-6.12.9+bpo-amd64")));
         assert_eq!(entry_for(CFG, "6.1.0-2"), None, "a prefix of a release is another release");
+    }
+
+    #[test]
+    fn the_default_entry_is_resolved_by_id_path_index_title_and_saved_entry() {
+        assert_eq!(default_image(CFG, None).as_deref(), Some("/boot/vmlinuz-6.1.0-28-amd64"));
+        let first = CFG.replace("gnulinux-advanced-1234>gnulinux-6.1.0-28-amd64-advanced-1234", "0");
+        assert_eq!(default_image(&first, None).as_deref(), Some("/boot/vmlinuz-6.12.9+bpo-amd64"));
+        let nested = CFG.replace("gnulinux-advanced-1234>gnulinux-6.1.0-28-amd64-advanced-1234", "1>0");
+        assert_eq!(default_image(&nested, None).as_deref(), Some("/boot/vmlinuz-6.1.0-28-amd64"));
+        let saved = CFG.replace("gnulinux-advanced-1234>gnulinux-6.1.0-28-amd64-advanced-1234", "${saved_entry}");
+        assert_eq!(default_image(&saved, Some("Debian GNU/Linux")).as_deref(), Some("/boot/vmlinuz-6.12.9+bpo-amd64"));
+        assert_eq!(default_image(&saved, None).as_deref(), Some("/boot/vmlinuz-6.12.9+bpo-amd64"));
+        let gone = CFG.replace("gnulinux-advanced-1234>gnulinux-6.1.0-28-amd64-advanced-1234", "nothing");
+        assert_eq!(default_image(&gone, None), None);
     }
 
     #[test]

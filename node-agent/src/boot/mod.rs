@@ -11,6 +11,7 @@
 //! lands on the baseline.
 
 pub mod grub;
+pub mod package;
 mod record;
 
 use benchrig_wire::boot::{Armed, BootMeans, BootMethod, BootOrder, BootState, InstalledKernel, TOKEN_WORD};
@@ -28,7 +29,7 @@ pub struct Firing {
 /// `means`, what it can boot with.
 pub fn state(work_dir: &Path, means: bool) -> BootState {
     let release = rustix::system::uname().release().to_string_lossy().into_owned();
-    let pending = record::read(work_dir).unwrap_or_else(|e| {
+    let pending = record::read(work_dir, record::BOOT).unwrap_or_else(|e| {
         crate::say!("benchrig-agent: {e}");
         None
     });
@@ -39,6 +40,7 @@ pub fn state(work_dir: &Path, means: bool) -> BootState {
         cmdline: read_trim("/proc/cmdline"),
         means: means.then(boot_means),
         pending,
+        packages: package::ours(work_dir),
     }
 }
 
@@ -117,7 +119,7 @@ pub fn arm(work_dir: &Path, order: &BootOrder) -> Result<(Armed, Firing), AgentE
             let extra = words(&[&order.cmdline, &format!("{TOKEN_WORD}={}", order.token)]);
             let block = grub::one_shot(&body, &order.release, &order.token, &extra);
             rec.entry = Some(grub::entry_id(&order.token));
-            record::write(work_dir, &rec)?;
+            record::write(work_dir, record::BOOT, &rec)?;
             let custom = g.custom();
             let mut text = std::fs::read_to_string(&custom).unwrap_or_default();
             if !text.is_empty() && !text.ends_with('\n') {
@@ -138,7 +140,7 @@ pub fn arm(work_dir: &Path, order: &BootOrder) -> Result<(Armed, Firing), AgentE
                 words(&[&own_words(&st.cmdline), &order.cmdline, &format!("{TOKEN_WORD}={}", order.token)])
             };
             if !back {
-                record::write(work_dir, &rec)?;
+                record::write(work_dir, record::BOOT, &rec)?;
             }
             let mut load = vec!["kexec".to_string(), "-l".into(), kernel.image.clone()];
             if let Some(initrd) = &kernel.initrd {
@@ -159,9 +161,24 @@ pub fn arm(work_dir: &Path, order: &BootOrder) -> Result<(Armed, Firing), AgentE
 /// `next_entry` of ours GRUB did not get to), unload a kernel kexec still
 /// holds, and the record.
 pub fn done(work_dir: &Path) -> Result<Vec<String>, AgentError> {
-    let Some(rec) = record::read(work_dir).map_err(AgentError::failed)? else {
-        return Ok(vec![]);
+    let mut said = match record::read(work_dir, record::BOOT).map_err(AgentError::failed)? {
+        Some(rec) => boot_undone(work_dir, &rec)?,
+        None => vec![],
     };
+    let running = rustix::system::uname().release().to_string_lossy().into_owned();
+    // The host is back either way: a package that would not go (dpkg's lock
+    // held all along) stays recorded, for the next run or `cleanup`.
+    match package::remove_ours(work_dir, &running) {
+        Ok(removed) => said.extend(removed),
+        Err(e) => {
+            said.push(format!("warning: {e}; it stays recorded, and the next run or `benchrig cleanup` removes it"))
+        }
+    }
+    Ok(said)
+}
+
+/// Undo what arming `rec` changed (the host is back on its baseline).
+fn boot_undone(work_dir: &Path, rec: &benchrig_wire::boot::BootRecord) -> Result<Vec<String>, AgentError> {
     let mut said = vec![];
     if let Some(g) = grub::Grub::find() {
         let custom = g.custom();
@@ -188,7 +205,7 @@ pub fn done(work_dir: &Path) -> Result<Vec<String>, AgentError> {
     if rec.method == BootMethod::Kexec && read_trim("/sys/kernel/kexec_loaded") == "1" {
         let _ = crate::cmd::run(&["kexec", "-u"]);
     }
-    record::remove(work_dir).map_err(AgentError::failed)?;
+    record::remove(work_dir, record::BOOT).map_err(AgentError::failed)?;
     Ok(said)
 }
 
@@ -231,7 +248,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Booting needs root: kexec_load and the bootloader's files.
-fn root_first() -> Option<String> {
+pub(super) fn root_first() -> Option<String> {
     (!rustix::process::geteuid().is_root()).then(|| "booting a kernel needs root (`become: true`)".to_string())
 }
 
@@ -293,7 +310,7 @@ fn natural(release: &str) -> Vec<(u64, String)> {
     parts
 }
 
-fn sha256_of(path: &str) -> Option<String> {
+pub(super) fn sha256_of(path: &str) -> Option<String> {
     use sha2::{Digest, Sha256};
     Some(benchrig_wire::hex(&Sha256::digest(std::fs::read(path).ok()?)))
 }

@@ -1,25 +1,28 @@
-//! The host's record of a boot under way (`BootRecord`), in the agent's
-//! work dir: written, and synced, before anything about the boot changes,
-//! removed once the host is verified back on its baseline. It outlives the
-//! agent, the controller and the reboot, so that the next agent tells
-//! `--resume` or `cleanup` what to bring back. Trusted, as the journal is,
-//! only when no one but root or the agent's user could have written it.
+//! The host's records of what benchrig changed about its boot, in the
+//! agent's work dir: the boot under way (`BOOT`, a `BootRecord`) and the
+//! kernel packages installed (`PACKAGES`). Each is written, and synced,
+//! before the change it describes, and removed once the change is undone.
+//! They outlive the agent, the controller and the reboot, so that the next
+//! agent tells `--resume` or `cleanup` what to bring back. Trusted, as the
+//! journal is, only when no one but root or the agent's user could have
+//! written them.
 
 use crate::ledger::{not_private, open_private};
-use benchrig_wire::boot::BootRecord;
 use benchrig_wire::messages::AgentError;
 use rustix::fs::OFlags;
+use serde::{de::DeserializeOwned, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn path(work_dir: &Path) -> PathBuf {
-    work_dir.join("boot.json")
-}
+/// The boot under way.
+pub const BOOT: &str = "boot.json";
+/// The kernel packages benchrig installed and has not removed.
+pub const PACKAGES: &str = "kernel-packages.json";
 
-/// The record, when there is one.
-pub fn read(work_dir: &Path) -> Result<Option<BootRecord>, String> {
-    let p = path(work_dir);
+/// The record `name`, when there is one.
+pub fn read<T: DeserializeOwned>(work_dir: &Path, name: &str) -> Result<Option<T>, String> {
+    let p = work_dir.join(name);
     let mut f = match open_private(&p, OFlags::empty()) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -34,9 +37,9 @@ pub fn read(work_dir: &Path) -> Result<Option<BootRecord>, String> {
     serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: damaged: {e}", p.display()))
 }
 
-/// Write the record, durably, before the boot it describes is armed.
-pub fn write(work_dir: &Path, rec: &BootRecord) -> Result<(), AgentError> {
-    let p = path(work_dir);
+/// Write the record `name`, durably, before the change it describes.
+pub fn write<T: Serialize>(work_dir: &Path, name: &str, rec: &T) -> Result<(), AgentError> {
+    let p = work_dir.join(name);
     let tmp = p.with_extension(format!("tmp.{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let result = (|| {
@@ -46,12 +49,13 @@ pub fn write(work_dir: &Path, rec: &BootRecord) -> Result<(), AgentError> {
         std::fs::rename(&tmp, &p)?;
         std::fs::File::open(work_dir)?.sync_all()
     })();
-    result.map_err(|e| AgentError::failed(format!("writing the boot record {}: {e}", p.display())))
+    result.map_err(|e| AgentError::failed(format!("writing the record {}: {e}", p.display())))
 }
 
-pub fn remove(work_dir: &Path) -> Result<(), String> {
-    match std::fs::remove_file(path(work_dir)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", path(work_dir).display())),
+pub fn remove(work_dir: &Path, name: &str) -> Result<(), String> {
+    let p = work_dir.join(name);
+    match std::fs::remove_file(&p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", p.display())),
         _ => Ok(()),
     }
 }

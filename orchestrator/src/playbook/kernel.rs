@@ -17,36 +17,55 @@ pub const BASELINE: &str = "baseline";
 /// A play's kernel, rendered for one cell on one host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct KernelSpec {
-    /// A release as `uname -r` says it, or [`BASELINE`].
-    pub release: String,
+    /// A release as `uname -r` says it, or [`BASELINE`]; none: the one
+    /// `package` installs.
+    pub release: Option<String>,
     /// Words appended to the host's own command line.
     pub cmdline: String,
     pub boot: BootMethod,
+    /// A kernel package on the controller, installed before the boot.
+    pub package: Option<String>,
+    /// Leave the package installed after the play.
+    pub keep: bool,
 }
 
 impl KernelSpec {
     /// Whether the host runs this as it is, with no boot: its baseline,
     /// with nothing added to the command line.
     pub fn is_baseline(&self) -> bool {
-        self.release == BASELINE && self.cmdline.is_empty()
+        self.release.as_deref() == Some(BASELINE) && self.cmdline.is_empty() && self.package.is_none()
+    }
+
+    /// The kernel as a person names it: its release, or its package's file.
+    pub fn name(&self) -> String {
+        match (&self.release, &self.package) {
+            (Some(r), _) => r.clone(),
+            (None, Some(p)) => format!("from {}", p.rsplit('/').next().unwrap_or(p)),
+            (None, None) => BASELINE.into(),
+        }
     }
 
     /// `6.12.9+bpo-amd64 (kexec, + panic=10)`.
     pub fn describe(&self) -> String {
         let words = if self.cmdline.is_empty() { String::new() } else { format!(", + {}", self.cmdline) };
-        format!("{} ({}{words})", self.release, self.boot.as_str())
+        let from = match (&self.release, &self.package) {
+            (Some(_), Some(p)) => format!(", from {}", p.rsplit('/').next().unwrap_or(p)),
+            _ => String::new(),
+        };
+        format!("{} ({}{words}{from})", self.name(), self.boot.as_str())
     }
 }
 
 /// `kernel:` checked: a mapping of known keys whose literal values are valid.
 pub fn check(v: &Node) -> Result<Node, ConfigError> {
-    let mut saw_release = false;
+    let (mut saw_release, mut saw_package) = (false, false);
     for (k, val) in v.expect_map("`kernel`")? {
         let key = k.expect_str("a `kernel` key")?;
         if !keys::has(keys::KERNEL, key) {
             return Err(unknown_key(k, "`kernel`", &keys::names(keys::KERNEL)));
         }
         saw_release |= key == "release";
+        saw_package |= key == "package";
         let json = val.to_json();
         if !is_template(&json) {
             check_value(key, &json).map_err(|e| {
@@ -58,8 +77,10 @@ pub fn check(v: &Node) -> Result<Node, ConfigError> {
             })?;
         }
     }
-    if !saw_release {
-        return Err(v.error("`kernel` needs `release`: an installed kernel as `uname -r` names it, or `baseline`"));
+    if !saw_release && !saw_package {
+        return Err(v.error(
+            "`kernel` needs `release` (an installed kernel as `uname -r` names it, or `baseline`) or `package` (a .deb or .rpm to install)",
+        ));
     }
     Ok(v.clone())
 }
@@ -79,6 +100,12 @@ fn check_value(key: &str, v: &Json) -> Result<(), String> {
         ("cmdline", _) => Err("`kernel.cmdline` is one line of kernel parameters (`panic=10 mitigations=off`)".into()),
         ("boot", Json::String(s)) if BootMethod::from_name(s).is_some() => Ok(()),
         ("boot", _) => Err("`kernel.boot` is `kexec` or `reboot` (a one-shot boot entry)".into()),
+        ("package", Json::String(s)) if !s.contains('\n') && (s.ends_with(".deb") || s.ends_with(".rpm")) => Ok(()),
+        ("package", _) => {
+            Err("`kernel.package` is the path of a kernel package on the controller: a .deb or an .rpm".into())
+        }
+        ("keep", Json::Bool(_)) => Ok(()),
+        ("keep", _) => Err("`kernel.keep` is true or false".into()),
         _ => Err(format!("unknown key `{key}` in `kernel`")),
     }
 }
@@ -106,10 +133,20 @@ pub fn render(node: &Node, ctx: &Json, t: &Templates) -> Result<KernelSpec, Conf
             }
         }
     };
-    let release = text("release")?.unwrap_or_else(|| BASELINE.into());
+    let package = text("package")?;
+    let release = text("release")?.or_else(|| package.is_none().then(|| BASELINE.into()));
     let cmdline = text("cmdline")?.unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
     let boot = text("boot")?.and_then(|b| BootMethod::from_name(&b)).unwrap_or(BootMethod::Reboot);
-    Ok(KernelSpec { release, cmdline, boot })
+    let keep = match v.get("keep") {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(b)) => *b,
+        Some(Json::String(s)) if matches!(s.as_str(), "true" | "True") => true,
+        Some(Json::String(s)) if matches!(s.as_str(), "false" | "False" | "") => false,
+        Some(other) => {
+            return Err(ConfigError::at(&at("keep"), format!("`kernel.keep` is true or false, not {other}")))
+        }
+    };
+    Ok(KernelSpec { release, cmdline, boot, package, keep })
 }
 
 #[cfg(test)]
@@ -133,6 +170,11 @@ mod tests {
         assert_eq!(e.hint.as_deref(), Some("did you mean `release`?"));
         let e = kernel("kernel:\n  boot: kexec\n").unwrap_err();
         assert!(e.message.contains("needs `release`"), "{e}");
+        let e = kernel("kernel:\n  package: kernels/bzImage\n").unwrap_err();
+        assert_eq!((e.line, e.col), (2, 12));
+        let e = kernel("kernel:\n  package: k.deb\n  keep: yes please\n").unwrap_err();
+        assert_eq!((e.line, e.col), (3, 9));
+        kernel("kernel:\n  package: \"builds/{{ rev }}/linux-image.deb\"\n  keep: true\n").unwrap();
         kernel("kernel:\n  release: baseline\n  cmdline: panic=10\n  boot: reboot\n").unwrap();
     }
 
@@ -145,9 +187,11 @@ mod tests {
         assert_eq!(
             spec,
             KernelSpec {
-                release: "6.12.9+bpo-amd64".into(),
+                release: Some("6.12.9+bpo-amd64".into()),
                 cmdline: "panic=10 quiet".into(),
-                boot: BootMethod::Kexec
+                boot: BootMethod::Kexec,
+                package: None,
+                keep: false,
             }
         );
         assert_eq!(spec.describe(), "6.12.9+bpo-amd64 (kexec, + panic=10 quiet)");
@@ -156,5 +200,12 @@ mod tests {
         let base = render(&kernel("kernel: {release: baseline}\n").unwrap(), &serde_json::json!({}), &t).unwrap();
         assert!(base.is_baseline());
         assert_eq!(base.boot, BootMethod::Reboot);
+        let pkg = kernel("kernel:\n  package: \"k/linux-image-{{ v }}_amd64.deb\"\n  boot: kexec\n").unwrap();
+        let spec = render(&pkg, &serde_json::json!({"v": "6.12.12"}), &t).unwrap();
+        assert_eq!((spec.release.as_deref(), spec.package.as_deref()), (None, Some("k/linux-image-6.12.12_amd64.deb")));
+        assert_eq!(spec.describe(), "from linux-image-6.12.12_amd64.deb (kexec)");
+        assert!(!spec.is_baseline() && !spec.keep);
+        let e = render(&pkg, &serde_json::json!({"v": "6.12.12\n"}), &t).unwrap_err();
+        assert_eq!((e.line, e.col), (2, 12));
     }
 }

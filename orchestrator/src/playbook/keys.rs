@@ -245,10 +245,20 @@ pub const PLAY_RULES: &[Rule] = &[
 
 /// A play's `kernel:` (`playbook::kernel`).
 pub const KERNEL: &[Key] = &[
-    must(
+    key(
         "release",
-        "An installed kernel, as `uname -r` names it (`6.12.9+bpo-amd64`), or `baseline`: the host's default kernel; or a template giving one.",
+        "An installed kernel, as `uname -r` names it (`6.12.9+bpo-amd64`), or `baseline`: the host's default kernel; or a template giving one. With `package`: the release the package must install (none: whatever it installs). `kernel` needs `release` or `package`.",
         Shape::AnyOf(&[Shape::Pattern(r"^[A-Za-z0-9._+~-]+$"), Shape::Template]),
+    ),
+    key(
+        "package",
+        "A kernel package on the controller (`.deb` or `.rpm`; relative to the playbook), or a template giving one: copied to each host, its sha256 checked there, installed with the host's dpkg or rpm, and removed once the host is back on its own kernel. A host that has that package already keeps it; one with another version of it is `unsupported`.",
+        Shape::AnyOf(&[Shape::Pattern(r"^[^\n]*\.(deb|rpm)$"), Shape::Template]),
+    ),
+    key(
+        "keep",
+        "Leave the package installed after the play (it becomes the host's own).",
+        Shape::Bool,
     ),
     key(
         "cmdline",

@@ -98,10 +98,10 @@ pub fn check_playbook(
         plan::scratch_devices(h, &vars).map_err(anyhow::Error::msg)?;
         for &pi in plays.iter().filter(|&&pi| pb.plays[pi].roles.is_empty()) {
             let input = HostInput { inventory: &inv, host: h, extra_vars: extra, facts: None };
-            if let Err(e) = plan::plan_play(&pb.plays[pi], pi, &input, &t) {
-                if !needs_facts(&e) {
-                    return Err(e.into());
-                }
+            match plan::plan_play(&pb.plays[pi], pi, &input, &t) {
+                Ok(cells) => packages_exist(&pb, pi, &cells)?,
+                Err(e) if !needs_facts(&e) => return Err(e.into()),
+                Err(_) => {}
             }
         }
     }
@@ -130,6 +130,24 @@ pub fn check_playbook(
         }
     }
     Ok(checked)
+}
+
+/// Every kernel package the cells of play `pi` install is a file on the
+/// controller (relative to the playbook): said before any host is touched.
+fn packages_exist(pb: &Playbook, pi: usize, cells: &[plan::Cell]) -> Result<(), ConfigError> {
+    let dir = std::path::Path::new(&pb.path).parent().unwrap_or(std::path::Path::new(""));
+    for file in cells.iter().filter_map(|c| c.kernel.as_ref()?.package.as_deref()) {
+        let path = dir.join(file);
+        if let Err(e) = std::fs::File::open(&path).and_then(|f| f.metadata()).and_then(|m| match m.is_file() {
+            true => Ok(()),
+            false => Err(std::io::Error::other("not a file")),
+        }) {
+            let node = pb.plays[pi].kernel.as_ref().expect("a cell's kernel is its play's");
+            let loc = node.get("package").map_or(&node.loc, |n| &n.loc);
+            return Err(ConfigError::at(loc, format!("kernel package {}: {e}", path.display())));
+        }
+    }
+    Ok(())
 }
 
 /// A plan error that only says "facts are not known yet": a template's

@@ -127,7 +127,7 @@ async fn run_under_kernel(
         return run_cells(ctx, pi, host, slot, cells, seed).await;
     }
     ctx.progress.line(host, format!("kernel {}", spec.describe()));
-    let lost = |why: String| format!("its kernel {}: {why}", spec.release);
+    let lost = |why: String| format!("its kernel {}: {why}", spec.name());
     let mut booter = match Booter::in_run(ctx, host) {
         Ok(b) => b,
         Err(why) => {

@@ -528,17 +528,70 @@ const UNSAFE_STATUS: i32 = 4;
 /// agent never has that name. `[ -x ]` is false on a noexec mount (access(2)
 /// checks it), even for root.
 fn upload_script(dir_expr: &str, sha: &str, len: usize) -> String {
+    write_script(dir_expr, &Upload::Agent, sha, len)
+}
+
+/// What an upload writes: the agent (run from there), or a file the agent
+/// reads (a kernel package), private and not executable.
+enum Upload {
+    Agent,
+    File,
+}
+
+impl Upload {
+    /// The temporary name's prefix, the final name, and what the script
+    /// prints once done: the dir for the agent, the file's path for a file.
+    fn names(&self, sha: &str) -> (&'static str, String, String) {
+        match self {
+            Upload::Agent => (".benchrig-agent", format!("benchrig-agent-{sha}"), "$d".into()),
+            Upload::File => (".benchrig-file", format!(".benchrig-file-{sha}"), format!("$d/.benchrig-file-{sha}")),
+        }
+    }
+}
+
+fn write_script(dir_expr: &str, what: &Upload, sha: &str, len: usize) -> String {
+    let (tmp, name, said) = what.names(sha);
+    let finish = match what {
+        Upload::Agent => format!(
+            "chmod 700 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; : > \"$d/{NOEXEC_MARKER}\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; "
+        ),
+        Upload::File => "chmod 600 \"$t\"; ".to_string(),
+    };
     format!(
         "{SH_FUNCTIONS}umask 077; d={dir_expr}; mkdir -p \"$d\" 2>/dev/null; \
          if ! private \"$d\"; then printf '%s\\t%s\\n' \"$d\" \"$(why \"$d\")\"; exit {UNSAFE_STATUS}; fi; \
-         t=$(mktemp \"$d/.benchrig-agent.XXXXXX\" 2>/dev/null) \
-         || {{ t=\"$d/.benchrig-agent.$$\"; (set -C; : > \"$t\") || exit 1; }}; \
+         t=$(mktemp \"$d/{tmp}.XXXXXX\" 2>/dev/null) \
+         || {{ t=\"$d/{tmp}.$$\"; (set -C; : > \"$t\") || exit 1; }}; \
          cat > \"$t\" || {{ rm -f \"$t\"; exit 1; }}; \
          n=$(wc -c < \"$t\"); if [ \"$n\" -ne {len} ]; then rm -f \"$t\"; echo \"upload cut short: $n of {len} bytes\" >&2; exit 1; fi; \
-         sha_is \"$t\" {sha}; if [ $? -eq 1 ]; then rm -f \"$t\"; echo \"the agent arrived altered: its sha256 is not {sha}\" >&2; exit 1; fi; \
-         chmod 700 \"$t\"; if [ ! -x \"$t\" ]; then rm -f \"$t\"; : > \"$d/{NOEXEC_MARKER}\"; echo \"$d\"; exit {NOEXEC_STATUS}; fi; \
-         mv -f \"$t\" \"$d/benchrig-agent-{sha}\"; echo \"$d\""
+         sha_is \"$t\" {sha}; if [ $? -eq 1 ]; then rm -f \"$t\"; echo \"the upload arrived altered: its sha256 is not {sha}\" >&2; exit 1; fi; \
+         {finish}mv -f \"$t\" \"$d/{name}\"; echo \"{said}\""
     )
+}
+
+/// Put a file (a kernel package) into the agent's dir, content-addressed,
+/// as the agent's user, the same way the agent itself goes there; its path
+/// on the host. The agent checks its sha256 again before it uses it.
+pub async fn put_file(
+    t: &dyn Transport,
+    dir: &str,
+    sha: &str,
+    bytes: Vec<u8>,
+    b: Option<&Become>,
+) -> Result<String, DeployError> {
+    let script = as_agent_user(&write_script(&sh_quote(dir), &Upload::File, sha, bytes.len()), b);
+    let mut stdin = password_line(b);
+    stdin.extend(bytes);
+    let out = t.exec(&script, Some(stdin)).await?;
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match out.status {
+        Some(0) => Ok(said),
+        Some(UNSAFE_STATUS) => {
+            let (dir, why) = said.split_once('\t').unwrap_or((&said, "is not private"));
+            Err(DeployError::Unsafe { dir: dir.into(), why: why.into() })
+        }
+        _ => Err(DeployError::Remote(format!("uploading a file to {dir} failed: {}", out.stderr_text()))),
+    }
 }
 
 /// Put the agent at its content-addressed name in the dir `dir_expr` (a
@@ -797,6 +850,14 @@ mod tests {
         let (rc, out, _) = sh_out(&upload_script(&sh_quote(link.to_str().unwrap()), &sha, bytes.len()), bytes);
         assert_eq!((rc, out.trim().split('\t').nth(1)), (Some(UNSAFE_STATUS), Some("is a symlink")));
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+
+        // A file for the agent (a kernel package): the same checks, private, not executable.
+        let (rc, out, err) = sh_out(&write_script(&expr, &Upload::File, &sha, bytes.len()), bytes);
+        let file = d.join(format!(".benchrig-file-{sha}"));
+        assert_eq!((rc, out.trim()), (Some(0), file.to_str().unwrap()), "{err}");
+        assert_eq!((std::fs::read(&file).unwrap().as_slice(), mode(&file) & 0o777), (&bytes[..], 0o600));
+        let (rc, _, err) = sh_out(&write_script(&expr, &Upload::File, &sha, bytes.len()), b"#!/bin/sh\necho evil!\n");
+        assert!(rc == Some(1) && err.contains("arrived altered"), "{err}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::session::agent_client::{AgentClient, RequestError, HEARTBEAT_MS};
 use crate::session::deploy::{self, AgentBuilds, DeployError, Deployed};
 use crate::session::timeline::Timeline;
 use crate::session::transport::{self, ConnectionSpec, RemoteProcess, Transport, TransportError};
-use benchrig_wire::boot::{Armed, BootOrder, BootState};
+use benchrig_wire::boot::{Armed, BootOrder, BootState, Installed, KernelPackage};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::{Reply, Request, SessionConfig, StepRequest};
 use benchrig_wire::steps::{Action, NoArgs};
@@ -57,6 +57,8 @@ pub struct HostSession {
     /// What the agent undid at its start of what a killed one left (its
     /// journal, stale exports): said as a warning, and by `cleanup`.
     pub restored: Vec<String>,
+    /// How the agent was started as its user (sudo), for a file put next to it.
+    become_: Option<crate::session::transport::Become>,
 }
 
 /// The wait before retry `attempt` (0 first): 1 s, 2 s, 4 s, then 8 s each.
@@ -188,6 +190,7 @@ impl HostSession {
                     startup,
                     timeline,
                     restored,
+                    become_: spec.become_.clone(),
                 })
             }
             Err(e) => {
@@ -245,6 +248,25 @@ impl HostSession {
         match self.agent.request(Request::Boot(order), None, |_| {}).await? {
             Reply::Armed(a) => Ok(a),
             other => Err(RequestError::Lost(format!("unexpected answer to boot: {other:?}"))),
+        }
+    }
+
+    /// Put a kernel package from the controller on the host and install
+    /// it; what was installed. An agent's refusal keeps its code.
+    pub async fn install_kernel(&self, local: &std::path::Path, keep: bool) -> Result<Installed, RequestError> {
+        use sha2::{Digest, Sha256};
+        let bytes =
+            tokio::fs::read(local).await.map_err(|e| RequestError::Lost(format!("{}: {e}", local.display())))?;
+        let sha256 = benchrig_wire::hex(&Sha256::digest(&bytes));
+        let file =
+            deploy::put_file(self.transport.as_ref(), &self.deployed.remote_dir, &sha256, bytes, self.become_.as_ref())
+                .await
+                .map_err(|e| RequestError::Lost(format!("putting {} on the host: {e}", local.display())))?;
+        let name = local.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let package = KernelPackage { file, sha256, name };
+        match self.agent.request(Request::InstallKernel { package, keep }, None, |_| {}).await? {
+            Reply::Installed(i) => Ok(i),
+            other => Err(RequestError::Lost(format!("unexpected answer to install_kernel: {other:?}"))),
         }
     }
 

@@ -16,9 +16,18 @@ pub enum Decision {
     Boot { release: String, cmdline: String, method: BootMethod },
 }
 
-/// What `spec` asks of a host in `state` (pure).
-pub fn decide(spec: &KernelSpec, state: &BootState) -> Decision {
-    let release = if spec.release == BASELINE { state.release.clone() } else { spec.release.clone() };
+/// What `spec` asks of a host in `state` (pure); `installed`: the release
+/// its `package` installed there.
+pub fn decide(spec: &KernelSpec, installed: Option<&str>, state: &BootState) -> Decision {
+    let release = match (spec.release.as_deref(), installed) {
+        (Some(BASELINE), _) => state.release.clone(),
+        (Some(asked), Some(got)) if asked != got => {
+            return Decision::Unsupported(format!("the package installs kernel {got}, not {asked} (kernel.release)"))
+        }
+        (Some(asked), _) => asked.to_string(),
+        (None, Some(got)) => got.to_string(),
+        (None, None) => return Decision::Unsupported("no kernel was installed from the package".into()),
+    };
     if release == state.release && spec.cmdline.is_empty() {
         return Decision::AsItIs;
     }
@@ -88,24 +97,47 @@ mod tests {
     }
 
     fn spec(release: &str, cmdline: &str, boot: BootMethod) -> KernelSpec {
-        KernelSpec { release: release.into(), cmdline: cmdline.into(), boot }
+        KernelSpec { release: Some(release.into()), cmdline: cmdline.into(), boot, package: None, keep: false }
+    }
+
+    fn decide_(spec: &KernelSpec, st: &BootState) -> Decision {
+        decide(spec, None, st)
+    }
+
+    #[test]
+    fn a_packages_kernel_is_the_one_it_installed_and_must_be_the_one_named() {
+        let st = state();
+        let mut pkg = spec("6.12.9+bpo-amd64", "", BootMethod::Reboot);
+        pkg.package = Some("k.deb".into());
+        assert_eq!(
+            decide(&pkg, Some("6.12.9+bpo-amd64"), &st),
+            Decision::Boot { release: "6.12.9+bpo-amd64".into(), cmdline: "".into(), method: BootMethod::Reboot }
+        );
+        assert_eq!(
+            decide(&pkg, Some("6.12.10+bpo-amd64"), &st),
+            Decision::Unsupported(
+                "the package installs kernel 6.12.10+bpo-amd64, not 6.12.9+bpo-amd64 (kernel.release)".into()
+            )
+        );
+        pkg.release = None;
+        assert_eq!(decide(&pkg, Some("6.1.0-28-amd64"), &st), Decision::AsItIs, "the package's kernel runs already");
     }
 
     #[test]
     fn a_kernel_is_booted_only_when_the_host_is_not_on_it_and_can_boot_it() {
         let st = state();
-        assert_eq!(decide(&spec("baseline", "", BootMethod::Kexec), &st), Decision::AsItIs);
-        assert_eq!(decide(&spec("6.1.0-28-amd64", "", BootMethod::Reboot), &st), Decision::AsItIs);
+        assert_eq!(decide_(&spec("baseline", "", BootMethod::Kexec), &st), Decision::AsItIs);
+        assert_eq!(decide_(&spec("6.1.0-28-amd64", "", BootMethod::Reboot), &st), Decision::AsItIs);
         assert_eq!(
-            decide(&spec("baseline", "panic=10", BootMethod::Reboot), &st),
+            decide_(&spec("baseline", "panic=10", BootMethod::Reboot), &st),
             Decision::Boot { release: "6.1.0-28-amd64".into(), cmdline: "panic=10".into(), method: BootMethod::Reboot }
         );
         assert_eq!(
-            decide(&spec("6.12.9+bpo-amd64", "", BootMethod::Kexec), &st),
+            decide_(&spec("6.12.9+bpo-amd64", "", BootMethod::Kexec), &st),
             Decision::Unsupported("cannot boot a kernel by kexec: kexec is not installed on this host".into())
         );
         assert_eq!(
-            decide(&spec("6.13", "", BootMethod::Reboot), &st),
+            decide_(&spec("6.13", "", BootMethod::Reboot), &st),
             Decision::Unsupported("kernel 6.13 is not installed (in /boot: 6.12.9+bpo-amd64, 6.1.0-28-amd64)".into())
         );
     }

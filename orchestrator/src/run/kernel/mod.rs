@@ -39,7 +39,7 @@ use crate::progress::Progress;
 use crate::session::agent_client::RequestError;
 use crate::session::deploy::AgentBuilds;
 use crate::session::host::{HostError, HostSession};
-use benchrig_wire::boot::{BootMethod, BootOrder, BootRecord, BootState};
+use benchrig_wire::boot::{BootMethod, BootOrder, BootRecord, BootState, Installed};
 use benchrig_wire::facts::Facts;
 use benchrig_wire::messages::ErrorCode;
 use serde_json::{json, Value as Json};
@@ -61,6 +61,8 @@ pub struct Booted {
     pub ready_seconds: Option<f64>,
     /// What it takes to come back; none when nothing was booted.
     pub record: Option<BootRecord>,
+    /// The package it came from, when the play installed one.
+    pub installed: Option<Installed>,
 }
 
 impl Booted {
@@ -71,7 +73,14 @@ impl Booted {
         m.insert("image".into(), self.image.clone().into());
         m.insert("sha256".into(), self.sha256.clone().into());
         m.insert("boot".into(), self.method.map_or("none", BootMethod::as_str).into());
-        for (key, secs) in [("boot_seconds", self.boot_seconds), ("ready_seconds", self.ready_seconds)] {
+        if let Some(i) = &self.installed {
+            m.insert("package".into(), format!("{} {}", i.package.package, i.package.version).into());
+            m.insert("installed_now".into(), i.installed_now.into());
+        }
+        let install = self.installed.as_ref().filter(|i| i.installed_now).map(|i| i.seconds);
+        for (key, secs) in
+            [("install_seconds", install), ("boot_seconds", self.boot_seconds), ("ready_seconds", self.ready_seconds)]
+        {
             if let Some(s) = secs {
                 m.insert(key.into(), json!((s * 100.0).round() / 100.0));
             }
@@ -106,6 +115,8 @@ pub struct Booter<'a> {
     builds: &'a AgentBuilds,
     progress: Progress,
     run: Option<&'a RunContext>,
+    /// What a relative `kernel.package` is relative to: the playbook's dir.
+    playbook_dir: std::path::PathBuf,
     /// The facts of the last session closed for a boot (a host lost on its
     /// way is still planned with them).
     pub facts: Option<Facts>,
@@ -116,7 +127,17 @@ impl<'a> Booter<'a> {
     pub fn in_run(ctx: &'a RunContext, host: &'a str) -> Result<Booter<'a>, String> {
         let vars = ctx.checked.connection_vars(host);
         let bv = BootVars::of(host, &vars, &ctx.checked.templates)?;
-        Ok(Booter { host, vars, bv, builds: &ctx.builds, progress: ctx.progress, run: Some(ctx), facts: None })
+        let playbook_dir = std::path::Path::new(&ctx.checked.playbook.path).parent().map(|p| p.to_path_buf());
+        Ok(Booter {
+            host,
+            vars,
+            bv,
+            builds: &ctx.builds,
+            progress: ctx.progress,
+            run: Some(ctx),
+            playbook_dir: playbook_dir.unwrap_or_default(),
+            facts: None,
+        })
     }
 
     /// The boots of `host` outside a run (`benchrig cleanup`).
@@ -128,7 +149,7 @@ impl<'a> Booter<'a> {
         progress: Progress,
     ) -> Result<Booter<'a>, String> {
         let bv = BootVars::of(host, &vars, templates)?;
-        Ok(Booter { host, vars, bv, builds, progress, run: None, facts: None })
+        Ok(Booter { host, vars, bv, builds, progress, run: None, playbook_dir: Default::default(), facts: None })
     }
 
     fn say(&self, line: String) {
@@ -162,17 +183,48 @@ impl<'a> Booter<'a> {
                 Err(e) => return Entered::Failed(e),
             };
         }
-        let (release, cmdline, method) = match decide(spec, &state) {
-            Decision::AsItIs => return Entered::Up(Box::new(Booted::as_it_is(&state))),
-            Decision::Unsupported(why) => return Entered::Unsupported(why),
-            Decision::Boot { release, cmdline, method } => (release, cmdline, method),
+        if !state.packages.is_empty() {
+            // Packages a killed run installed: removed before anything else.
+            if let Err(e) = self.finish(session, &state.release, &state).await {
+                return Entered::Failed(e);
+            }
+        }
+        let installed = match &spec.package {
+            None => None,
+            Some(file) => match self.install(session, file, spec.keep).await {
+                Ok(i) => Some(i),
+                Err(e) => return e,
+            },
         };
+        if installed.as_ref().is_some_and(|i| i.installed_now) {
+            // /boot has one kernel more.
+            state = match boot_state(session, true).await {
+                Ok(s) => s,
+                Err(e) => return self.undo_install(session, &installed, Entered::Failed(e)).await,
+            };
+        }
+        let (release, cmdline, method) =
+            match decide(spec, installed.as_ref().map(|i| i.package.release.as_str()), &state) {
+                Decision::AsItIs => {
+                    let mut booted = Booted::as_it_is(&state);
+                    booted.installed = installed;
+                    return Entered::Up(Box::new(booted));
+                }
+                Decision::Unsupported(why) => {
+                    return self.undo_install(session, &installed, Entered::Unsupported(why)).await;
+                }
+                Decision::Boot { release, cmdline, method } => (release, cmdline, method),
+            };
         let token = new_token(self.host);
         let order = BootOrder { release: release.clone(), cmdline, method, token: token.clone(), back: false };
         let armed = match session.as_ref().expect("read above").arm_boot(order).await {
             Ok(a) => a,
-            Err(RequestError::Agent(e)) if e.code == ErrorCode::Unsupported => return Entered::Unsupported(e.message),
-            Err(e) => return Entered::Failed(format!("arming the boot: {e}")),
+            Err(RequestError::Agent(e)) if e.code == ErrorCode::Unsupported => {
+                return self.undo_install(session, &installed, Entered::Unsupported(e.message)).await
+            }
+            Err(e) => {
+                return self.undo_install(session, &installed, Entered::Failed(format!("arming the boot: {e}"))).await
+            }
         };
         let record = BootRecord {
             baseline: state.release.clone(),
@@ -230,7 +282,55 @@ impl<'a> Booter<'a> {
             boot_seconds: Some(boot_seconds),
             ready_seconds: Some(ready_seconds),
             record: Some(record),
+            installed,
         }))
+    }
+
+    /// Put `file` (relative to the playbook) on the host and install it.
+    async fn install(&self, session: &Option<HostSession>, file: &str, keep: bool) -> Result<Installed, Entered> {
+        let path = self.playbook_dir.join(file);
+        let s = session.as_ref().ok_or_else(|| Entered::Failed("no session".into()))?;
+        self.say(format!("  installing {}", path.display()));
+        match s.install_kernel(&path, keep).await {
+            Ok(i) => {
+                let p = &i.package;
+                self.say(match i.installed_now {
+                    true => {
+                        format!("  installed {} {} (kernel {}) in {:.1} s", p.package, p.version, p.release, i.seconds)
+                    }
+                    false => format!("  {} {} is the host's already: used, and left as it is", p.package, p.version),
+                });
+                Ok(i)
+            }
+            Err(RequestError::Agent(e)) if e.code == ErrorCode::Unsupported => Err(Entered::Unsupported(e.message)),
+            Err(e) => Err(Entered::Failed(format!("installing {}: {e}", path.display()))),
+        }
+    }
+
+    /// Nothing was booted (`outcome` says why): a package installed for
+    /// it is removed again, the host being on its baseline.
+    async fn undo_install(
+        &self,
+        session: &mut Option<HostSession>,
+        installed: &Option<Installed>,
+        outcome: Entered,
+    ) -> Entered {
+        if !installed.as_ref().is_some_and(|i| i.installed_now) {
+            return outcome;
+        }
+        let removed = match session.as_ref() {
+            Some(s) => s.boot_done().await.map_err(|e| e.to_string()),
+            None => Err("no session".into()),
+        };
+        match removed {
+            Ok(said) => {
+                for line in said {
+                    self.say(format!("  {line}"));
+                }
+                outcome
+            }
+            Err(e) => Entered::Failed(format!("removing the kernel package again: {e}")),
+        }
     }
 
     /// After the cells: back to the baseline, verified, the record
@@ -249,7 +349,13 @@ impl<'a> Booter<'a> {
     /// done, or none when there was nothing to bring back.
     pub async fn bring_back(&mut self, session: &mut Option<HostSession>) -> Result<Option<String>, String> {
         let state = boot_state(session, false).await?;
-        let Some(rec) = state.pending.clone() else { return Ok(None) };
+        let Some(rec) = state.pending.clone() else {
+            if state.packages.is_empty() {
+                return Ok(None);
+            }
+            self.finish(session, &state.release, &state).await?;
+            return Ok(Some("removed the kernel packages benchrig had installed".into()));
+        };
         self.come_back(session, &rec, &state).await?;
         Ok(Some(format!("back on kernel {} from benchrig's boot of {}", rec.baseline, rec.release)))
     }
@@ -402,6 +508,7 @@ impl Booted {
             boot_seconds: None,
             ready_seconds: None,
             record: None,
+            installed: None,
         }
     }
 }
