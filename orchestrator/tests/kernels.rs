@@ -194,7 +194,7 @@ fn a_kernel_that_never_answers_is_power_cycled_back_and_its_cells_are_not_booted
   benchmark:
     - noop:
 "#;
-    let (out, _, cells) = run_on_kboot(&b, "hang", playbook, &other, &["benchrig_boot_timeout=75"]);
+    let (out, _, cells) = run_on_kboot(&b, "hang", playbook, &other, &["benchrig_boot_timeout=120"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(6), "{err}");
     assert!(err.contains("power-cycling it"), "{err}");
@@ -202,7 +202,7 @@ fn a_kernel_that_never_answers_is_power_cycled_back_and_its_cells_are_not_booted
     let c = &cells[0];
     assert_eq!(c.status, CellStatus::NotBooted, "{c:?}");
     let why = c.reason.as_deref().unwrap();
-    assert!(why.contains("did not come back within 75 s"), "{why}");
+    assert!(why.contains("did not come back within 120 s"), "{why}");
     // The console was kept, its worst line first.
     let k = &c.info.as_ref().unwrap()["kernel"];
     let console: Vec<&str> = k["console"].as_array().unwrap().iter().filter_map(|l| l.as_str()).collect();
@@ -306,7 +306,8 @@ fn a_package_that_does_not_fit_in_boot_is_undone_and_its_cells_fail_with_nothing
     let c = &cells[0];
     assert_eq!(c.status, CellStatus::Failed, "{c:?}");
     let why = c.reason.as_deref().unwrap();
-    assert!(why.contains("installing linux-image-") && why.contains("dpkg"), "{why}");
+    assert!(why.contains("installing linux-image-") && why.contains("dpkg --install failed"), "{why}");
+    assert!(why.contains("No space left on device"), "the tool's own words: {why}");
     assert!(!err.contains("booting kernel"), "nothing was booted: {err}");
     assert_back_on(&baseline);
 }
@@ -325,16 +326,17 @@ fn a_kernel_that_panics_with_a_power_command_that_fails_leaves_the_host_quaranti
   benchmark:
     - noop:
 "#;
-    let extra = ["benchrig_boot_timeout=60", "benchrig_power_cycle=echo the PDU is unreachable >&2; exit 1"];
+    let extra = [r#"{"benchrig_boot_timeout": 60, "benchrig_power_cycle": "echo the PDU is unreachable >&2; exit 1"}"#];
     let (out, _, cells) = run_on_kboot(&b, "panic", playbook, &other, &extra);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "a host not back is unreachable: {err}");
-    assert!(err.contains("console: Kernel panic"), "the panic line is said: {err}");
+    let said = err.lines().find(|l| l.contains("console:")).unwrap_or_default();
+    assert!(said.contains("Kernel panic - not syncing"), "the panic line is said: {err}");
     assert!(err.contains("the power cycle failed") && err.contains("the PDU is unreachable"), "{err}");
     assert_eq!(cells.len(), 1, "{cells:?}");
     assert_ne!(cells[0].status, CellStatus::Ok, "{:?}", cells[0]);
     let hosts = stdout(&b.run(&["lab", "list"]));
-    assert!(hosts.contains("quarantined"), "{hosts}");
+    assert!(hosts.contains("not back on its own kernel after a kernel test"), "quarantined, saying why: {hosts}");
     // A person resets it (its default entry boots); cleanup finds the
     // record and finishes the way back; the host goes back into the lab.
     let vm = repo().join("ci/vm.sh");
@@ -362,13 +364,13 @@ fn a_kernel_that_boots_without_sshd_is_power_cycled_back_and_its_cells_are_not_b
   benchmark:
     - noop:
 "#;
-    let (out, _, cells) = run_on_kboot(&b, "nossh", playbook, &other, &["benchrig_boot_timeout=100"]);
+    let (out, _, cells) = run_on_kboot(&b, "nossh", playbook, &other, &["benchrig_boot_timeout=120"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(6), "{err}");
     assert!(err.contains("power-cycling it"), "{err}");
     let c = &cells[0];
     assert_eq!(c.status, CellStatus::NotBooted, "{c:?}");
-    assert!(c.reason.as_deref().unwrap().contains("did not come back within 100 s"), "{c:?}");
+    assert!(c.reason.as_deref().unwrap().contains("did not come back within 120 s"), "{c:?}");
     // The console shows a system that came up: its serial getty's banner.
     let k = &c.info.as_ref().unwrap()["kernel"];
     let console: Vec<&str> = k["console"].as_array().unwrap().iter().filter_map(|l| l.as_str()).collect();

@@ -164,7 +164,7 @@ fn install_file(work_dir: &Path, pkg: &KernelPackage, keep: bool) -> Result<Inst
     };
     if let Some(mut why) = why {
         match remove_one(&ours) {
-            Ok(()) => record::write(work_dir, record::PACKAGES, &without(self::ours(work_dir), &ours))?,
+            Ok(()) => keep_record(work_dir, without(self::ours(work_dir), &ours))?,
             // Still recorded: the next run or `cleanup` tries again.
             Err(e) => why = AgentError::failed(format!("{}; removing it again failed too: {e}", why.message)),
         }
@@ -197,11 +197,7 @@ pub fn remove_ours(work_dir: &Path, running: &str) -> Result<Vec<String>, AgentE
             }
         }
     }
-    if left.is_empty() {
-        record::remove(work_dir, record::PACKAGES).map_err(AgentError::failed)?;
-    } else {
-        record::write(work_dir, record::PACKAGES, &left)?;
-    }
+    keep_record(work_dir, left)?;
     match failed.is_empty() {
         true => Ok(said),
         false => Err(AgentError::failed(format!("removing kernel packages: {}", failed.join("; ")))),
@@ -229,16 +225,57 @@ fn remove_one(p: &OurPackage) -> Result<(), String> {
 }
 
 /// Run a package tool, waiting while another holds the package database
-/// (apt's daily run, an admin's install): up to five minutes.
+/// (apt's daily run, an admin's install): up to five minutes. Its error
+/// is the tool's own words of what went wrong.
 fn run_waiting_for_lock<S: AsRef<str>>(argv: &[S]) -> Result<crate::cmd::Output, String> {
     let since = Instant::now();
     loop {
         let out = crate::cmd::run_within(argv, INSTALL_DEADLINE)?;
         let locked = !out.ok() && (out.stderr.contains("lock") || out.stderr.contains("Lock"));
+        if out.ok() {
+            return Ok(out);
+        }
         if !locked || since.elapsed() > Duration::from_secs(300) {
-            return crate::cmd::succeeded(argv, out);
+            let tool = argv.iter().map(AsRef::as_ref).find(|a| matches!(*a, "dpkg" | "rpm")).unwrap_or("the tool");
+            let verb = argv.iter().map(AsRef::as_ref).find(|a| a.starts_with("--")).unwrap_or("");
+            return Err(format!("{tool} {verb} failed: {}", telling(&out)));
         }
         std::thread::sleep(Duration::from_secs(5));
+    }
+}
+
+/// The lines of a package tool's failure that say what went wrong (dpkg
+/// ends with "Errors were encountered while processing: FILE", which
+/// does not): those naming an error, at most three; else the last line.
+fn telling(out: &crate::cmd::Output) -> String {
+    let mut lines: Vec<&str> = vec![];
+    for l in out.stderr.lines().chain(out.stdout.lines()).map(str::trim) {
+        let says = l.contains("rror") || l.contains("No space") || l.contains("failed");
+        if says && !l.starts_with("Errors were encountered") && !lines.contains(&l) && lines.len() < 3 {
+            lines.push(l);
+        }
+    }
+    // A line ending in ':' goes on in the next one.
+    let mut said = String::new();
+    for l in &lines {
+        if !said.is_empty() {
+            said.push_str(if said.ends_with(':') { " " } else { "; " });
+        }
+        said.push_str(l);
+    }
+    if said.is_empty() {
+        out.reason()
+    } else {
+        said
+    }
+}
+
+/// The record of what is still installed: none once nothing is.
+fn keep_record(work_dir: &Path, left: Vec<OurPackage>) -> Result<(), AgentError> {
+    if left.is_empty() {
+        record::remove(work_dir, record::PACKAGES).map_err(AgentError::failed)
+    } else {
+        record::write(work_dir, record::PACKAGES, &left)
     }
 }
 
@@ -333,6 +370,26 @@ mod tests {
         assert_eq!(release_in(rpm).as_deref(), Some("6.11.4-301.fc41.x86_64"));
         assert_eq!(release_in("./usr/share/doc/linux-base/copyright\n"), None);
         assert_eq!(release_in("/lib/modules/6.1/kernel/vmlinuz\n"), None, "a file deeper down is no kernel image");
+    }
+
+    #[test]
+    fn a_failure_is_said_in_the_tools_own_words() {
+        let out = crate::cmd::Output {
+            status: 1,
+            stdout: String::new(),
+            stderr: "Selecting previously unselected package linux-image-6.12.95+deb12-cloud-amd64.\n\
+                     dpkg: error processing archive /x/.benchrig-file-1 (--install):\n \
+                     cannot copy extracted data for './boot/vmlinuz-6.12' to '/boot/vmlinuz-6.12.dpkg-new': \
+                     failed to write (No space left on device)\n\
+                     Errors were encountered while processing:\n /x/.benchrig-file-1\n"
+                .into(),
+        };
+        let said = telling(&out);
+        assert!(said.starts_with("dpkg: error processing archive"), "{said}");
+        assert!(said.contains("No space left on device") && !said.contains("Errors were"), "{said}");
+        assert!(said.contains("(--install): cannot copy"), "a line ending in ':' goes on: {said}");
+        let bare = crate::cmd::Output { status: 2, stdout: String::new(), stderr: "something odd\n".into() };
+        assert_eq!(telling(&bare), "something odd");
     }
 
     #[test]

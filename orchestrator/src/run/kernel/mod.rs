@@ -183,6 +183,13 @@ impl<'a> Booter<'a> {
                 Err(e) => return Entered::Failed(e),
             };
         }
+        if let Some(p) = state.packages.iter().find(|p| p.release == state.release) {
+            // Never measured as if it were the host's own.
+            return Entered::Failed(format!(
+                "the host runs kernel {}, from package {} that a killed run of benchrig installed:                  reboot it into its own kernel, then `benchrig cleanup` removes the package",
+                p.release, p.package
+            ));
+        }
         if !state.packages.is_empty() {
             // Packages a killed run installed: removed before anything else.
             if let Err(e) = self.finish(session, &state.release, &state).await {
@@ -303,6 +310,8 @@ impl<'a> Booter<'a> {
                 Ok(i)
             }
             Err(RequestError::Agent(e)) if e.code == ErrorCode::Unsupported => Err(Entered::Unsupported(e.message)),
+            // The agent's words name the package already.
+            Err(RequestError::Agent(e)) => Err(Entered::Failed(e.message)),
             Err(e) => Err(Entered::Failed(format!("installing {}: {e}", path.display()))),
         }
     }
