@@ -138,14 +138,15 @@ fn packages_exist(pb: &Playbook, pi: usize, cells: &[plan::Cell]) -> Result<(), 
     let dir = std::path::Path::new(&pb.path).parent().unwrap_or(std::path::Path::new(""));
     for file in cells.iter().filter_map(|c| c.kernel.as_ref()?.package.as_deref()) {
         let path = dir.join(file);
-        if let Err(e) = std::fs::File::open(&path).and_then(|f| f.metadata()).and_then(|m| match m.is_file() {
-            true => Ok(()),
-            false => Err(std::io::Error::other("not a file")),
-        }) {
-            let node = pb.plays[pi].kernel.as_ref().expect("a cell's kernel is its play's");
-            let loc = node.get("package").map_or(&node.loc, |n| &n.loc);
-            return Err(ConfigError::at(loc, format!("kernel package {}: {e}", path.display())));
-        }
+        // Opened, as the copy will: a file there but unreadable is said now too.
+        let why = match std::fs::File::open(&path).and_then(|f| f.metadata()) {
+            Ok(m) if m.is_file() => continue,
+            Ok(_) => "not a file".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let node = pb.plays[pi].kernel.as_ref().expect("a cell's kernel is its play's");
+        let loc = node.get("package").map_or(&node.loc, |n| &n.loc);
+        return Err(ConfigError::at(loc, format!("kernel package {}: {why}", path.display())));
     }
     Ok(())
 }
