@@ -205,18 +205,18 @@ pub fn remove_ours(work_dir: &Path, running: &str) -> Result<Vec<String>, AgentE
 }
 
 fn remove_one(p: &OurPackage) -> Result<(), String> {
-    let argv: Vec<String> = match Tool::from_name(&p.tool) {
-        Some(Tool::Dpkg) => {
-            ["env", "DEBIAN_FRONTEND=noninteractive", "dpkg", "--purge", &p.package].map(String::from).to_vec()
-        }
-        Some(Tool::Rpm) => vec!["rpm".into(), "--erase".into(), format!("{}-{}", p.package, p.version)],
-        None => return Err(format!("{}: installed by {}, which this agent does not know", p.package, p.tool)),
-    };
     // Not there (any more): nothing to remove. dpkg's leftovers of a
     // failed install (half-installed, config files) go with the purge.
-    let there = match Tool::from_name(&p.tool) {
-        Some(Tool::Dpkg) => dpkg_state(&p.package).is_some_and(|(state, _)| state != "not-installed"),
-        _ => matches!(installed_version(Tool::Rpm, &p.package, &p.version), Have::This),
+    let (there, argv): (bool, Vec<String>) = match Tool::from_name(&p.tool) {
+        Some(Tool::Dpkg) => (
+            dpkg_state(&p.package).is_some_and(|(state, _)| state != "not-installed"),
+            ["env", "DEBIAN_FRONTEND=noninteractive", "dpkg", "--purge", &p.package].map(String::from).to_vec(),
+        ),
+        Some(Tool::Rpm) => (
+            matches!(installed_version(Tool::Rpm, &p.package, &p.version), Have::This),
+            vec!["rpm".into(), "--erase".into(), format!("{}-{}", p.package, p.version)],
+        ),
+        None => return Err(format!("{}: installed by {}, which this agent does not know", p.package, p.tool)),
     };
     if !there {
         return Ok(());
